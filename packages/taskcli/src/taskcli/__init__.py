@@ -1,0 +1,3 @@
+"""taskcli: a thin adapter over taskcore's operation registry (see docs/adapters.md)."""
+
+__all__: list[str] = []

@@ -1,0 +1,158 @@
+"""The closed set of error codes and the one exception type every layer raises.
+
+Every failure the system reports carries an :class:`ErrorCode`. Each code belongs to an
+:class:`ErrorKind`, and the kind alone decides the transport mapping (HTTP status, CLI exit
+status, MCP tool error), so adapters translate without deciding. New codes are added here and
+nowhere else; the wire spelling (``code.value``) never changes once published.
+
+>>> err = TaskError(ErrorCode.UNKNOWN_FIELD, "unknown field 'colour'", path="$.criteria[0]")
+>>> err.to_json()
+{'error': "unknown field 'colour' at $.criteria[0]", 'code': 'UNKNOWN_FIELD', 'path': '$.criteria[0]'}
+>>> err.code.kind.http_status
+400
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["ErrorCode", "ErrorKind", "TaskError"]
+
+
+class ErrorKind(enum.Enum):
+    """The class of a failure; each kind has exactly one HTTP status and one CLI exit status."""
+
+    BAD_REQUEST = (400, 3)
+    UNAUTHENTICATED = (401, 4)
+    FORBIDDEN = (403, 4)
+    NOT_FOUND = (404, 5)
+    CONFLICT = (409, 6)
+    TOO_LARGE = (413, 7)
+    UNSUPPORTED_MEDIA = (415, 3)
+    UNPROCESSABLE = (422, 3)
+    RATE_LIMITED = (429, 8)
+    UNAVAILABLE = (503, 8)
+    INTERNAL = (500, 1)
+
+    @property
+    def http_status(self) -> int:
+        """The HTTP status code an adapter must answer with."""
+        return self.value[0]
+
+    @property
+    def exit_status(self) -> int:
+        """The process exit status the CLI must end with."""
+        return self.value[1]
+
+
+class ErrorCode(enum.Enum):
+    """Stable, closed error codes. ``value`` is the wire spelling."""
+
+    # -- decoding and validation (the request itself is wrong) -------------------------------
+    MALFORMED_JSON = ("MALFORMED_JSON", ErrorKind.BAD_REQUEST)
+    UNKNOWN_FIELD = ("UNKNOWN_FIELD", ErrorKind.BAD_REQUEST)
+    MISSING_FIELD = ("MISSING_FIELD", ErrorKind.BAD_REQUEST)
+    WRONG_TYPE = ("WRONG_TYPE", ErrorKind.BAD_REQUEST)
+    BAD_INPUT = ("BAD_INPUT", ErrorKind.BAD_REQUEST)
+    OUT_OF_BOUNDS = ("OUT_OF_BOUNDS", ErrorKind.UNPROCESSABLE)
+    INVALID_VALUE = ("INVALID_VALUE", ErrorKind.UNPROCESSABLE)
+    UNSUPPORTED_VERSION = ("UNSUPPORTED_VERSION", ErrorKind.UNPROCESSABLE)
+    INVALID_PATH = ("INVALID_PATH", ErrorKind.UNPROCESSABLE)
+    INVALID_CRITERIA = ("INVALID_CRITERIA", ErrorKind.UNPROCESSABLE)
+    INVALID_SIGNATURE = ("INVALID_SIGNATURE", ErrorKind.UNPROCESSABLE)
+    INVALID_RECOVERY = ("INVALID_RECOVERY", ErrorKind.UNPROCESSABLE)
+    BINDING_MISMATCH = ("BINDING_MISMATCH", ErrorKind.UNPROCESSABLE)
+    PAYLOAD_TOO_LARGE = ("PAYLOAD_TOO_LARGE", ErrorKind.TOO_LARGE)
+    UNSUPPORTED_MEDIA_TYPE = ("UNSUPPORTED_MEDIA_TYPE", ErrorKind.UNSUPPORTED_MEDIA)
+
+    # -- who is calling --------------------------------------------------------------------
+    UNAUTHENTICATED = ("UNAUTHENTICATED", ErrorKind.UNAUTHENTICATED)
+    TOKEN_REVOKED = ("TOKEN_REVOKED", ErrorKind.UNAUTHENTICATED)
+    FORBIDDEN = ("FORBIDDEN", ErrorKind.FORBIDDEN)
+    AUTONOMY_EXCEEDED = ("AUTONOMY_EXCEEDED", ErrorKind.FORBIDDEN)
+    AUTHORIZATION_CHANGED = ("AUTHORIZATION_CHANGED", ErrorKind.FORBIDDEN)
+    EXECUTOR_NOT_ENROLLED = ("EXECUTOR_NOT_ENROLLED", ErrorKind.FORBIDDEN)
+    EXECUTOR_REVOKED = ("EXECUTOR_REVOKED", ErrorKind.FORBIDDEN)
+
+    # -- what is asked for -----------------------------------------------------------------
+    NOT_FOUND = ("NOT_FOUND", ErrorKind.NOT_FOUND)
+    UNKNOWN_OPERATION = ("UNKNOWN_OPERATION", ErrorKind.NOT_FOUND)
+
+    # -- the state does not allow it -------------------------------------------------------
+    CONFLICT = ("CONFLICT", ErrorKind.CONFLICT)
+    ILLEGAL_TRANSITION = ("ILLEGAL_TRANSITION", ErrorKind.CONFLICT)
+    ALREADY_EXISTS = ("ALREADY_EXISTS", ErrorKind.CONFLICT)
+    IDEMPOTENCY_CONFLICT = ("IDEMPOTENCY_CONFLICT", ErrorKind.CONFLICT)
+    STALE_FENCE = ("STALE_FENCE", ErrorKind.CONFLICT)
+    LEASE_RUNAWAY = ("LEASE_RUNAWAY", ErrorKind.CONFLICT)
+    LEASE_NOT_HELD = ("LEASE_NOT_HELD", ErrorKind.CONFLICT)
+    DEPENDENCY_INCOMPLETE = ("DEPENDENCY_INCOMPLETE", ErrorKind.CONFLICT)
+    PRIOR_SUBJECT_UNRESOLVED = ("PRIOR_SUBJECT_UNRESOLVED", ErrorKind.CONFLICT)
+    SUBJECT_STALE = ("SUBJECT_STALE", ErrorKind.CONFLICT)
+    DEPTH_EXCEEDED = ("DEPTH_EXCEEDED", ErrorKind.CONFLICT)
+
+    # -- the service cannot answer right now -----------------------------------------------
+    BUSY = ("BUSY", ErrorKind.UNAVAILABLE)
+    RATE_LIMITED = ("RATE_LIMITED", ErrorKind.RATE_LIMITED)
+    STORAGE_UNAVAILABLE = ("STORAGE_UNAVAILABLE", ErrorKind.UNAVAILABLE)
+    INTEGRITY_FAILURE = ("INTEGRITY_FAILURE", ErrorKind.UNAVAILABLE)
+    INTERNAL = ("INTERNAL", ErrorKind.INTERNAL)
+
+    def __new__(cls, wire: str, kind: ErrorKind) -> ErrorCode:
+        member = object.__new__(cls)
+        member._value_ = wire
+        return member
+
+    def __init__(self, wire: str, kind: ErrorKind) -> None:
+        self.kind = kind
+
+    @classmethod
+    def from_wire(cls, wire: str) -> ErrorCode:
+        """Return the code for a wire spelling, or raise ``ValueError``."""
+        return cls(wire)
+
+
+class TaskError(Exception):
+    """The one exception type of taskcore: a stable code, a message for people, a JSON path.
+
+    The message says what to do; it never contains secrets, file system paths of the server
+    or a traceback. ``path`` is a JSON path into the request (``$.criteria[2].outcome``) when
+    the failure is about one value of it.
+    """
+
+    def __init__(
+        self,
+        code: ErrorCode,
+        message: str,
+        *,
+        path: str | None = None,
+        details: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.code = code
+        self.message = message
+        self.path = path
+        self.details: Mapping[str, Any] = dict(details or {})
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        """Return the message with the JSON path appended, as people should read it."""
+        if self.path and self.path != "$":
+            return f"{self.message} at {self.path}"
+        return self.message
+
+    def at(self, prefix: str) -> TaskError:
+        """Return a copy whose path is nested under ``prefix`` (``$.a`` + ``$.b`` -> ``$.a.b``)."""
+        inner = self.path or "$"
+        nested = prefix + inner[1:] if inner.startswith("$") else prefix + inner
+        return TaskError(self.code, self.message, path=nested, details=self.details)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the ``{error, code}`` body every transport sends (plus ``path`` if known)."""
+        body: dict[str, Any] = {"error": self.describe(), "code": self.code.value}
+        if self.path is not None:
+            body["path"] = self.path
+        if self.details:
+            body["details"] = dict(self.details)
+        return body

@@ -1,0 +1,133 @@
+"""Every bound in the system, in one place.
+
+Numbers marked *seed* come from the specification and must not change; the others are ours,
+chosen so that a bounded request can always be checked before anything is allocated for it.
+Each constant documents its unit. ``docs/contract.md`` lists them in a table.
+
+>>> ASSERTION_MAX_BYTES
+262144
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = [
+    "ASSERTION_MAX_BYTES",
+    "AUDIT_VERB_MAX_CHARS",
+    "CHECKPOINT_PRUNE_DEFAULT_DAYS",
+    "CHECKPOINT_STATE_MAX_BYTES",
+    "COLLECTOR_ENVELOPE_MAX_BYTES",
+    "CONTEXT_MAX_BYTES",
+    "CRITERIA_MAX",
+    "DEPENDENCIES_MAX",
+    "DONE_GATE_BUDGET",
+    "DONE_GATE_RECEIPT_MAX_LINES",
+    "EVIDENCE_DIGESTS_MAX",
+    "FINALIZE_TRANSFERS_MAX",
+    "FINDINGS_MAX",
+    "FINDING_MAX_CHARS",
+    "ID_MAX_CHARS",
+    "JSON_MAX_DEPTH",
+    "LEASE_DEFAULT_MS",
+    "LEASE_MAX_MS",
+    "LEASE_MIN_MS",
+    "LEASE_WALLCLOCK_CAP_SECONDS",
+    "MAX_AGENT_TASK_DEPTH",
+    "MAX_LEASE_EXTENSIONS",
+    "NAMED_REFERENCES_MAX",
+    "PATH_MAX_CHARS",
+    "QUALIFICATION_FAILURES_MAX",
+    "QUALIFICATION_TIMEOUT_SECONDS",
+    "QUEUE_PAYLOAD_MAX_BYTES",
+    "REASON_MAX_CHARS",
+    "REFERENCE_BODY_MAX_BYTES",
+    "REQUEST_BODY_MAX_BYTES",
+    "RETAINED_SUBJECT_SCAN_MAX",
+    "STEPS_MAX",
+    "STOP_CONTINUATIONS_MAX",
+    "TEXT_MAX_CHARS",
+    "U64_MAX",
+]
+
+# -- integers ---------------------------------------------------------------------------------
+U64_MAX: Final = 2**64 - 1
+"""Largest unsigned 64-bit value; every wire integer is in ``0..U64_MAX`` (*seed*)."""
+
+# -- sizes of whole documents (bytes) ---------------------------------------------------------
+ASSERTION_MAX_BYTES: Final = 256 * 1024
+"""A TaskResultAssertion as it travels, in bytes (*seed*: 256 KiB)."""
+REQUEST_BODY_MAX_BYTES: Final = 256 * 1024
+"""Any ordinary request body (queue verbs, workflow operations), in bytes (ours, = assertion)."""
+REFERENCE_BODY_MAX_BYTES: Final = 128 * 1024
+"""A named reference body, refused above this before it is read (*seed*: 128 KiB)."""
+COLLECTOR_ENVELOPE_MAX_BYTES: Final = 16 * 1024 * 1024
+"""A signed collector transfer envelope (*seed*: 16 MiB)."""
+CHECKPOINT_STATE_MAX_BYTES: Final = 1024 * 1024
+"""``agenttask.checkpoint.write`` state JSON (*seed*: 1 MiB)."""
+QUEUE_PAYLOAD_MAX_BYTES: Final = 64 * 1024
+"""A queue task payload or checkpoint body, canonical JSON bytes (ours)."""
+CONTEXT_MAX_BYTES: Final = 64 * 1024
+"""Change context bytes bound into a subject (ours)."""
+JSON_MAX_DEPTH: Final = 64
+"""Nesting depth of any decoded JSON document (ours)."""
+
+# -- strings (characters) ---------------------------------------------------------------------
+ID_MAX_CHARS: Final = 128
+"""Identifiers and codes: ``[A-Za-z0-9._-]{1,128}`` (*seed*, from the Stop hook rules)."""
+PATH_MAX_CHARS: Final = 1024
+"""A named-reference path (ours)."""
+FINDING_MAX_CHARS: Final = 4096
+"""One finding text in a criterion row (ours)."""
+REASON_MAX_CHARS: Final = 1024
+"""A cancel or reconcile reason (ours)."""
+TEXT_MAX_CHARS: Final = 16 * 1024
+"""Any other free text field, e.g. an instruction summary (ours)."""
+AUDIT_VERB_MAX_CHARS: Final = 128
+"""An operation name as recorded in the audit log, even when unknown (ours)."""
+
+# -- collections (items) ----------------------------------------------------------------------
+CRITERIA_MAX: Final = 64
+"""Criteria of one task, rows of one assertion (ours)."""
+FINDINGS_MAX: Final = 32
+"""Findings in one criterion row (ours)."""
+EVIDENCE_DIGESTS_MAX: Final = 32
+"""Evidence digests in one criterion row (ours)."""
+NAMED_REFERENCES_MAX: Final = 32
+"""Named references of one instruction entrypoint (ours)."""
+STEPS_MAX: Final = 64
+"""Steps of one installed requirement (ours)."""
+DEPENDENCIES_MAX: Final = 64
+"""Dependencies of one step (ours)."""
+QUALIFICATION_FAILURES_MAX: Final = 32
+"""Typed failures in one qualification answer (*seed*: 32)."""
+FINALIZE_TRANSFERS_MAX: Final = 32
+"""Transfers streamed by one collector finalization (*seed*: 32)."""
+RETAINED_SUBJECT_SCAN_MAX: Final = 4096
+"""Retained task identities scanned for an unresolved older subject (*seed*: 4096)."""
+
+# -- leases and time --------------------------------------------------------------------------
+LEASE_MIN_MS: Final = 1_000
+"""Shortest lease a claim may request, in milliseconds (ours)."""
+LEASE_DEFAULT_MS: Final = 5 * 60 * 1000
+"""Lease granted when a queue claim asks for none, in milliseconds (ours)."""
+LEASE_MAX_MS: Final = 60 * 60 * 1000
+"""Configured maximum lease, in milliseconds; a claim never gets more (ours)."""
+MAX_LEASE_EXTENSIONS: Final = 4
+"""Non-terminal renewals before the runaway guard requeues (*seed*: 4)."""
+LEASE_WALLCLOCK_CAP_SECONDS: Final = 2 * 60 * 60
+"""Wall-clock cap from first lease before the runaway guard requeues (ours: 2 h)."""
+MAX_AGENT_TASK_DEPTH: Final = 5
+"""Deepest queue task (root is 0) (*seed*: 5)."""
+CHECKPOINT_PRUNE_DEFAULT_DAYS: Final = 30
+"""Default retention of ``agenttask.checkpoint.prune`` (*seed*: 30 days)."""
+QUALIFICATION_TIMEOUT_SECONDS: Final = 30
+"""Stop hook limit on the qualification call (*seed*: 30 s)."""
+STOP_CONTINUATIONS_MAX: Final = 8
+"""Consecutive task-stop continuations before the counter ends continuation (*seed*: 8)."""
+
+# -- done gate --------------------------------------------------------------------------------
+DONE_GATE_BUDGET: Final = 3
+"""Re-entries per session and user prompt (*seed*: 3)."""
+DONE_GATE_RECEIPT_MAX_LINES: Final = 6
+"""Lines in a done-gate receipt (*seed*: 6)."""

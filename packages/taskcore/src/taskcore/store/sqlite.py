@@ -1,0 +1,275 @@
+"""SQLite databases on apsw: pragmas, forward migrations, serialized write transactions.
+
+This module is the only place that knows how a SQLite file is opened. A database is a set of
+*components*, each with its own forward-only list of migrations and its own recorded schema
+version, so the journal, the queue, the authority and the done-gate index each own their
+tables without editing each other's.
+
+Guarantees (tested in ``tests/store/test_sqlite.py``):
+
+* WAL journal, ``synchronous=FULL``: a committed write transaction is on disk when
+  :meth:`SqliteDatabase.write` returns;
+* writers take ``BEGIN IMMEDIATE`` and wait at most ``busy_timeout_ms``; contention past that
+  is a ``BUSY`` error and nothing is retried or replayed;
+* a missing database is created only when asked (``create=True``); read-only opens never
+  create a file, run a migration or change the journal mode;
+* the first writable open in a process runs ``PRAGMA quick_check`` and refuses a damaged file;
+* a file whose recorded schema is newer than this code is refused, never downgraded.
+
+>>> import tempfile, pathlib
+>>> tmp = pathlib.Path(tempfile.mkdtemp())
+>>> notes = Component("notes", (Migration(1, "CREATE TABLE note(id INTEGER PRIMARY KEY, body TEXT)"),))
+>>> db = SqliteDatabase(tmp / "x.sqlite", (notes,), create=True)
+>>> with db.write() as conn:
+...     _ = conn.execute("INSERT INTO note(body) VALUES (?)", ("hi",))
+>>> with db.read() as conn:
+...     conn.execute("SELECT body FROM note").fetchall()
+[('hi',)]
+>>> db.close()
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import apsw
+import attrs
+
+from taskcore.errors import ErrorCode, TaskError
+
+__all__ = ["Component", "Migration", "SqliteDatabase"]
+
+_CHECKED_PATHS: set[str] = set()
+_CHECKED_LOCK = threading.Lock()
+
+
+@attrs.frozen
+class Migration:
+    """One forward step of a component's schema: ``version`` is 1, 2, 3... in order."""
+
+    version: int
+    sql: str
+
+
+@attrs.frozen
+class Component:
+    """A named set of tables with its own migration history."""
+
+    name: str
+    migrations: tuple[Migration, ...]
+
+    @property
+    def latest(self) -> int:
+        """The schema version this code writes."""
+        return max((m.version for m in self.migrations), default=0)
+
+
+_META = """
+CREATE TABLE IF NOT EXISTS schema_versions (
+    component TEXT PRIMARY KEY,
+    version INTEGER NOT NULL
+) STRICT
+"""
+
+
+class SqliteDatabase:
+    """One SQLite file, one connection per thread, explicit transactions.
+
+    ``write()`` yields a connection inside ``BEGIN IMMEDIATE`` and commits on a clean exit
+    (rolls back on any exception); ``read()`` yields one inside a deferred transaction, so all
+    reads see one snapshot.
+    """
+
+    def __init__(
+        self,
+        path: Path | str,
+        components: Sequence[Component],
+        *,
+        create: bool = False,
+        readonly: bool = False,
+        busy_timeout_ms: int = 10_000,
+    ) -> None:
+        self.path = Path(path)
+        self.components = tuple(components)
+        self.readonly = readonly
+        self.busy_timeout_ms = busy_timeout_ms
+        self._local = threading.local()
+        self._all: list[apsw.Connection] = []
+        self._all_lock = threading.Lock()
+        if not self.path.exists():
+            if not create or readonly:
+                raise TaskError(
+                    ErrorCode.NOT_FOUND,
+                    "the database does not exist; start the service or run the operator "
+                    "command that creates it",
+                )
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        conn = self._connection()
+        if not readonly:
+            self._check_once(conn)
+            self._migrate(conn)
+        else:
+            self._check_versions(conn)
+
+    # -- connections ----------------------------------------------------------------------
+    def _open(self) -> apsw.Connection:
+        if self.readonly:
+            flags = apsw.SQLITE_OPEN_READONLY
+        else:
+            flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        try:
+            conn = apsw.Connection(str(self.path), flags=flags)
+        except apsw.Error as exc:
+            raise TaskError(
+                ErrorCode.STORAGE_UNAVAILABLE, f"cannot open the database ({type(exc).__name__})"
+            ) from None
+        conn.set_busy_timeout(self.busy_timeout_ms)
+        try:
+            if not self.readonly:
+                if os.stat(self.path).st_size == 0:
+                    os.chmod(self.path, 0o600)
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
+            conn.execute("PRAGMA foreign_keys=ON")
+        except apsw.BusyError:
+            conn.close()
+            raise TaskError(ErrorCode.BUSY, "the database is busy; retry shortly") from None
+        except apsw.Error:
+            conn.close()
+            raise TaskError(
+                ErrorCode.INTEGRITY_FAILURE,
+                "the file is not a readable database; restore it from a backup",
+            ) from None
+        return conn
+
+    def _connection(self) -> apsw.Connection:
+        conn: apsw.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._open()
+            self._local.conn = conn
+            with self._all_lock:
+                self._all.append(conn)
+        return conn
+
+    def close(self) -> None:
+        """Close every connection this object opened (in any thread)."""
+        with self._all_lock:
+            for conn in self._all:
+                conn.close()
+            self._all.clear()
+        self._local = threading.local()
+
+    # -- integrity and migrations -----------------------------------------------------------
+    def _check_once(self, conn: apsw.Connection) -> None:
+        key = str(self.path.resolve())
+        with _CHECKED_LOCK:
+            if key in _CHECKED_PATHS:
+                return
+            try:
+                rows = conn.execute("PRAGMA quick_check").fetchall()
+            except apsw.Error:
+                rows = [("unreadable",)]
+            if rows != [("ok",)]:
+                raise TaskError(
+                    ErrorCode.INTEGRITY_FAILURE,
+                    "the database failed its integrity check; restore it from a backup",
+                )
+            _CHECKED_PATHS.add(key)
+
+    def _versions(self, conn: apsw.Connection) -> dict[str, int]:
+        exists = conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type='table' AND name='schema_versions'"
+        ).fetchall()
+        if not exists:
+            return {}
+        return {str(name): int(v) for name, v in conn.execute("SELECT * FROM schema_versions")}
+
+    def _check_versions(self, conn: apsw.Connection) -> None:
+        versions = self._versions(conn)
+        for component in self.components:
+            have = versions.get(component.name, 0)
+            if have != component.latest:
+                raise TaskError(
+                    ErrorCode.STORAGE_UNAVAILABLE,
+                    f"the {component.name} schema is at version {have}, this code reads "
+                    f"version {component.latest}; upgrade by starting the service once",
+                )
+
+    def _migrate(self, conn: apsw.Connection) -> None:
+        with self._transaction(conn, "BEGIN IMMEDIATE"):
+            conn.execute(_META)
+            versions = self._versions(conn)
+            for component in self.components:
+                have = versions.get(component.name, 0)
+                if have > component.latest:
+                    raise TaskError(
+                        ErrorCode.STORAGE_UNAVAILABLE,
+                        f"the {component.name} schema (version {have}) is newer than this "
+                        f"code (version {component.latest}); run the newer release",
+                    )
+                for migration in sorted(component.migrations, key=lambda m: m.version):
+                    if migration.version > have:
+                        conn.execute(migration.sql)
+                        have = migration.version
+                conn.execute(
+                    "INSERT INTO schema_versions(component, version) VALUES (?, ?) "
+                    "ON CONFLICT(component) DO UPDATE SET version = excluded.version",
+                    (component.name, have),
+                )
+
+    # -- transactions ---------------------------------------------------------------------
+    @contextmanager
+    def _transaction(self, conn: apsw.Connection, begin: str) -> Iterator[apsw.Connection]:
+        if not conn.get_autocommit():
+            raise TaskError(ErrorCode.INTERNAL, "nested transactions are not supported")
+        try:
+            conn.execute(begin)
+        except apsw.BusyError:
+            raise TaskError(
+                ErrorCode.BUSY, "the journal is busy; retry the same request shortly"
+            ) from None
+        except apsw.Error as exc:
+            raise TaskError(
+                ErrorCode.STORAGE_UNAVAILABLE, f"cannot start a transaction ({type(exc).__name__})"
+            ) from None
+        try:
+            yield conn
+        except BaseException:
+            if not conn.get_autocommit():
+                conn.execute("ROLLBACK")
+            raise
+        try:
+            conn.execute("COMMIT")
+        except apsw.BusyError:
+            if not conn.get_autocommit():
+                conn.execute("ROLLBACK")
+            raise TaskError(
+                ErrorCode.BUSY, "the journal is busy; retry the same request shortly"
+            ) from None
+
+    @contextmanager
+    def write(self) -> Iterator[apsw.Connection]:
+        """Yield a connection inside ``BEGIN IMMEDIATE``; commit durably on a clean exit."""
+        if self.readonly:
+            raise TaskError(ErrorCode.INTERNAL, "this database was opened read-only")
+        conn = self._connection()
+        with self._transaction(conn, "BEGIN IMMEDIATE"):
+            yield conn
+
+    @contextmanager
+    def read(self) -> Iterator[apsw.Connection]:
+        """Yield a connection inside a deferred transaction (one consistent snapshot)."""
+        conn = self._connection()
+        with self._transaction(conn, "BEGIN"):
+            yield conn
+
+    def ping(self) -> None:
+        """Run a trivial query; raise ``STORAGE_UNAVAILABLE`` if the file cannot answer."""
+        try:
+            self._connection().execute("SELECT 1").fetchall()
+        except apsw.Error:
+            raise TaskError(ErrorCode.STORAGE_UNAVAILABLE, "storage does not answer") from None

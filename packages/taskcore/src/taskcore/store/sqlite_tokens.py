@@ -1,0 +1,101 @@
+"""SQLite implementation of :class:`~taskcore.store.tokens_api.TokenStore`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+
+from taskcore.store.sqlite import Component, Migration
+from taskcore.store.tokens_api import TokenRecord
+
+__all__ = ["COMPONENT", "SqliteTokenStore"]
+
+COMPONENT = Component(
+    "tokens",
+    (
+        Migration(
+            1,
+            """
+            CREATE TABLE token (
+                token_id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                workspace TEXT NOT NULL,
+                tier TEXT NOT NULL CHECK (tier IN ('agent', 'member', 'admin')),
+                autonomy INTEGER NOT NULL CHECK (autonomy >= 0),
+                secret_hash TEXT NOT NULL,
+                created_at_ms INTEGER NOT NULL,
+                revoked_at_ms INTEGER
+            ) STRICT;
+            """,
+        ),
+    ),
+)
+
+_COLUMNS = "token_id, name, workspace, tier, autonomy, secret_hash, created_at_ms, revoked_at_ms"
+
+
+def _record(row: Any) -> TokenRecord:
+    return TokenRecord(
+        token_id=str(row[0]),
+        name=str(row[1]),
+        workspace=str(row[2]),
+        tier=str(row[3]),
+        autonomy=int(row[4]),
+        secret_hash=str(row[5]),
+        created_at_ms=int(row[6]),
+        revoked_at_ms=None if row[7] is None else int(row[7]),
+    )
+
+
+class SqliteTokenStore:
+    """Tokens in the ``token`` table."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self._conn = conn
+
+    def insert(self, record: TokenRecord) -> None:
+        """Store a new token record."""
+        self._conn.execute(
+            f"INSERT INTO token({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608 - constant
+            (
+                record.token_id,
+                record.name,
+                record.workspace,
+                record.tier,
+                record.autonomy,
+                record.secret_hash,
+                record.created_at_ms,
+                record.revoked_at_ms,
+            ),
+        )
+
+    def get(self, token_id: str) -> TokenRecord | None:
+        """Return the token with ``token_id``, revoked or not, or ``None``."""
+        row = self._conn.execute(
+            f"SELECT {_COLUMNS} FROM token WHERE token_id = ?",  # noqa: S608 - constant
+            (token_id,),
+        ).fetchone()
+        return None if row is None else _record(row)
+
+    def list(self, *, workspace: str | None = None) -> tuple[TokenRecord, ...]:
+        """Return every token (of one workspace), oldest first."""
+        if workspace is None:
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM token ORDER BY created_at_ms, token_id"  # noqa: S608
+            )
+        else:
+            rows = self._conn.execute(
+                f"SELECT {_COLUMNS} FROM token WHERE workspace = ? "  # noqa: S608 - constant
+                "ORDER BY created_at_ms, token_id",
+                (workspace,),
+            )
+        return tuple(_record(r) for r in rows)
+
+    def revoke(self, token_id: str, at_ms: int) -> bool:
+        """Mark the token revoked; return whether it was live before."""
+        self._conn.execute(
+            "UPDATE token SET revoked_at_ms = ? WHERE token_id = ? AND revoked_at_ms IS NULL",
+            (at_ms, token_id),
+        )
+        return self._conn.changes() == 1

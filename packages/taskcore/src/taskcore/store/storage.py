@@ -1,0 +1,173 @@
+"""The journal storage: one interface, one SQLite implementation today.
+
+Domain code (the queue, the workflow journal, the authority, the front door) never sees SQL
+or a connection. It asks a :class:`Storage` for a transaction and talks to the domain stores
+the transaction exposes (``tx.audit``, ``tx.tokens``, ``tx.queue``, ...). A PostgreSQL backend
+is a second implementation of :class:`Storage` and of each ``*_api`` protocol.
+
+The journal lives at ``DATA_DIR/journal.sqlite``.
+
+>>> import tempfile, pathlib
+>>> storage = open_storage(pathlib.Path(tempfile.mkdtemp()) / "data", create=True)
+>>> with storage.write() as tx:
+...     tx.audit.count()
+0
+>>> storage.close()
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+import apsw
+
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.store.sqlite import Component, SqliteDatabase
+
+if TYPE_CHECKING:
+    from taskcore.store.audit_api import AuditStore
+    from taskcore.store.tokens_api import TokenStore
+
+__all__ = [
+    "JOURNAL_FILENAME",
+    "SqliteStorage",
+    "SqliteTransaction",
+    "Storage",
+    "Transaction",
+    "journal_components",
+    "open_storage",
+]
+
+JOURNAL_FILENAME = "journal.sqlite"
+
+# Each name is a module ``taskcore.store.sqlite_<name>`` exporting ``COMPONENT``.
+_COMPONENT_MODULES: tuple[str, ...] = ("audit", "tokens")
+
+
+def journal_components() -> tuple[Component, ...]:
+    """Return every component of the journal database, in migration order."""
+    out = []
+    for name in _COMPONENT_MODULES:
+        module = importlib.import_module(f"taskcore.store.sqlite_{name}")
+        out.append(module.COMPONENT)
+    return tuple(out)
+
+
+class Transaction(Protocol):
+    """One open transaction; each property is a domain store bound to it."""
+
+    @property
+    def audit(self) -> AuditStore:
+        """Audit events."""
+        ...
+
+    @property
+    def tokens(self) -> TokenStore:
+        """Bearer tokens (hashes only)."""
+        ...
+
+
+class Storage(Protocol):
+    """A journal: transactions, a health ping, close."""
+
+    def write(self) -> AbstractContextManager[Transaction]:
+        """A serialized write transaction, durable when the block exits cleanly."""
+        ...
+
+    def read(self) -> AbstractContextManager[Transaction]:
+        """A read transaction over one consistent snapshot."""
+        ...
+
+    def ping(self) -> None:
+        """Raise ``STORAGE_UNAVAILABLE`` unless storage answers."""
+        ...
+
+    def close(self) -> None:
+        """Release every connection."""
+        ...
+
+
+class SqliteTransaction:
+    """The SQLite transaction object: domain stores bound to one apsw connection."""
+
+    def __init__(self, conn: apsw.Connection, *, writable: bool) -> None:
+        self.conn = conn
+        self.writable = writable
+
+    @cached_property
+    def audit(self) -> AuditStore:
+        """Audit events."""
+        from taskcore.store.sqlite_audit import SqliteAuditStore
+
+        return SqliteAuditStore(self.conn)
+
+    @cached_property
+    def tokens(self) -> TokenStore:
+        """Bearer tokens (hashes only)."""
+        from taskcore.store.sqlite_tokens import SqliteTokenStore
+
+        return SqliteTokenStore(self.conn)
+
+
+class SqliteStorage:
+    """The embedded default: ``DATA_DIR/journal.sqlite``."""
+
+    def __init__(self, db: SqliteDatabase) -> None:
+        self.db = db
+
+    @property
+    def path(self) -> Path:
+        """The journal file."""
+        return self.db.path
+
+    @contextmanager
+    def write(self) -> Iterator[SqliteTransaction]:
+        """A serialized write transaction (``BEGIN IMMEDIATE``), durable on a clean exit."""
+        with self.db.write() as conn:
+            yield SqliteTransaction(conn, writable=True)
+
+    @contextmanager
+    def read(self) -> Iterator[SqliteTransaction]:
+        """A read transaction over one consistent snapshot."""
+        with self.db.read() as conn:
+            yield SqliteTransaction(conn, writable=False)
+
+    def ping(self) -> None:
+        """Raise ``STORAGE_UNAVAILABLE`` unless storage answers."""
+        self.db.ping()
+
+    def close(self) -> None:
+        """Release every connection."""
+        self.db.close()
+
+
+def open_storage(
+    data_dir: Path | str,
+    *,
+    create: bool = False,
+    readonly: bool = False,
+    busy_timeout_ms: int = 10_000,
+) -> SqliteStorage:
+    """Open the journal in ``data_dir``.
+
+    With ``create=False`` a missing journal is a ``NOT_FOUND`` error and nothing is created;
+    this is what side-effect-free reads use. ``readonly=True`` opens without migrating.
+    """
+    data_dir = Path(data_dir)
+    if create and not readonly:
+        if data_dir.is_symlink():
+            raise TaskError(ErrorCode.INVALID_PATH, "the data directory must not be a symlink")
+        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    db = SqliteDatabase(
+        data_dir / JOURNAL_FILENAME,
+        journal_components(),
+        create=create,
+        readonly=readonly,
+        busy_timeout_ms=busy_timeout_ms,
+    )
+    return SqliteStorage(db)

@@ -1,0 +1,117 @@
+import multiprocessing
+import os
+import stat
+
+import pytest
+
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.store.sqlite import Component, Migration, SqliteDatabase
+
+NOTES_V1 = Component("notes", (Migration(1, "CREATE TABLE note(id INTEGER PRIMARY KEY, b TEXT)"),))
+NOTES_V2 = Component(
+    "notes", (*NOTES_V1.migrations, Migration(2, "ALTER TABLE note ADD COLUMN c TEXT"))
+)
+
+
+def test_missing_file_is_not_created_without_create(tmp_path):
+    with pytest.raises(TaskError) as info:
+        SqliteDatabase(tmp_path / "x.sqlite", (NOTES_V1,))
+    assert info.value.code is ErrorCode.NOT_FOUND
+    assert not (tmp_path / "x.sqlite").exists()
+
+
+def test_readonly_open_never_creates(tmp_path):
+    with pytest.raises(TaskError):
+        SqliteDatabase(tmp_path / "x.sqlite", (NOTES_V1,), create=True, readonly=True)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_wal_and_full_sync_and_private_mode(tmp_path):
+    db = SqliteDatabase(tmp_path / "x.sqlite", (NOTES_V1,), create=True)
+    with db.read() as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+    assert stat.S_IMODE(os.stat(tmp_path / "x.sqlite").st_mode) == 0o600
+    db.close()
+
+
+def test_forward_migration_keeps_data(tmp_path):
+    path = tmp_path / "x.sqlite"
+    db = SqliteDatabase(path, (NOTES_V1,), create=True)
+    with db.write() as conn:
+        conn.execute("INSERT INTO note(b) VALUES ('kept')")
+    db.close()
+    db2 = SqliteDatabase(path, (NOTES_V2,))
+    with db2.read() as conn:
+        assert conn.execute("SELECT b, c FROM note").fetchall() == [("kept", None)]
+        assert conn.execute("SELECT version FROM schema_versions").fetchall() == [(2,)]
+    db2.close()
+
+
+def test_newer_schema_is_refused_not_downgraded(tmp_path):
+    path = tmp_path / "x.sqlite"
+    SqliteDatabase(path, (NOTES_V2,), create=True).close()
+    with pytest.raises(TaskError) as info:
+        SqliteDatabase(path, (NOTES_V1,))
+    assert info.value.code is ErrorCode.STORAGE_UNAVAILABLE
+
+
+def test_readonly_refuses_unmigrated_schema(tmp_path):
+    path = tmp_path / "x.sqlite"
+    SqliteDatabase(path, (NOTES_V1,), create=True).close()
+    with pytest.raises(TaskError):
+        SqliteDatabase(path, (NOTES_V2,), readonly=True)
+
+
+def test_exception_rolls_back(tmp_path):
+    db = SqliteDatabase(tmp_path / "x.sqlite", (NOTES_V1,), create=True)
+    with pytest.raises(RuntimeError), db.write() as conn:
+        conn.execute("INSERT INTO note(b) VALUES ('gone')")
+        raise RuntimeError("boom")
+    with db.read() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM note").fetchone()[0] == 0
+    db.close()
+
+
+def test_readonly_database_refuses_writes(tmp_path):
+    path = tmp_path / "x.sqlite"
+    SqliteDatabase(path, (NOTES_V1,), create=True).close()
+    ro = SqliteDatabase(path, (NOTES_V1,), readonly=True)
+    with pytest.raises(TaskError):
+        ro.write().__enter__()
+    ro.close()
+
+
+def test_damaged_file_fails_integrity_check(tmp_path):
+    path = tmp_path / "bad.sqlite"
+    path.write_bytes(b"SQLite format 3\x00" + os.urandom(4096))
+    with pytest.raises(TaskError) as info:
+        SqliteDatabase(path, (NOTES_V1,), create=True)
+    assert info.value.code in (ErrorCode.INTEGRITY_FAILURE, ErrorCode.STORAGE_UNAVAILABLE)
+
+
+def _writer(path: str, n: int) -> None:
+    db = SqliteDatabase(path, (NOTES_V1,), create=True, busy_timeout_ms=30_000)
+    for i in range(n):
+        with db.write() as conn:
+            count = conn.execute("SELECT COUNT(*) FROM note").fetchone()[0]
+            conn.execute("INSERT INTO note(id, b) VALUES (?, ?)", (count + 1, f"{os.getpid()}:{i}"))
+    db.close()
+
+
+def test_processes_serialize_writers(tmp_path):
+    path = str(tmp_path / "x.sqlite")
+    SqliteDatabase(path, (NOTES_V1,), create=True).close()
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_writer, args=(path, 50)) for _ in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    db = SqliteDatabase(path, (NOTES_V1,))
+    with db.read() as conn:
+        ids = [r[0] for r in conn.execute("SELECT id FROM note ORDER BY id")]
+    # A read-then-insert in each transaction only works if writers never interleave.
+    assert ids == list(range(1, 201))
+    db.close()

@@ -1,0 +1,116 @@
+import enum
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from taskcore.canonical import canonical_json, canonical_value, encode_string
+from taskcore.errors import ErrorCode, TaskError
+
+
+class Colour(enum.Enum):
+    DARK_RED = "dark_red"
+
+
+@attrs.frozen
+class Inner:
+    zeta: int
+    alpha: str
+
+
+@attrs.frozen
+class Outer:
+    name: str
+    inner: Inner
+    items: tuple[int, ...]
+    colour: Colour
+    nothing: None
+
+
+def test_declared_field_order_not_sorted():
+    obj = Outer(name="n", inner=Inner(zeta=1, alpha="a"), items=(), colour=Colour.DARK_RED,
+                nothing=None)
+    assert canonical_json(obj) == (
+        b'{"name":"n","inner":{"zeta":1,"alpha":"a"},"items":[],"colour":"dark_red",'
+        b'"nothing":null}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('"', b'"\\""'),
+        ("\\", b'"\\\\"'),
+        ("\b\t\n\f\r", b'"\\b\\t\\n\\f\\r"'),
+        ("\x00\x01\x1f", b'"\\u0000\\u0001\\u001f"'),
+        ("\x0b", b'"\\u000b"'),
+        ("/", b'"/"'),
+        ("\x7f", b'"\x7f"'),
+        ("\u2028\u2029", '"\u2028\u2029"'.encode()),
+        ("é😀", '"é😀"'.encode()),
+    ],
+)
+def test_string_escapes(text, expected):
+    assert encode_string(text) == expected
+
+
+def test_lowercase_hex_for_other_controls():
+    assert encode_string("\x1a") == b'"\\u001a"'
+
+
+def test_integers_span_u64_and_refuse_outside():
+    assert canonical_json([0, 2**64 - 1]) == b"[0,18446744073709551615]"
+    for bad in (-1, 2**64):
+        with pytest.raises(TaskError) as info:
+            canonical_json(bad)
+        assert info.value.code is ErrorCode.OUT_OF_BOUNDS
+
+
+def test_floats_are_refused():
+    with pytest.raises(TaskError) as info:
+        canonical_json(1.5)
+    assert info.value.code is ErrorCode.WRONG_TYPE
+
+
+def test_lone_surrogate_is_refused():
+    with pytest.raises(TaskError):
+        canonical_json("\ud800")
+
+
+def test_no_whitespace_or_trailing_newline():
+    out = canonical_json({"a": [1, {"b": True, "c": False}]})
+    assert out == b'{"a":[1,{"b":true,"c":false}]}'
+
+
+def test_canonical_value_matches_bytes_tree():
+    obj = Inner(zeta=3, alpha="x")
+    assert canonical_value(obj) == {"zeta": 3, "alpha": "x"}
+
+
+json_scalars = st.none() | st.booleans() | st.integers(0, 2**64 - 1) | st.text(
+    st.characters(exclude_categories=("Cs",))
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda children: st.lists(children, max_size=4)
+    | st.dictionaries(st.text(st.characters(exclude_categories=("Cs",)), max_size=5), children,
+                      max_size=4),
+    max_leaves=20,
+)
+
+
+@given(json_values)
+def test_canonical_bytes_parse_back_to_the_same_value(value):
+    import json
+
+    assert json.loads(canonical_json(value).decode("utf-8")) == value
+
+
+@given(st.text(st.characters(exclude_categories=("Cs",))))
+def test_only_ascii_controls_quote_and_backslash_are_escaped(text):
+    body = encode_string(text).decode("utf-8")[1:-1]
+    unescaped = body
+    for ch in text:
+        if ord(ch) >= 0x20 and ch not in '"\\':
+            assert ch in unescaped

@@ -1,0 +1,236 @@
+import enum
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from taskcore.codec import Codec, dumps, parse_json, wire_field
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.limits import JSON_MAX_DEPTH
+
+
+class Outcome(enum.Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+
+
+@attrs.frozen(kw_only=True)
+class Row:
+    criterion: str = wire_field(max_len=8, pattern=r"[a-z]+")
+    outcome: Outcome = wire_field()
+    findings: tuple[str, ...] = wire_field(max_len=3, item_max_len=5)
+
+
+@attrs.frozen(kw_only=True)
+class Doc:
+    version: int = wire_field(version=True)
+    task_id: str = wire_field(wire="taskId")
+    criteria: tuple[Row, ...] = wire_field(max_len=4)
+    provenance: str | None = wire_field()
+    priority: int = wire_field(default=0, lo=-5, hi=5)
+    ratio: float = wire_field(default=0.0)
+
+
+GOOD = {
+    "version": 1,
+    "taskId": "t",
+    "criteria": [{"criterion": "a", "outcome": "passed", "findings": ["x"]}],
+    "provenance": None,
+}
+
+
+def _error(mutate):
+    import copy
+
+    doc = copy.deepcopy(GOOD)
+    mutate(doc)
+    with pytest.raises(TaskError) as info:
+        Codec().decode(Doc, doc)
+    return info.value.code, info.value.path
+
+
+def test_good_document_round_trips_with_wire_names():
+    codec = Codec()
+    doc = codec.decode(Doc, GOOD)
+    assert doc.task_id == "t"
+    out = codec.unstructure(doc)
+    assert out["taskId"] == "t"
+    assert "task_id" not in out
+    assert codec.decode(Doc, out) == doc
+
+
+def test_unsupported_version():
+    assert _error(lambda d: d.update(version=2)) == (ErrorCode.UNSUPPORTED_VERSION, "$.version")
+
+
+def test_true_is_not_one():
+    assert _error(lambda d: d.update(version=True)) == (ErrorCode.WRONG_TYPE, "$.version")
+
+
+def test_string_is_not_an_integer():
+    assert _error(lambda d: d.update(priority="1")) == (ErrorCode.WRONG_TYPE, "$.priority")
+
+
+def test_float_is_not_an_integer():
+    assert _error(lambda d: d.update(priority=1.0)) == (ErrorCode.WRONG_TYPE, "$.priority")
+
+
+def test_integer_is_accepted_as_a_number_but_bool_is_not():
+    assert Codec().decode(Doc, {**GOOD, "ratio": 2}).ratio == 2.0
+    assert _error(lambda d: d.update(ratio=True)) == (ErrorCode.WRONG_TYPE, "$.ratio")
+
+
+def test_unknown_field_names_its_path():
+    assert _error(lambda d: d.update(colour=1)) == (ErrorCode.UNKNOWN_FIELD, "$.colour")
+
+
+def test_python_name_is_not_accepted_for_a_renamed_field():
+    def mutate(d):
+        d["task_id"] = d.pop("taskId")
+
+    code, _ = _error(mutate)
+    assert code in (ErrorCode.UNKNOWN_FIELD, ErrorCode.MISSING_FIELD)
+
+
+def test_missing_nullable_field_is_still_missing():
+    assert _error(lambda d: d.pop("provenance")) == (ErrorCode.MISSING_FIELD, "$.provenance")
+
+
+def test_nested_enum_error_has_full_path():
+    def mutate(d):
+        d["criteria"].append({"criterion": "b", "outcome": "maybe", "findings": []})
+
+    assert _error(mutate) == (ErrorCode.INVALID_VALUE, "$.criteria[1].outcome")
+
+
+def test_nested_unknown_field_has_full_path():
+    def mutate(d):
+        d["criteria"][0]["extra"] = 1
+
+    assert _error(mutate) == (ErrorCode.UNKNOWN_FIELD, "$.criteria[0].extra")
+
+
+def test_string_is_not_an_array():
+    assert _error(lambda d: d.update(criteria="ab")) == (ErrorCode.WRONG_TYPE, "$.criteria")
+
+
+def test_object_is_not_an_array():
+    assert _error(lambda d: d.update(criteria={"a": 1})) == (ErrorCode.WRONG_TYPE, "$.criteria")
+
+
+def test_array_is_not_an_object():
+    assert _error(lambda d: d.update(criteria=[[1]])) == (ErrorCode.WRONG_TYPE, "$.criteria[0]")
+
+
+def test_collection_bound():
+    row = GOOD["criteria"][0]
+    assert _error(lambda d: d.update(criteria=[row] * 5)) == (ErrorCode.OUT_OF_BOUNDS,
+                                                               "$.criteria")
+
+
+def test_item_string_bound_has_item_path():
+    def mutate(d):
+        d["criteria"][0]["findings"] = ["ok", "toolong"]
+
+    assert _error(mutate) == (ErrorCode.OUT_OF_BOUNDS, "$.criteria[0].findings[1]")
+
+
+def test_pattern():
+    def mutate(d):
+        d["criteria"][0]["criterion"] = "UPPER"
+
+    assert _error(mutate) == (ErrorCode.INVALID_VALUE, "$.criteria[0].criterion")
+
+
+def test_integer_range():
+    assert _error(lambda d: d.update(priority=6)) == (ErrorCode.OUT_OF_BOUNDS, "$.priority")
+    assert _error(lambda d: d.update(priority=-6)) == (ErrorCode.OUT_OF_BOUNDS, "$.priority")
+
+
+def test_top_level_must_be_an_object():
+    with pytest.raises(TaskError) as info:
+        Codec().decode(Doc, b"[1]")
+    assert info.value.code is ErrorCode.WRONG_TYPE
+    assert info.value.path == "$"
+
+
+def test_lone_surrogate_string_is_refused():
+    with pytest.raises(TaskError) as info:
+        Codec().decode(Doc, b'{"version":1,"taskId":"\\ud800","criteria":[],"provenance":null}')
+    assert info.value.code is ErrorCode.INVALID_VALUE
+
+
+@pytest.mark.parametrize(
+    ("raw", "code"),
+    [
+        (b"{", ErrorCode.MALFORMED_JSON),
+        (b'{"a":1,"a":2}', ErrorCode.MALFORMED_JSON),
+        (b'{"a":NaN}', ErrorCode.MALFORMED_JSON),
+        (b'{"a":Infinity}', ErrorCode.MALFORMED_JSON),
+        (b"\xef\xbb\xbf{}", ErrorCode.MALFORMED_JSON),
+        (b'{"a":"\xff"}', ErrorCode.MALFORMED_JSON),
+        (b"[" * (JSON_MAX_DEPTH + 1) + b"]" * (JSON_MAX_DEPTH + 1), ErrorCode.OUT_OF_BOUNDS),
+        (b"[" * 100_000, ErrorCode.OUT_OF_BOUNDS),
+    ],
+)
+def test_parse_json_refusals(raw, code):
+    with pytest.raises(TaskError) as info:
+        parse_json(raw)
+    assert info.value.code in (code, ErrorCode.MALFORMED_JSON)
+    if code is ErrorCode.OUT_OF_BOUNDS and raw.endswith(b"]"):
+        assert info.value.code is ErrorCode.OUT_OF_BOUNDS
+
+
+def test_size_is_checked_before_parsing():
+    with pytest.raises(TaskError) as info:
+        parse_json(b" " * 11, max_bytes=10)
+    assert info.value.code is ErrorCode.PAYLOAD_TOO_LARGE
+
+
+rows = st.builds(
+    lambda c, o, f: {"criterion": c, "outcome": o, "findings": f},
+    st.from_regex(r"[a-z]{1,8}", fullmatch=True),
+    st.sampled_from(["passed", "failed"]),
+    st.lists(st.text(st.characters(exclude_categories=("Cs",)), max_size=5), max_size=3),
+)
+docs = st.fixed_dictionaries(
+    {
+        "version": st.just(1),
+        "taskId": st.text(st.characters(exclude_categories=("Cs",)), max_size=20),
+        "criteria": st.lists(rows, max_size=4),
+        "provenance": st.none() | st.text(st.characters(exclude_categories=("Cs",)), max_size=5),
+        "priority": st.integers(-5, 5),
+        "ratio": st.floats(allow_nan=False, allow_infinity=False),
+    }
+)
+
+
+@given(docs)
+def test_round_trip_property(doc):
+    codec = Codec()
+    decoded = codec.decode(Doc, dumps(doc))
+    assert codec.unstructure(decoded) == doc
+
+
+@given(docs, st.sampled_from(["version", "taskId", "criteria", "provenance"]),
+       st.sampled_from([True, "1", 1.5, [], {}]))
+def test_any_wrong_typed_required_field_is_refused_with_its_path(doc, key, bad):
+    doc = dict(doc)
+    if key in ("provenance", "taskId") and isinstance(bad, str):
+        return  # a string is valid there
+    if key == "criteria" and bad == []:
+        return  # an empty array is valid
+    doc[key] = bad
+    with pytest.raises(TaskError) as info:
+        Codec().decode(Doc, dumps(doc))
+    assert info.value.path == f"$.{key}"
+
+
+@given(docs, st.text(min_size=1, max_size=10).filter(
+    lambda k: k not in {"version", "taskId", "criteria", "provenance", "priority", "ratio"}))
+def test_any_unknown_key_is_refused(doc, key):
+    doc = {**doc, key: 1}
+    with pytest.raises(TaskError) as info:
+        Codec().decode(Doc, dumps(doc))
+    assert info.value.code is ErrorCode.UNKNOWN_FIELD
