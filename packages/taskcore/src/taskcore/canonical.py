@@ -1,4 +1,4 @@
-"""Canonical bytes: the exact compact JSON the observation digest is computed over.
+r"""Canonical bytes: the exact compact JSON the observation digest is computed over.
 
 This is the serialization "Observation signing bytes" specifies, which is the struct
 serialization of the origin implementation and *not* RFC 8785:

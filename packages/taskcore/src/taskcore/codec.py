@@ -345,11 +345,14 @@ def _check_rules(value: Any, rules: FieldRules) -> None:
                 ErrorCode.OUT_OF_BOUNDS,
                 f"{len(value)} {what}; at least {rules.min_len} are required",
             )
-    if isinstance(value, str) and rules.pattern is not None:
-        if re.fullmatch(rules.pattern, value) is None:
-            raise TaskError(
-                ErrorCode.INVALID_VALUE, f"value does not match the pattern {rules.pattern}"
-            )
+    if (
+        isinstance(value, str)
+        and rules.pattern is not None
+        and re.fullmatch(rules.pattern, value) is None
+    ):
+        raise TaskError(
+            ErrorCode.INVALID_VALUE, f"value does not match the pattern {rules.pattern}"
+        )
     if type(value) is int:
         if rules.lo is not None and value < rules.lo:
             raise TaskError(ErrorCode.OUT_OF_BOUNDS, f"{value} is below the minimum {rules.lo}")
@@ -397,7 +400,7 @@ def make_converter() -> cattrs.Converter:
             for index, item in enumerate(value):
                 try:
                     out.append(item_hook(item, item_type))
-                except Exception as exc:  # noqa: BLE001 - collected, re-raised with the path
+                except Exception as exc:
                     exc.__notes__ = [*getattr(exc, "__notes__", []), IterableValidationNote(
                         f"Structuring {tp} @ index {index}", index, item_type
                     )]
@@ -455,7 +458,7 @@ def make_converter() -> cattrs.Converter:
         overrides = {
             field.name: override(rename=field_rules(field).wire) for field in attrs.fields(cl)
         }
-        return make_dict_unstructure_fn(cl, conv, **overrides)
+        return make_dict_unstructure_fn(cl, conv, **overrides)  # type: ignore[arg-type]
 
     conv.register_unstructure_hook_factory(attrs.has, class_unstructure_factory)
     conv.register_unstructure_hook_factory(_is_enum, lambda _: lambda member: member.value)
@@ -531,7 +534,7 @@ class Codec:
             return self.converter.structure(value, cls)
         except TaskError as err:
             raise err.at("$") from None
-        except Exception as exc:  # noqa: BLE001 - every structuring failure is translated
+        except Exception as exc:
             raise _translate(exc, "$", None) from None
 
     def decode(

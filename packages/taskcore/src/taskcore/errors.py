@@ -100,7 +100,7 @@ class ErrorCode(enum.Enum):
     INTEGRITY_FAILURE = ("INTEGRITY_FAILURE", ErrorKind.UNAVAILABLE)
     INTERNAL = ("INTERNAL", ErrorKind.INTERNAL)
 
-    def __new__(cls, wire: str, kind: ErrorKind) -> ErrorCode:
+    def __new__(cls, wire: str, kind: ErrorKind) -> ErrorCode:  # noqa: D102 - enum plumbing
         member = object.__new__(cls)
         member._value_ = wire
         return member
@@ -111,7 +111,10 @@ class ErrorCode(enum.Enum):
     @classmethod
     def from_wire(cls, wire: str) -> ErrorCode:
         """Return the code for a wire spelling, or raise ``ValueError``."""
-        return cls(wire)
+        for member in cls:
+            if member.value == wire:
+                return member
+        raise ValueError(f"unknown error code {wire!r}")
 
 
 class TaskError(Exception):

@@ -75,8 +75,8 @@ class SqliteAuditStore:
         ).fetchall()
         return tuple(
             AuditEvent(
-                seq=int(r[0]),
-                at_ms=int(r[1]),
+                seq=int(r[0]),  # type: ignore[arg-type]
+                at_ms=int(r[1]),  # type: ignore[arg-type]
                 actor=str(r[2]),
                 workspace=str(r[3]),
                 operation=str(r[4]),

@@ -1,0 +1,147 @@
+"""Collector profiles: the operator-installed, immutable authorization for trusted collection.
+
+A command profile pins the complete :class:`CommandRecipe` and the SHA-256 of the observed
+runtime identity; a finite-review profile pins the executable digest, provider scope,
+transport basis, model, policy digest, required path coverage and finite budgets. Candidate
+data can select none of these. Fixture and unqualified HTTP bases are refused at installation
+(:meth:`FiniteReviewCollectorProfile.validate_for_installation`), import and admission.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+import attrs
+
+from taskcore.codec import Codec, default_codec, wire_field
+from taskcore.contract.common import digest_field, id_field
+from taskcore.contract.paths import validate_reference_path
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.limits import PATH_MAX_CHARS
+
+__all__ = [
+    "ENV_NAME_PATTERN",
+    "CollectorProfile",
+    "CommandCollectorProfile",
+    "CommandRecipe",
+    "FiniteReviewCollectorProfile",
+    "TransportBasis",
+    "decode_collector_profile",
+]
+
+ENV_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,127}"
+"""An environment variable name a recipe may pass through."""
+
+COMMAND_TIMEOUT_MAX_MS = 6 * 60 * 60 * 1000
+"""Longest command a recipe may pin (ours: 6 h)."""
+COMMAND_OUTPUT_MAX_BYTES = 8 * 1024 * 1024
+"""Largest retained output of one command (ours: 8 MiB, inside the 16 MiB envelope)."""
+
+
+@attrs.frozen(kw_only=True)
+class CommandRecipe:
+    """A pinned command.
+
+    argv, working directory (relative, ``.`` for the root), the environment names allowed
+    through, a timeout and an output bound.
+    """
+
+    argv: tuple[str, ...] = wire_field(min_len=1, max_len=64, item_min_len=1, item_max_len=4096)
+    working_directory: str = wire_field(max_len=PATH_MAX_CHARS)
+    environment_allowlist: tuple[str, ...] = wire_field(max_len=64, item_pattern=ENV_NAME_PATTERN)
+    timeout_ms: int = wire_field(lo=1, hi=COMMAND_TIMEOUT_MAX_MS)
+    output_limit_bytes: int = wire_field(lo=1, hi=COMMAND_OUTPUT_MAX_BYTES)
+
+    def __attrs_post_init__(self) -> None:
+        if self.working_directory != ".":
+            validate_reference_path(self.working_directory, path="$.working_directory")
+        for index, arg in enumerate(self.argv):
+            if "\x00" in arg:
+                raise TaskError(ErrorCode.INVALID_VALUE, "argv may not contain NUL",
+                                path=f"$.argv[{index}]")
+
+
+class TransportBasis(enum.Enum):
+    """How a finite-review collector reaches its model."""
+
+    CLAUDE_CODE = "claude_code"
+    FIXTURE = "fixture"
+    HTTP_UNQUALIFIED = "http_unqualified"
+
+
+@attrs.frozen(kw_only=True)
+class CommandCollectorProfile:
+    """Authorizes one enrollment epoch to transfer command records for one step."""
+
+    version: int = wire_field(version=True)
+    kind: Literal["command"] = wire_field()
+    profile_id: str = id_field()
+    repository_id: str = id_field()
+    workflow_profile_id: str = id_field()
+    step_id: str = id_field()
+    registration_id: str = id_field()
+    registration_epoch: int = wire_field(lo=1)
+    recipe: CommandRecipe = wire_field()
+    runtime_identity_sha256: str = digest_field()
+
+
+@attrs.frozen(kw_only=True)
+class FiniteReviewCollectorProfile:
+    """Authorizes one enrollment epoch to transfer finite-review records for one step."""
+
+    version: int = wire_field(version=True)
+    kind: Literal["finite_review"] = wire_field()
+    profile_id: str = id_field()
+    repository_id: str = id_field()
+    workflow_profile_id: str = id_field()
+    step_id: str = id_field()
+    registration_id: str = id_field()
+    registration_epoch: int = wire_field(lo=1)
+    executable_sha256: str = digest_field()
+    provider_scope: str = id_field()
+    transport_basis: TransportBasis = wire_field()
+    model: str = id_field()
+    policy_digest: str = digest_field()
+    required_paths: tuple[str, ...] = wire_field(max_len=256, item_max_len=PATH_MAX_CHARS)
+    max_calls: int = wire_field(lo=1, hi=1000)
+    max_input_tokens: int = wire_field(lo=1)
+    max_output_tokens: int = wire_field(lo=1)
+    timeout_ms: int = wire_field(lo=1, hi=COMMAND_TIMEOUT_MAX_MS)
+
+    def __attrs_post_init__(self) -> None:
+        for index, p in enumerate(self.required_paths):
+            validate_reference_path(p, path=f"$.required_paths[{index}]")
+
+    def validate_for_installation(self) -> None:
+        """Refuse fixture and unqualified HTTP transport bases (also at import and admission)."""
+        if self.transport_basis is not TransportBasis.CLAUDE_CODE:
+            raise TaskError(ErrorCode.INVALID_VALUE,
+                            f"transport basis {self.transport_basis.value} is not qualified; "
+                            "only claude_code may be installed", path="$.transport_basis")
+
+
+CollectorProfile = CommandCollectorProfile | FiniteReviewCollectorProfile
+"""Either kind of collector profile."""
+
+
+def decode_collector_profile(raw: Any, codec: Codec | None = None) -> CollectorProfile:
+    """Decode a collector profile, dispatching on its ``kind`` (``command``/``finite_review``)."""
+    codec = codec or default_codec()
+    tree = raw if isinstance(raw, dict) else None
+    if tree is None:
+        from taskcore.codec import parse_json
+
+        tree = parse_json(raw)
+    if not isinstance(tree, dict):
+        raise TaskError(ErrorCode.WRONG_TYPE, "a collector profile is an object", path="$")
+    kind = tree.get("kind")
+    if kind == "command":
+        return codec.structure(tree, CommandCollectorProfile)
+    if kind == "finite_review":
+        return codec.structure(tree, FiniteReviewCollectorProfile)
+    raise TaskError(ErrorCode.INVALID_VALUE, "kind must be 'command' or 'finite_review'",
+                    path="$.kind")
+
+
+__all__ += ["COMMAND_OUTPUT_MAX_BYTES", "COMMAND_TIMEOUT_MAX_MS"]

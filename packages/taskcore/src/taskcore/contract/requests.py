@@ -1,0 +1,192 @@
+"""Requests agents send, and the named-reference answer.
+
+Claim, mutation (heartbeat, cancel, reconcile), status, instructions and named-reference
+fetches.
+
+Every mutation carries its own idempotency ``request_id``. The journal binds a request ID to
+the exact canonical bytes returned by :func:`request_canonical_bytes` (the request plus the
+authenticated actor and the action), so an identical retry is recognised and a changed field
+under the same ID conflicts. Status, instruction and reference reads carry no request ID.
+
+>>> req = TaskMutationRequest(version=1, request_id="r1", action=MutationAction.HEARTBEAT,
+...     task_id="t1", task_digest="a" * 64, attempt_id="a1", attempt_digest="b" * 64,
+...     execution_operation_id="op1", executor=None, fence=1, reason=None)
+>>> agent = AgentIdentity(owner_id="acme", agent_id="tok")
+>>> request_digest("heartbeat", req, agent) != request_digest("cancel", req, agent)
+True
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+import attrs
+
+from taskcore.canonical import canonical_json
+from taskcore.codec import wire_field
+from taskcore.contract.common import (
+    AgentIdentity,
+    ExecutorBinding,
+    digest_field,
+    id_field,
+)
+from taskcore.digest import domain_digest, request_domain
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.limits import LEASE_MAX_MS, LEASE_MIN_MS, REASON_MAX_CHARS
+
+__all__ = [
+    "InstructionsRequest",
+    "MutationAction",
+    "ReferenceFetchRequest",
+    "ReferenceFetchResponse",
+    "ReferenceStatus",
+    "TaskClaimRequest",
+    "TaskMutationRequest",
+    "TaskStatusRequest",
+    "request_canonical_bytes",
+    "request_digest",
+]
+
+
+class MutationAction(enum.Enum):
+    """The mutation kinds a :class:`TaskMutationRequest` can carry."""
+
+    HEARTBEAT = "heartbeat"
+    CANCEL = "cancel"
+    RECONCILE = "reconcile"
+
+
+@attrs.frozen(kw_only=True)
+class TaskClaimRequest:
+    """Claim one task: a fresh execution identity and a bounded requested lease."""
+
+    version: int = wire_field(version=True)
+    request_id: str = id_field()
+    task_id: str = id_field()
+    task_digest: str = digest_field()
+    execution_operation_id: str = id_field()
+    requested_lease_ms: int = wire_field(lo=LEASE_MIN_MS, hi=LEASE_MAX_MS)
+    executor: ExecutorBinding | None = wire_field()
+
+
+@attrs.frozen(kw_only=True)
+class TaskMutationRequest:
+    """Heartbeat, cancel or reconcile one exact attempt at one exact fence.
+
+    ``reason`` is required for cancel and reconcile and must be ``null`` for a heartbeat.
+    """
+
+    version: int = wire_field(version=True)
+    request_id: str = id_field()
+    action: MutationAction = wire_field()
+    task_id: str = id_field()
+    task_digest: str = digest_field()
+    attempt_id: str = id_field()
+    attempt_digest: str = digest_field()
+    execution_operation_id: str = id_field()
+    executor: ExecutorBinding | None = wire_field()
+    fence: int = wire_field(lo=1)
+    reason: str | None = wire_field(max_len=REASON_MAX_CHARS)
+
+    def __attrs_post_init__(self) -> None:
+        if self.action is MutationAction.HEARTBEAT and self.reason is not None:
+            raise TaskError(ErrorCode.INVALID_VALUE, "a heartbeat carries no reason",
+                            path="$.reason")
+        if self.action is not MutationAction.HEARTBEAT and not self.reason:
+            raise TaskError(ErrorCode.MISSING_FIELD,
+                            f"{self.action.value} needs a reason (one line, for the audit)",
+                            path="$.reason")
+
+
+@attrs.frozen(kw_only=True)
+class TaskStatusRequest:
+    """A side-effect-free read of one exact attempt; it consumes no request ID."""
+
+    version: int = wire_field(version=True)
+    task_id: str = id_field()
+    task_digest: str = digest_field()
+    attempt_id: str = id_field()
+
+
+@attrs.frozen(kw_only=True)
+class InstructionsRequest:
+    """Ask for a task's instruction entrypoint, offering the schema versions the client reads."""
+
+    version: int = wire_field(version=True)
+    task_id: str = id_field()
+    task_digest: str = digest_field()
+    supported_schema_versions: tuple[int, ...] = wire_field(min_len=1, max_len=8)
+
+
+@attrs.frozen(kw_only=True)
+class ReferenceFetchRequest:
+    """Fetch one named reference of one exact task.
+
+    The caller names the reference and commits to its digest and schema; the server derives
+    repository, revision and path from the stored task, never from this request.
+    """
+
+    version: int = wire_field(version=True)
+    task_id: str = id_field()
+    task_digest: str = digest_field()
+    name: str = id_field()
+    expected_sha256: str = digest_field()
+    expected_schema_version: int = wire_field()
+
+
+class ReferenceStatus(enum.Enum):
+    """Distinct, bounded outcomes of a reference fetch; there is no partial success."""
+
+    AVAILABLE = "available"
+    MISSING = "missing"
+    DENIED = "denied"
+    UNCERTAIN = "uncertain"
+    LIMIT = "limit"
+
+
+@attrs.frozen(kw_only=True)
+class ReferenceFetchResponse:
+    """A reference answer. ``content`` (UTF-8 text) and ``byte_length`` only when available.
+
+    ``code`` is a stable reason for the non-available outcomes (``not_in_revision``,
+    ``digest_mismatch``, ``too_large``, ...).
+    """
+
+    status: ReferenceStatus = wire_field()
+    name: str = id_field()
+    sha256: str = digest_field()
+    content: str | None = wire_field()
+    byte_length: int | None = wire_field()
+    code: str | None = wire_field(max_len=128, pattern=r"[A-Za-z0-9._-]{1,128}")
+
+    def __attrs_post_init__(self) -> None:
+        available = self.status is ReferenceStatus.AVAILABLE
+        if available != (self.content is not None) or available != (self.byte_length is not None):
+            raise TaskError(ErrorCode.INVALID_VALUE,
+                            "content and byte_length are present exactly when available",
+                            path="$.content")
+        if available == (self.code is not None):
+            raise TaskError(ErrorCode.INVALID_VALUE,
+                            "a reason code is present exactly when not available", path="$.code")
+
+
+RequestKind = Literal["claim", "heartbeat", "cancel", "reconcile", "result",
+                      "collector_claim", "collector_upload", "collector_finalize"]
+
+
+def request_canonical_bytes(kind: str, request: Any, agent: AgentIdentity) -> bytes:
+    """Return the bytes a request ID is bound to: kind, authenticated agent, and the request.
+
+    The agent comes from the credential, so the same request sent by another agent is a
+    different request even with the same ID (IDs are scoped to owner and agent anyway).
+    """
+    return canonical_json({"kind": kind, "agent": agent, "request": request})
+
+
+def request_digest(kind: str, request: Any, agent: AgentIdentity) -> str:
+    """Return the request digest, domain-separated by ``kind`` (the action).
+
+    Domain: ``agentscm.agent-workflow-request.v1.<kind>``.
+    """
+    return domain_digest(request_domain(kind), request_canonical_bytes(kind, request, agent))
