@@ -15,8 +15,11 @@ from typing import Final
 __all__ = [
     "ASSERTION_MAX_BYTES",
     "AUDIT_VERB_MAX_CHARS",
+    "CHECKPOINT_OUTPUTS_MAX_BYTES",
     "CHECKPOINT_PRUNE_DEFAULT_DAYS",
+    "CHECKPOINT_PRUNE_MAX_DAYS",
     "CHECKPOINT_STATE_MAX_BYTES",
+    "CHECKPOINT_WRITE_BODY_MAX_BYTES",
     "COLLECTOR_ENVELOPE_MAX_BYTES",
     "CONTEXT_MAX_BYTES",
     "CRITERIA_MAX",
@@ -24,6 +27,9 @@ __all__ = [
     "DONE_GATE_BUDGET",
     "DONE_GATE_RECEIPT_MAX_LINES",
     "EVIDENCE_DIGESTS_MAX",
+    "EXT_CHILD_KEYS_MAX",
+    "EXT_PROMPT_MAX_CHARS",
+    "EXT_TITLE_MAX_CHARS",
     "FINALIZE_TRANSFERS_MAX",
     "FINDINGS_MAX",
     "FINDING_MAX_CHARS",
@@ -33,13 +39,19 @@ __all__ = [
     "LEASE_MAX_MS",
     "LEASE_MIN_MS",
     "LEASE_WALLCLOCK_CAP_SECONDS",
+    "MATTER_READERS_MAX",
     "MAX_AGENT_TASK_DEPTH",
     "MAX_LEASE_EXTENSIONS",
     "NAMED_REFERENCES_MAX",
     "PATH_MAX_CHARS",
     "QUALIFICATION_FAILURES_MAX",
     "QUALIFICATION_TIMEOUT_SECONDS",
+    "QUEUE_LIST_DEFAULT",
+    "QUEUE_LIST_MAX",
     "QUEUE_PAYLOAD_MAX_BYTES",
+    "QUEUE_PRIORITY_MAX",
+    "QUEUE_PRIORITY_MIN",
+    "QUEUE_VERBS_MAX",
     "REASON_MAX_CHARS",
     "REFERENCE_BODY_MAX_BYTES",
     "REQUEST_BODY_MAX_BYTES",
@@ -121,6 +133,34 @@ MAX_AGENT_TASK_DEPTH: Final = 5
 """Deepest queue task (root is 0) (*seed*: 5)."""
 CHECKPOINT_PRUNE_DEFAULT_DAYS: Final = 30
 """Default retention of ``agenttask.checkpoint.prune`` (*seed*: 30 days)."""
+CHECKPOINT_PRUNE_MAX_DAYS: Final = 36_500
+"""Largest ``olderThanDays`` a checkpoint prune accepts, in days (ours: 100 years)."""
+
+# -- agent task queue -------------------------------------------------------------------------
+QUEUE_PRIORITY_MIN: Final = -(2**31)
+"""Lowest queue task priority (ours: signed 32-bit)."""
+QUEUE_PRIORITY_MAX: Final = 2**31 - 1
+"""Highest queue task priority (ours: signed 32-bit)."""
+QUEUE_LIST_DEFAULT: Final = 100
+"""Tasks or feed entries returned by one ``agenttask.list``/``feed`` page by default (ours)."""
+QUEUE_LIST_MAX: Final = 1000
+"""Most tasks or feed entries one ``agenttask.list``/``feed`` page may return (ours)."""
+CHECKPOINT_OUTPUTS_MAX_BYTES: Final = 256 * 1024
+"""``agenttask.checkpoint.write`` outputs array, compact JSON bytes (ours)."""
+CHECKPOINT_WRITE_BODY_MAX_BYTES: Final = (
+    CHECKPOINT_STATE_MAX_BYTES + CHECKPOINT_OUTPUTS_MAX_BYTES + 64 * 1024
+)
+"""Request body of ``agenttask.checkpoint.write``: state + outputs + envelope, bytes (ours)."""
+QUEUE_VERBS_MAX: Final = 1024
+"""Carrier verbs an admin may register in one workspace (ours)."""
+MATTER_READERS_MAX: Final = 1024
+"""Readers granted on one matter (ours)."""
+EXT_TITLE_MAX_CHARS: Final = 1024
+"""An ext row's title, in characters (ours)."""
+EXT_PROMPT_MAX_CHARS: Final = 64 * 1024
+"""An ext row's prompt, in characters (ours)."""
+EXT_CHILD_KEYS_MAX: Final = 256
+"""``declaredChildKeys`` of one ``agenttask.ext.setWaiting`` (ours)."""
 QUALIFICATION_TIMEOUT_SECONDS: Final = 30
 """Stop hook limit on the qualification call (*seed*: 30 s)."""
 STOP_CONTINUATIONS_MAX: Final = 8
