@@ -26,6 +26,18 @@ __all__ = [
     "DEPENDENCIES_MAX",
     "DONE_GATE_BUDGET",
     "DONE_GATE_RECEIPT_MAX_LINES",
+    "DONE_GATE_RUNGS",
+    "GATE_CHECKS_KEPT",
+    "GATE_FILES_KEPT",
+    "GATE_HOOK_DEADLINE_MS",
+    "GATE_HOOK_TIMEOUT_SECONDS",
+    "GATE_INDEX_BUSY_MS",
+    "GATE_LINE_MAX_BYTES",
+    "GATE_MIN_N",
+    "GATE_PENDING_MAX",
+    "GATE_RECEIPT_LINE_MAX_CHARS",
+    "GATE_STDIN_MAX_BYTES",
+    "GATE_TEXT_KEPT_CHARS",
     "EVIDENCE_DIGESTS_MAX",
     "EXT_CHILD_KEYS_MAX",
     "EXT_PROMPT_MAX_CHARS",
@@ -171,3 +183,27 @@ DONE_GATE_BUDGET: Final = 3
 """Re-entries per session and user prompt (*seed*: 3)."""
 DONE_GATE_RECEIPT_MAX_LINES: Final = 6
 """Lines in a done-gate receipt (*seed*: 6)."""
+DONE_GATE_RUNGS: Final = 5
+"""The top rung of the evidence ladder (*seed*: "rung 2 of 5")."""
+GATE_MIN_N: Final = 20
+"""Groups smaller than this are printed with their n and flagged, never as a rate (*seed*)."""
+GATE_RECEIPT_LINE_MAX_CHARS: Final = 100
+"""Characters in one receipt line (ours)."""
+GATE_STDIN_MAX_BYTES: Final = 4 * 1024 * 1024
+"""A Stop hook payload read from stdin; more is refused and the stop allowed (ours)."""
+GATE_LINE_MAX_BYTES: Final = 64 * 1024 * 1024
+"""One transcript line; a longer line is skipped, counted and never buffered whole (ours)."""
+GATE_HOOK_DEADLINE_MS: Final = 8_000
+"""The Stop hook's own deadline; past it the stop is allowed with one line (ours)."""
+GATE_HOOK_TIMEOUT_SECONDS: Final = 30
+"""The timeout the installer writes for the harness, well above the deadline (ours)."""
+GATE_INDEX_BUSY_MS: Final = 1_500
+"""How long the hook waits for a locked gate index before it fails open (ours)."""
+GATE_PENDING_MAX: Final = 512
+"""Tool calls awaiting a result kept in one session's reader state (ours)."""
+GATE_CHECKS_KEPT: Final = 64
+"""Resolved check records kept in one session's reader state (ours)."""
+GATE_FILES_KEPT: Final = 1024
+"""Distinct written paths remembered per session; beyond it only the count grows (ours)."""
+GATE_TEXT_KEPT_CHARS: Final = 4096
+"""Characters of the last assistant message kept for the done-claim test (ours)."""
