@@ -31,6 +31,7 @@ from taskcore.store.sqlite import Component, SqliteDatabase
 
 if TYPE_CHECKING:
     from taskcore.store.audit_api import AuditStore
+    from taskcore.store.queue_api import QueueStore
     from taskcore.store.tokens_api import TokenStore
 
 __all__ = [
@@ -46,7 +47,7 @@ __all__ = [
 JOURNAL_FILENAME = "journal.sqlite"
 
 # Each name is a module ``taskcore.store.sqlite_<name>`` exporting ``COMPONENT``.
-_COMPONENT_MODULES: tuple[str, ...] = ("audit", "tokens")
+_COMPONENT_MODULES: tuple[str, ...] = ("audit", "tokens", "queue")
 
 
 def journal_components() -> tuple[Component, ...]:
@@ -69,6 +70,11 @@ class Transaction(Protocol):
     @property
     def tokens(self) -> TokenStore:
         """Bearer tokens (hashes only)."""
+        ...
+
+    @property
+    def queue(self) -> QueueStore:
+        """The agent task queue (tasks, verbs, matters, approval gates, checkpoints, ext)."""
         ...
 
 
@@ -112,6 +118,13 @@ class SqliteTransaction:
         from taskcore.store.sqlite_tokens import SqliteTokenStore
 
         return SqliteTokenStore(self.conn)
+
+    @cached_property
+    def queue(self) -> QueueStore:
+        """The agent task queue (tasks, verbs, matters, approval gates, checkpoints, ext)."""
+        from taskcore.store.sqlite_queue import SqliteQueueStore
+
+        return SqliteQueueStore(self.conn)
 
 
 class SqliteStorage:

@@ -1,0 +1,800 @@
+"""SQLite implementation of :class:`~taskcore.store.queue_api.QueueStore`.
+
+Schema notes:
+
+* ``queue_task`` carries the seed's terminal backstop as a ``CHECK``: ``finished_at_ms`` is
+  set if and only if the status is ``DONE``, ``FAILED`` or ``CANCELLED``; and the lease
+  lifecycle is all-or-nothing (a lease owner exactly when ``LEASED``).
+* ``claimNext`` stays flat as the queue grows: the partial indexes ``queue_task_ready`` and
+  ``queue_task_ready_verb`` hold only ``QUEUED`` rows, ordered by
+  ``(workspace, [verb,] autonomy_ceiling, priority DESC, created_at_ms, seq)``, so the best
+  task of one autonomy ceiling is the first index entry. Autonomy levels are ``0..3``, so the
+  best admitted task is the best of at most four index probes, plus one probe of the
+  ``LEASED`` rows whose lease expired (``queue_task_leases``, as many entries as workers).
+  ``tests/taskcore/store/test_sqlite_queue.py`` pins the query plans.
+* On SQLite the writer is serialized by ``BEGIN IMMEDIATE``; that is what PostgreSQL's
+  ``FOR UPDATE SKIP LOCKED`` gives the seed: concurrent drainers each win a distinct task.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+import attrs
+
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.store.queue_api import (
+    ApprovalGateRecord,
+    ExtPatch,
+    ExtRecord,
+    MatterReaderRecord,
+    MatterRecord,
+    PhaseRecord,
+    TaskRecord,
+    VerbRecord,
+)
+from taskcore.store.sqlite import Component, Migration
+
+__all__ = ["COMPONENT", "SqliteQueueStore"]
+
+COMPONENT = Component(
+    "queue",
+    (
+        Migration(
+            1,
+            """
+            CREATE TABLE queue_task (
+                seq INTEGER PRIMARY KEY,
+                task_id TEXT NOT NULL UNIQUE,
+                workspace TEXT NOT NULL,
+                verb TEXT NOT NULL,
+                payload_json TEXT,
+                status TEXT NOT NULL CHECK (status IN
+                    ('QUEUED', 'LEASED', 'ESCALATED', 'DONE', 'FAILED', 'CANCELLED')),
+                priority INTEGER NOT NULL,
+                autonomy_ceiling INTEGER NOT NULL CHECK (autonomy_ceiling BETWEEN 0 AND 3),
+                depth INTEGER NOT NULL CHECK (depth BETWEEN 0 AND 5),
+                parent_task_id TEXT,
+                run_id TEXT,
+                matter_id TEXT,
+                matter_step_id TEXT,
+                created_by TEXT NOT NULL,
+                created_at_ms INTEGER NOT NULL,
+                updated_at_ms INTEGER NOT NULL,
+                finished_at_ms INTEGER,
+                lease_owner TEXT,
+                lease_expires_at_ms INTEGER,
+                heartbeat_at_ms INTEGER,
+                lease_extensions INTEGER NOT NULL CHECK (lease_extensions >= 0),
+                first_leased_at_ms INTEGER,
+                fence INTEGER NOT NULL CHECK (fence >= 0),
+                exercised_autonomy INTEGER,
+                checkpoint_json TEXT,
+                last_error TEXT,
+                escalation_gate_id TEXT,
+                version INTEGER NOT NULL,
+                CHECK ((status IN ('DONE', 'FAILED', 'CANCELLED')) = (finished_at_ms IS NOT NULL)),
+                CHECK ((status = 'LEASED') = (lease_owner IS NOT NULL)),
+                CHECK ((lease_owner IS NULL) = (lease_expires_at_ms IS NULL)),
+                CHECK ((lease_owner IS NULL) = (first_leased_at_ms IS NULL))
+            ) STRICT;
+            CREATE INDEX queue_task_ready ON queue_task
+                (workspace, autonomy_ceiling, priority DESC, created_at_ms, seq)
+                WHERE status = 'QUEUED';
+            CREATE INDEX queue_task_ready_verb ON queue_task
+                (workspace, verb, autonomy_ceiling, priority DESC, created_at_ms, seq)
+                WHERE status = 'QUEUED';
+            CREATE INDEX queue_task_leases ON queue_task (workspace, lease_expires_at_ms)
+                WHERE status = 'LEASED';
+            CREATE INDEX queue_task_workspace ON queue_task (workspace, seq);
+            CREATE INDEX queue_task_status ON queue_task (workspace, status, seq);
+            CREATE INDEX queue_task_matter ON queue_task (workspace, matter_id, seq);
+
+            CREATE TABLE queue_verb (
+                workspace TEXT NOT NULL,
+                verb TEXT NOT NULL,
+                description TEXT NOT NULL,
+                registered_by TEXT NOT NULL,
+                registered_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (workspace, verb)
+            ) STRICT;
+
+            CREATE TABLE queue_matter (
+                workspace TEXT NOT NULL,
+                matter_id TEXT NOT NULL,
+                objective TEXT,
+                created_by TEXT NOT NULL,
+                created_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (workspace, matter_id)
+            ) STRICT;
+
+            CREATE TABLE queue_matter_reader (
+                workspace TEXT NOT NULL,
+                matter_id TEXT NOT NULL,
+                reader TEXT NOT NULL,
+                granted_by TEXT NOT NULL,
+                granted_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (workspace, matter_id, reader),
+                FOREIGN KEY (workspace, matter_id) REFERENCES queue_matter (workspace, matter_id)
+            ) STRICT;
+
+            CREATE TABLE queue_approval_gate (
+                gate_id TEXT PRIMARY KEY,
+                workspace TEXT NOT NULL,
+                task_id TEXT NOT NULL REFERENCES queue_task (task_id),
+                target_verb TEXT,
+                input_hash TEXT,
+                reason TEXT,
+                status TEXT NOT NULL CHECK (status IN
+                    ('PENDING', 'APPROVED', 'REJECTED', 'CONSUMED', 'VOIDED')),
+                requested_by TEXT NOT NULL,
+                requested_at_ms INTEGER NOT NULL,
+                decided_by TEXT,
+                decided_at_ms INTEGER,
+                decision_note TEXT,
+                consumed_by TEXT,
+                consumed_at_ms INTEGER,
+                consumed_fence INTEGER,
+                version INTEGER NOT NULL
+            ) STRICT;
+            CREATE INDEX queue_approval_gate_task ON queue_approval_gate (workspace, task_id);
+
+            CREATE TABLE queue_checkpoint (
+                seq INTEGER PRIMARY KEY,
+                workspace TEXT NOT NULL,
+                task_id TEXT NOT NULL REFERENCES queue_task (task_id),
+                phase_index INTEGER NOT NULL CHECK (phase_index >= 0),
+                phase_key TEXT NOT NULL,
+                state_json TEXT NOT NULL,
+                outputs_json TEXT NOT NULL,
+                written_by TEXT NOT NULL,
+                created_at_ms INTEGER NOT NULL,
+                UNIQUE (task_id, phase_index)
+            ) STRICT;
+            CREATE INDEX queue_checkpoint_created ON queue_checkpoint (created_at_ms);
+
+            CREATE TABLE queue_task_ext (
+                agent_task_id TEXT PRIMARY KEY REFERENCES queue_task (task_id),
+                workspace TEXT NOT NULL,
+                title TEXT NOT NULL,
+                prompt TEXT NOT NULL,
+                source_type TEXT NOT NULL,
+                source_id TEXT,
+                source_matter_id TEXT,
+                source_step_id TEXT,
+                child_key TEXT,
+                priority INTEGER NOT NULL,
+                requires_human_review INTEGER NOT NULL CHECK (requires_human_review IN (0, 1)),
+                waiting_for_children INTEGER NOT NULL CHECK (waiting_for_children IN (0, 1)),
+                declared_child_keys_json TEXT NOT NULL,
+                claim_token_hash TEXT CHECK (claim_token_hash IS NULL OR
+                    (length(claim_token_hash) = 64 AND claim_token_hash NOT GLOB '*[^0-9a-f]*')),
+                claimed_at_ms INTEGER,
+                cost_usd REAL,
+                duration_ms INTEGER,
+                tool_call_count INTEGER,
+                result_json TEXT,
+                progress_text TEXT,
+                created_at_ms INTEGER NOT NULL,
+                updated_at_ms INTEGER NOT NULL
+            ) STRICT;
+            """,
+        ),
+    ),
+)
+
+_TASK_COLUMNS = (
+    "task_id, workspace, verb, payload_json, status, priority, autonomy_ceiling, depth, "
+    "parent_task_id, run_id, matter_id, matter_step_id, created_by, created_at_ms, "
+    "updated_at_ms, finished_at_ms, lease_owner, lease_expires_at_ms, heartbeat_at_ms, "
+    "lease_extensions, first_leased_at_ms, fence, exercised_autonomy, checkpoint_json, "
+    "last_error, escalation_gate_id, version"
+)
+_TASK_SELECT = f"SELECT {_TASK_COLUMNS}, seq FROM queue_task"  # noqa: S608 - constant
+
+# Columns an update may change (identity, workspace, lineage and creation never change).
+_TASK_MUTABLE = (
+    "payload_json",
+    "status",
+    "priority",
+    "updated_at_ms",
+    "finished_at_ms",
+    "lease_owner",
+    "lease_expires_at_ms",
+    "heartbeat_at_ms",
+    "lease_extensions",
+    "first_leased_at_ms",
+    "fence",
+    "exercised_autonomy",
+    "checkpoint_json",
+    "last_error",
+    "escalation_gate_id",
+)
+_TASK_UPDATE = (
+    "UPDATE queue_task SET "  # noqa: S608 - constant column names
+    + ", ".join(f"{c} = ?" for c in _TASK_MUTABLE)
+    + ", version = version + 1 WHERE workspace = ? AND task_id = ? AND version = ?"
+)
+_ORDER = "ORDER BY priority DESC, created_at_ms, seq LIMIT 1"
+
+_GATE_COLUMNS = (
+    "gate_id, workspace, task_id, target_verb, input_hash, reason, status, requested_by, "
+    "requested_at_ms, decided_by, decided_at_ms, decision_note, consumed_by, consumed_at_ms, "
+    "consumed_fence, version"
+)
+_EXT_COLUMNS = (
+    "agent_task_id, workspace, title, prompt, source_type, source_id, source_matter_id, "
+    "source_step_id, child_key, priority, requires_human_review, created_at_ms, updated_at_ms, "
+    "waiting_for_children, declared_child_keys_json, claim_token_hash, claimed_at_ms, cost_usd, "
+    "duration_ms, tool_call_count, result_json, progress_text"
+)
+_PHASE_COLUMNS = (
+    "workspace, task_id, phase_index, phase_key, state_json, outputs_json, written_by, "
+    "created_at_ms"
+)
+
+
+def _opt_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _opt_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _task(row: Any) -> TaskRecord:
+    return TaskRecord(
+        task_id=str(row[0]),
+        workspace=str(row[1]),
+        verb=str(row[2]),
+        payload_json=_opt_str(row[3]),
+        status=str(row[4]),
+        priority=int(row[5]),
+        autonomy_ceiling=int(row[6]),
+        depth=int(row[7]),
+        parent_task_id=_opt_str(row[8]),
+        run_id=_opt_str(row[9]),
+        matter_id=_opt_str(row[10]),
+        matter_step_id=_opt_str(row[11]),
+        created_by=str(row[12]),
+        created_at_ms=int(row[13]),
+        updated_at_ms=int(row[14]),
+        finished_at_ms=_opt_int(row[15]),
+        lease_owner=_opt_str(row[16]),
+        lease_expires_at_ms=_opt_int(row[17]),
+        heartbeat_at_ms=_opt_int(row[18]),
+        lease_extensions=int(row[19]),
+        first_leased_at_ms=_opt_int(row[20]),
+        fence=int(row[21]),
+        exercised_autonomy=_opt_int(row[22]),
+        checkpoint_json=_opt_str(row[23]),
+        last_error=_opt_str(row[24]),
+        escalation_gate_id=_opt_str(row[25]),
+        version=int(row[26]),
+        seq=int(row[27]),
+    )
+
+
+def _gate(row: Any) -> ApprovalGateRecord:
+    return ApprovalGateRecord(
+        gate_id=str(row[0]),
+        workspace=str(row[1]),
+        task_id=str(row[2]),
+        target_verb=_opt_str(row[3]),
+        input_hash=_opt_str(row[4]),
+        reason=_opt_str(row[5]),
+        status=str(row[6]),
+        requested_by=str(row[7]),
+        requested_at_ms=int(row[8]),
+        decided_by=_opt_str(row[9]),
+        decided_at_ms=_opt_int(row[10]),
+        decision_note=_opt_str(row[11]),
+        consumed_by=_opt_str(row[12]),
+        consumed_at_ms=_opt_int(row[13]),
+        consumed_fence=_opt_int(row[14]),
+        version=int(row[15]),
+    )
+
+
+def _ext(row: Any) -> ExtRecord:
+    return ExtRecord(
+        agent_task_id=str(row[0]),
+        workspace=str(row[1]),
+        title=str(row[2]),
+        prompt=str(row[3]),
+        source_type=str(row[4]),
+        source_id=_opt_str(row[5]),
+        source_matter_id=_opt_str(row[6]),
+        source_step_id=_opt_str(row[7]),
+        child_key=_opt_str(row[8]),
+        priority=int(row[9]),
+        requires_human_review=bool(row[10]),
+        created_at_ms=int(row[11]),
+        updated_at_ms=int(row[12]),
+        waiting_for_children=bool(row[13]),
+        declared_child_keys_json=str(row[14]),
+        claim_token_hash=_opt_str(row[15]),
+        claimed_at_ms=_opt_int(row[16]),
+        cost_usd=None if row[17] is None else float(row[17]),
+        duration_ms=_opt_int(row[18]),
+        tool_call_count=_opt_int(row[19]),
+        result_json=_opt_str(row[20]),
+        progress_text=_opt_str(row[21]),
+    )
+
+
+def _phase(row: Any) -> PhaseRecord:
+    return PhaseRecord(
+        workspace=str(row[0]),
+        task_id=str(row[1]),
+        phase_index=int(row[2]),
+        phase_key=str(row[3]),
+        state_json=str(row[4]),
+        outputs_json=str(row[5]),
+        written_by=str(row[6]),
+        created_at_ms=int(row[7]),
+    )
+
+
+def _rank(task: TaskRecord) -> tuple[int, int, int]:
+    return (-task.priority, task.created_at_ms, task.seq)
+
+
+class SqliteQueueStore:
+    """The queue tables on one apsw connection (inside the caller's transaction)."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self._conn = conn
+
+    def _one(self, sql: str, args: tuple[Any, ...]) -> Any:
+        return self._conn.execute(sql, args).fetchone()
+
+    # -- tasks ------------------------------------------------------------------------------
+    def insert_task(self, task: TaskRecord) -> TaskRecord:
+        """Insert a new task; return it with its assigned ``seq``."""
+        try:
+            self._conn.execute(
+                f"INSERT INTO queue_task ({_TASK_COLUMNS}) VALUES "  # noqa: S608 - constant
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    task.task_id,
+                    task.workspace,
+                    task.verb,
+                    task.payload_json,
+                    task.status,
+                    task.priority,
+                    task.autonomy_ceiling,
+                    task.depth,
+                    task.parent_task_id,
+                    task.run_id,
+                    task.matter_id,
+                    task.matter_step_id,
+                    task.created_by,
+                    task.created_at_ms,
+                    task.updated_at_ms,
+                    task.finished_at_ms,
+                    task.lease_owner,
+                    task.lease_expires_at_ms,
+                    task.heartbeat_at_ms,
+                    task.lease_extensions,
+                    task.first_leased_at_ms,
+                    task.fence,
+                    task.exercised_autonomy,
+                    task.checkpoint_json,
+                    task.last_error,
+                    task.escalation_gate_id,
+                    task.version,
+                ),
+            )
+        except apsw.ConstraintError:
+            raise TaskError(ErrorCode.ALREADY_EXISTS, "a task with this id exists") from None
+        seq = int(self._conn.last_insert_rowid())
+        return attrs.evolve(task, seq=seq)
+
+    def get_task(self, workspace: str, task_id: str) -> TaskRecord | None:
+        """Return the task of ``workspace`` with ``task_id``, or ``None``."""
+        row = self._one(f"{_TASK_SELECT} WHERE workspace = ? AND task_id = ?", (workspace, task_id))
+        return None if row is None else _task(row)
+
+    def update_task(self, task: TaskRecord) -> bool:
+        """Write every mutable column if the row still has ``task.version``; bump it."""
+        values = tuple(getattr(task, c) for c in _TASK_MUTABLE)
+        self._conn.execute(_TASK_UPDATE, (*values, task.workspace, task.task_id, task.version))
+        return bool(self._conn.changes() == 1)
+
+    def best_claimable(
+        self, workspace: str, *, max_autonomy: int, autonomy: int, verb: str | None, now_ms: int
+    ) -> TaskRecord | None:
+        """Return the task ``claimNext`` should take (see the protocol), or ``None``."""
+        candidates: list[TaskRecord] = []
+        for ceiling in range(autonomy, max_autonomy + 1):
+            if verb is None:
+                row = self._one(
+                    f"{_TASK_SELECT} INDEXED BY queue_task_ready WHERE workspace = ? "
+                    f"AND status = 'QUEUED' AND autonomy_ceiling = ? {_ORDER}",
+                    (workspace, ceiling),
+                )
+            else:
+                row = self._one(
+                    f"{_TASK_SELECT} INDEXED BY queue_task_ready_verb WHERE workspace = ? "
+                    f"AND verb = ? AND status = 'QUEUED' AND autonomy_ceiling = ? {_ORDER}",
+                    (workspace, verb, ceiling),
+                )
+            if row is not None:
+                candidates.append(_task(row))
+        verb_clause = "" if verb is None else " AND verb = ?"
+        row = self._one(
+            f"{_TASK_SELECT} INDEXED BY queue_task_leases WHERE workspace = ? "
+            f"AND status = 'LEASED' AND lease_expires_at_ms <= ? "
+            f"AND autonomy_ceiling BETWEEN ? AND ?{verb_clause} {_ORDER}",
+            (workspace, now_ms, autonomy, max_autonomy, *(() if verb is None else (verb,))),
+        )
+        if row is not None:
+            candidates.append(_task(row))
+        return min(candidates, key=_rank, default=None)
+
+    def list_tasks(
+        self,
+        workspace: str,
+        *,
+        status: str | None,
+        matter_id: str | None,
+        non_matter_only: bool,
+        after_seq: int | None,
+        limit: int,
+        now_ms: int,
+    ) -> tuple[TaskRecord, ...]:
+        """Return up to ``limit`` tasks in insertion order (see the protocol)."""
+        clauses = ["workspace = ?"]
+        args: list[Any] = [workspace]
+        if status == "QUEUED":
+            clauses.append(
+                "(status = 'QUEUED' OR (status = 'LEASED' AND lease_expires_at_ms <= ?))"
+            )
+            args.append(now_ms)
+        elif status == "LEASED":
+            clauses.append("status = 'LEASED' AND lease_expires_at_ms > ?")
+            args.append(now_ms)
+        elif status is not None:
+            clauses.append("status = ?")
+            args.append(status)
+        if matter_id is not None:
+            clauses.append("matter_id = ?")
+            args.append(matter_id)
+        elif non_matter_only:
+            clauses.append("matter_id IS NULL")
+        if after_seq is not None:
+            clauses.append("seq > ?")
+            args.append(after_seq)
+        args.append(limit)
+        sql = f"{_TASK_SELECT} WHERE {' AND '.join(clauses)} ORDER BY seq LIMIT ?"
+        return tuple(_task(r) for r in self._conn.execute(sql, args))
+
+    # -- carrier verbs ----------------------------------------------------------------------
+    def get_verb(self, workspace: str, verb: str) -> VerbRecord | None:
+        """Return the registered verb, or ``None``."""
+        row = self._one(
+            "SELECT workspace, verb, description, registered_by, registered_at_ms "
+            "FROM queue_verb WHERE workspace = ? AND verb = ?",
+            (workspace, verb),
+        )
+        if row is None:
+            return None
+        return VerbRecord(
+            workspace=str(row[0]),
+            verb=str(row[1]),
+            description=str(row[2]),
+            registered_by=str(row[3]),
+            registered_at_ms=int(row[4]),
+        )
+
+    def insert_verb(self, record: VerbRecord) -> None:
+        """Register a verb."""
+        self._conn.execute(
+            "INSERT INTO queue_verb (workspace, verb, description, registered_by, "
+            "registered_at_ms) VALUES (?, ?, ?, ?, ?)",
+            (
+                record.workspace,
+                record.verb,
+                record.description,
+                record.registered_by,
+                record.registered_at_ms,
+            ),
+        )
+
+    def list_verbs(self, workspace: str) -> tuple[VerbRecord, ...]:
+        """Return the registered verbs of ``workspace``, sorted by name."""
+        rows = self._conn.execute(
+            "SELECT workspace, verb, description, registered_by, registered_at_ms "
+            "FROM queue_verb WHERE workspace = ? ORDER BY verb",
+            (workspace,),
+        )
+        return tuple(
+            VerbRecord(
+                workspace=str(r[0]),
+                verb=str(r[1]),
+                description=str(r[2]),
+                registered_by=str(r[3]),
+                registered_at_ms=int(r[4]),
+            )
+            for r in rows
+        )
+
+    # -- matters ----------------------------------------------------------------------------
+    def insert_matter(self, record: MatterRecord) -> None:
+        """Create a matter."""
+        try:
+            self._conn.execute(
+                "INSERT INTO queue_matter (workspace, matter_id, objective, created_by, "
+                "created_at_ms) VALUES (?, ?, ?, ?, ?)",
+                (
+                    record.workspace,
+                    record.matter_id,
+                    record.objective,
+                    record.created_by,
+                    record.created_at_ms,
+                ),
+            )
+        except apsw.ConstraintError:
+            raise TaskError(ErrorCode.ALREADY_EXISTS, "a matter with this id exists") from None
+
+    def get_matter(self, workspace: str, matter_id: str) -> MatterRecord | None:
+        """Return the matter, or ``None``."""
+        row = self._one(
+            "SELECT workspace, matter_id, objective, created_by, created_at_ms "
+            "FROM queue_matter WHERE workspace = ? AND matter_id = ?",
+            (workspace, matter_id),
+        )
+        if row is None:
+            return None
+        return MatterRecord(
+            workspace=str(row[0]),
+            matter_id=str(row[1]),
+            objective=_opt_str(row[2]),
+            created_by=str(row[3]),
+            created_at_ms=int(row[4]),
+        )
+
+    def add_reader(self, record: MatterReaderRecord) -> bool:
+        """Grant read; return whether the grant is new."""
+        self._conn.execute(
+            "INSERT INTO queue_matter_reader (workspace, matter_id, reader, granted_by, "
+            "granted_at_ms) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            (
+                record.workspace,
+                record.matter_id,
+                record.reader,
+                record.granted_by,
+                record.granted_at_ms,
+            ),
+        )
+        return bool(self._conn.changes() == 1)
+
+    def remove_reader(self, workspace: str, matter_id: str, reader: str) -> bool:
+        """Withdraw a grant; return whether one existed."""
+        self._conn.execute(
+            "DELETE FROM queue_matter_reader WHERE workspace = ? AND matter_id = ? AND reader = ?",
+            (workspace, matter_id, reader),
+        )
+        return bool(self._conn.changes() == 1)
+
+    def is_reader(self, workspace: str, matter_id: str, reader: str) -> bool:
+        """Return whether ``reader`` holds a read grant on the matter."""
+        row = self._one(
+            "SELECT 1 FROM queue_matter_reader WHERE workspace = ? AND matter_id = ? "
+            "AND reader = ?",
+            (workspace, matter_id, reader),
+        )
+        return row is not None
+
+    def list_readers(self, workspace: str, matter_id: str) -> tuple[str, ...]:
+        """Return the readers of a matter, sorted."""
+        rows = self._conn.execute(
+            "SELECT reader FROM queue_matter_reader WHERE workspace = ? AND matter_id = ? "
+            "ORDER BY reader",
+            (workspace, matter_id),
+        )
+        return tuple(str(r[0]) for r in rows)
+
+    # -- approval gates ---------------------------------------------------------------------
+    def insert_gate(self, record: ApprovalGateRecord) -> None:
+        """Store a new approval gate."""
+        self._conn.execute(
+            f"INSERT INTO queue_approval_gate ({_GATE_COLUMNS}) VALUES "  # noqa: S608 - constant
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.gate_id,
+                record.workspace,
+                record.task_id,
+                record.target_verb,
+                record.input_hash,
+                record.reason,
+                record.status,
+                record.requested_by,
+                record.requested_at_ms,
+                record.decided_by,
+                record.decided_at_ms,
+                record.decision_note,
+                record.consumed_by,
+                record.consumed_at_ms,
+                record.consumed_fence,
+                record.version,
+            ),
+        )
+
+    def get_gate(self, workspace: str, gate_id: str) -> ApprovalGateRecord | None:
+        """Return the approval gate, or ``None``."""
+        row = self._one(
+            f"SELECT {_GATE_COLUMNS} FROM queue_approval_gate "  # noqa: S608 - constant
+            "WHERE workspace = ? AND gate_id = ?",
+            (workspace, gate_id),
+        )
+        return None if row is None else _gate(row)
+
+    def update_gate(self, record: ApprovalGateRecord) -> bool:
+        """Write the gate if it still has ``record.version``; bump the version."""
+        self._conn.execute(
+            "UPDATE queue_approval_gate SET status = ?, decided_by = ?, decided_at_ms = ?, "
+            "decision_note = ?, consumed_by = ?, consumed_at_ms = ?, consumed_fence = ?, "
+            "version = version + 1 WHERE workspace = ? AND gate_id = ? AND version = ?",
+            (
+                record.status,
+                record.decided_by,
+                record.decided_at_ms,
+                record.decision_note,
+                record.consumed_by,
+                record.consumed_at_ms,
+                record.consumed_fence,
+                record.workspace,
+                record.gate_id,
+                record.version,
+            ),
+        )
+        return bool(self._conn.changes() == 1)
+
+    # -- per-phase checkpoints --------------------------------------------------------------
+    def next_phase_index(self, workspace: str, task_id: str) -> int:
+        """Return one more than the task's highest phase index (0 for the first)."""
+        row = self._one(
+            "SELECT MAX(phase_index) FROM queue_checkpoint WHERE workspace = ? AND task_id = ?",
+            (workspace, task_id),
+        )
+        return 0 if row is None or row[0] is None else int(row[0]) + 1
+
+    def insert_phase(self, record: PhaseRecord) -> None:
+        """Append a phase checkpoint."""
+        try:
+            self._conn.execute(
+                f"INSERT INTO queue_checkpoint ({_PHASE_COLUMNS}) "  # noqa: S608 - constant
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.workspace,
+                    record.task_id,
+                    record.phase_index,
+                    record.phase_key,
+                    record.state_json,
+                    record.outputs_json,
+                    record.written_by,
+                    record.created_at_ms,
+                ),
+            )
+        except apsw.ConstraintError:
+            raise TaskError(
+                ErrorCode.CONFLICT, "another writer took this phase index; retry the write"
+            ) from None
+
+    def latest_phase(self, workspace: str, task_id: str) -> PhaseRecord | None:
+        """Return the task's phase checkpoint with the highest index, or ``None``."""
+        row = self._one(
+            f"SELECT {_PHASE_COLUMNS} FROM queue_checkpoint "  # noqa: S608 - constant
+            "WHERE workspace = ? AND task_id = ? ORDER BY phase_index DESC LIMIT 1",
+            (workspace, task_id),
+        )
+        return None if row is None else _phase(row)
+
+    def clear_phases(self, workspace: str, task_id: str) -> int:
+        """Delete every phase checkpoint of the task; return how many were deleted."""
+        self._conn.execute(
+            "DELETE FROM queue_checkpoint WHERE workspace = ? AND task_id = ?",
+            (workspace, task_id),
+        )
+        return int(self._conn.changes())
+
+    def prune_phases(self, before_ms: int) -> int:
+        """Delete phase checkpoints of every workspace created before ``before_ms``."""
+        self._conn.execute("DELETE FROM queue_checkpoint WHERE created_at_ms < ?", (before_ms,))
+        return int(self._conn.changes())
+
+    # -- ext rows ---------------------------------------------------------------------------
+    def insert_ext(self, record: ExtRecord) -> None:
+        """Store the ext row of a task."""
+        try:
+            self._conn.execute(
+                f"INSERT INTO queue_task_ext ({_EXT_COLUMNS}) VALUES "  # noqa: S608 - constant
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.agent_task_id,
+                    record.workspace,
+                    record.title,
+                    record.prompt,
+                    record.source_type,
+                    record.source_id,
+                    record.source_matter_id,
+                    record.source_step_id,
+                    record.child_key,
+                    record.priority,
+                    int(record.requires_human_review),
+                    record.created_at_ms,
+                    record.updated_at_ms,
+                    int(record.waiting_for_children),
+                    record.declared_child_keys_json,
+                    record.claim_token_hash,
+                    record.claimed_at_ms,
+                    record.cost_usd,
+                    record.duration_ms,
+                    record.tool_call_count,
+                    record.result_json,
+                    record.progress_text,
+                ),
+            )
+        except apsw.ConstraintError:
+            raise TaskError(
+                ErrorCode.ALREADY_EXISTS, "this task already has its ext row; update it instead"
+            ) from None
+
+    def get_ext(self, workspace: str, agent_task_id: str) -> ExtRecord | None:
+        """Return the ext row of a task, or ``None``."""
+        row = self._one(
+            f"SELECT {_EXT_COLUMNS} FROM queue_task_ext "  # noqa: S608 - constant
+            "WHERE workspace = ? AND agent_task_id = ?",
+            (workspace, agent_task_id),
+        )
+        return None if row is None else _ext(row)
+
+    def set_waiting(
+        self,
+        workspace: str,
+        agent_task_id: str,
+        *,
+        waiting: bool,
+        declared_child_keys_json: str | None,
+        now_ms: int,
+    ) -> bool:
+        """Flip ``waiting_for_children`` to ``waiting`` only if it is ``not waiting`` now."""
+        self._conn.execute(
+            "UPDATE queue_task_ext SET waiting_for_children = ?, "
+            "declared_child_keys_json = COALESCE(?, declared_child_keys_json), "
+            "updated_at_ms = ? WHERE workspace = ? AND agent_task_id = ? "
+            "AND waiting_for_children = ?",
+            (
+                int(waiting),
+                declared_child_keys_json,
+                now_ms,
+                workspace,
+                agent_task_id,
+                int(not waiting),
+            ),
+        )
+        return bool(self._conn.changes() == 1)
+
+    def patch_ext(self, workspace: str, agent_task_id: str, patch: ExtPatch, now_ms: int) -> bool:
+        """Write the non-``None`` fields of ``patch``; return whether the row exists."""
+        names = (
+            "claim_token_hash",
+            "claimed_at_ms",
+            "cost_usd",
+            "duration_ms",
+            "tool_call_count",
+            "result_json",
+            "progress_text",
+        )
+        sets = [f"{n} = ?" for n in names if getattr(patch, n) is not None]
+        values = [getattr(patch, n) for n in names if getattr(patch, n) is not None]
+        sql = (
+            "UPDATE queue_task_ext SET "  # noqa: S608 - constant column names
+            + ", ".join([*sets, "updated_at_ms = ?"])
+            + " WHERE workspace = ? AND agent_task_id = ?"
+        )
+        self._conn.execute(sql, (*values, now_ms, workspace, agent_task_id))
+        return bool(self._conn.changes() == 1)
