@@ -66,6 +66,9 @@ class ErrorCode(enum.Enum):
     BINDING_MISMATCH = ("BINDING_MISMATCH", ErrorKind.UNPROCESSABLE)
     PAYLOAD_TOO_LARGE = ("PAYLOAD_TOO_LARGE", ErrorKind.TOO_LARGE)
     UNSUPPORTED_MEDIA_TYPE = ("UNSUPPORTED_MEDIA_TYPE", ErrorKind.UNSUPPORTED_MEDIA)
+    TRANSFER_MALFORMED = ("TRANSFER_MALFORMED", ErrorKind.BAD_REQUEST)
+    REVISION_MISMATCH = ("REVISION_MISMATCH", ErrorKind.UNPROCESSABLE)
+    RUNTIME_MISMATCH = ("RUNTIME_MISMATCH", ErrorKind.UNPROCESSABLE)
 
     # -- who is calling --------------------------------------------------------------------
     UNAUTHENTICATED = ("UNAUTHENTICATED", ErrorKind.UNAUTHENTICATED)
@@ -92,6 +95,7 @@ class ErrorCode(enum.Enum):
     PRIOR_SUBJECT_UNRESOLVED = ("PRIOR_SUBJECT_UNRESOLVED", ErrorKind.CONFLICT)
     SUBJECT_STALE = ("SUBJECT_STALE", ErrorKind.CONFLICT)
     DEPTH_EXCEEDED = ("DEPTH_EXCEEDED", ErrorKind.CONFLICT)
+    EXECUTION_UNCERTAIN = ("EXECUTION_UNCERTAIN", ErrorKind.CONFLICT)
 
     # -- the service cannot answer right now -----------------------------------------------
     BUSY = ("BUSY", ErrorKind.UNAVAILABLE)

@@ -21,6 +21,8 @@ __all__ = [
     "CHECKPOINT_STATE_MAX_BYTES",
     "CHECKPOINT_WRITE_BODY_MAX_BYTES",
     "COLLECTOR_ENVELOPE_MAX_BYTES",
+    "COLLECTOR_HEADER_MAX_BYTES",
+    "COLLECTOR_RECORD_MAX_BYTES",
     "CONTEXT_MAX_BYTES",
     "CRITERIA_MAX",
     "DEPENDENCIES_MAX",
@@ -87,6 +89,11 @@ REFERENCE_BODY_MAX_BYTES: Final = 128 * 1024
 """A named reference body, refused above this before it is read (*seed*: 128 KiB)."""
 COLLECTOR_ENVELOPE_MAX_BYTES: Final = 16 * 1024 * 1024
 """A signed collector transfer envelope (*seed*: 16 MiB)."""
+COLLECTOR_HEADER_MAX_BYTES: Final = 64 * 1024
+"""The signed header inside a collector transfer, canonical JSON bytes (ours)."""
+COLLECTOR_RECORD_MAX_BYTES: Final = 12 * 1024 * 1024
+"""One typed record inside a collector transfer, canonical JSON bytes (ours; fits 8 MiB of
+output in base64 inside the 16 MiB envelope)."""
 CHECKPOINT_STATE_MAX_BYTES: Final = 1024 * 1024
 """``agenttask.checkpoint.write`` state JSON (*seed*: 1 MiB)."""
 QUEUE_PAYLOAD_MAX_BYTES: Final = 64 * 1024
