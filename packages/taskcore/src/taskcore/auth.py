@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import re
 import secrets
+from pathlib import Path
 
 import attrs
 
@@ -29,16 +31,27 @@ from taskcore.store.storage import Storage, Transaction
 from taskcore.store.tokens_api import TokenRecord
 
 __all__ = [
-    "IssuedToken",
+    "FIRST_ADMIN_TOKEN_FILENAME",
+    "FIRST_ADMIN_WORKSPACE",
     "WORKSPACE_PATTERN",
+    "IssuedToken",
     "actor_from_record",
     "authenticate",
     "authenticate_in",
+    "bearer_from_header",
+    "issue_first_admin_token",
     "issue_token",
     "list_tokens",
     "parse_token",
+    "read_token_file",
     "revoke_token",
 ]
+
+FIRST_ADMIN_TOKEN_FILENAME = "admin.token"  # noqa: S105 - a file name, not a secret
+"""Where the first start of a fresh data directory writes its admin token (mode 0600)."""
+
+FIRST_ADMIN_WORKSPACE = "default"
+"""The workspace the first admin token is bound to."""
 
 _TOKEN = re.compile(r"atk_([0-9a-f]{16})_([0-9a-f]{64})")
 WORKSPACE_PATTERN = r"[A-Za-z0-9._-]{1,128}"
@@ -61,8 +74,10 @@ def parse_token(token: str) -> tuple[str, str]:
     """Split a bearer token into ``(token_id, secret)`` or raise ``UNAUTHENTICATED``."""
     match = _TOKEN.fullmatch(token.strip()) if isinstance(token, str) else None
     if match is None:
-        raise TaskError(ErrorCode.UNAUTHENTICATED, "the bearer token is malformed; use a token "
-                        "printed by 'agent-task admin token create'")
+        raise TaskError(
+            ErrorCode.UNAUTHENTICATED,
+            "the bearer token is malformed; use a token printed by 'agent-task admin token create'",
+        )
     return match.group(1), match.group(2)
 
 
@@ -86,8 +101,9 @@ def authenticate_in(tx: Transaction, token: str) -> Actor:
     if record is None or not matches:
         raise TaskError(ErrorCode.UNAUTHENTICATED, "the bearer token is not known")
     if record.revoked_at_ms is not None:
-        raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked; ask an admin for "
-                        "a new one")
+        raise TaskError(
+            ErrorCode.TOKEN_REVOKED, "the bearer token was revoked; ask an admin for a new one"
+        )
     return actor_from_record(record)
 
 
@@ -97,17 +113,10 @@ def authenticate(storage: Storage, token: str) -> Actor:
         return authenticate_in(tx, token)
 
 
-def issue_token(
-    storage: Storage,
-    clock: Clock,
-    *,
-    workspace: str,
-    tier: Tier,
-    autonomy: int = 1,
-    name: str = "",
+def _new_token(
+    clock: Clock, *, workspace: str, tier: Tier, autonomy: int, name: str
 ) -> IssuedToken:
-    """Create a token; the returned secret is the only copy that will ever exist."""
-    if _WORKSPACE.fullmatch(workspace) is None:
+    if not isinstance(workspace, str) or _WORKSPACE.fullmatch(workspace) is None:
         raise TaskError(ErrorCode.INVALID_VALUE, f"workspace must match {WORKSPACE_PATTERN}")
     if not 0 <= autonomy <= MAX_AUTONOMY:
         raise TaskError(ErrorCode.OUT_OF_BOUNDS, f"autonomy must be between 0 and {MAX_AUTONOMY}")
@@ -124,9 +133,23 @@ def issue_token(
         secret_hash=_hash(secret),
         created_at_ms=clock.now_ms(),
     )
-    with storage.write() as tx:
-        tx.tokens.insert(record)
     return IssuedToken(token=f"atk_{token_id}_{secret}", record=record)
+
+
+def issue_token(
+    storage: Storage,
+    clock: Clock,
+    *,
+    workspace: str,
+    tier: Tier,
+    autonomy: int = 1,
+    name: str = "",
+) -> IssuedToken:
+    """Create a token; the returned secret is the only copy that will ever exist."""
+    issued = _new_token(clock, workspace=workspace, tier=tier, autonomy=autonomy, name=name)
+    with storage.write() as tx:
+        tx.tokens.insert(issued.record)
+    return issued
 
 
 def list_tokens(storage: Storage, *, workspace: str | None = None) -> tuple[TokenRecord, ...]:
@@ -141,3 +164,90 @@ def revoke_token(storage: Storage, clock: Clock, token_id: str) -> bool:
         if tx.tokens.get(token_id) is None:
             raise TaskError(ErrorCode.NOT_FOUND, f"no token with id {token_id!r}")
         return tx.tokens.revoke(token_id, clock.now_ms())
+
+
+def bearer_from_header(value: str | None) -> str | None:
+    """Return the token of an ``Authorization: Bearer <token>`` header value, else ``None``.
+
+    The scheme is case-insensitive (RFC 9110); anything but one bearer credential is ``None``,
+    which the front door reports as ``UNAUTHENTICATED``.
+
+    >>> bearer_from_header("Bearer atk_x")
+    'atk_x'
+    >>> bearer_from_header("Basic Zm9vOmJhcg==") is None
+    True
+    """
+    if not value:
+        return None
+    scheme, _, credential = value.strip().partition(" ")
+    credential = credential.strip()
+    if scheme.lower() != "bearer" or not credential or " " in credential:
+        return None
+    return credential
+
+
+def read_token_file(path: Path | str) -> str:
+    """Read a bearer token from a file (surrounding whitespace ignored).
+
+    Raises ``UNAUTHENTICATED`` when the file cannot be read or holds no token; the message
+    names no server path beyond the one the caller gave.
+    """
+    try:
+        with open(path, encoding="ascii") as handle:
+            token = handle.read(4096).strip()
+    except (OSError, UnicodeDecodeError):
+        raise TaskError(
+            ErrorCode.UNAUTHENTICATED, f"cannot read a token from {str(path)[:256]!r}"
+        ) from None
+    if not token:
+        raise TaskError(ErrorCode.UNAUTHENTICATED, f"the token file {str(path)[:256]!r} is empty")
+    return token
+
+
+def issue_first_admin_token(storage: Storage, clock: Clock, data_dir: Path | str) -> Path | None:
+    """On a fresh journal (no token ever issued), write an admin token to ``admin.token``.
+
+    The file is created with mode 0600 and never overwritten; the token is bound to the
+    ``default`` workspace with the admin tier and full autonomy. Returns the file path when a
+    token was written, ``None`` when the journal already had tokens (so it happens once).
+
+    >>> import tempfile
+    >>> from taskcore.store import open_storage
+    >>> from taskcore.clock import FakeClock
+    >>> tmp = tempfile.mkdtemp()
+    >>> storage = open_storage(tmp, create=True)
+    >>> issue_first_admin_token(storage, FakeClock(), tmp).name
+    'admin.token'
+    >>> issue_first_admin_token(storage, FakeClock(), tmp) is None
+    True
+    >>> storage.close()
+    """
+    path = Path(data_dir) / FIRST_ADMIN_TOKEN_FILENAME
+    issued = _new_token(
+        clock,
+        workspace=FIRST_ADMIN_WORKSPACE,
+        tier=Tier.ADMIN,
+        autonomy=MAX_AUTONOMY,
+        name="first-admin",
+    )
+    # One write transaction decides "first start": concurrent starters serialize on it, and
+    # a failure to write the file rolls the token back, so no token exists that nobody holds.
+    with storage.write() as tx:
+        if tx.tokens.list():
+            return None
+        tx.tokens.insert(issued.record)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError:
+            raise TaskError(
+                ErrorCode.ALREADY_EXISTS,
+                f"cannot create {path.name} in the data directory (it exists or the directory "
+                "is not writable); remove a stale file or create a token with "
+                "'agent-task admin token create'",
+            ) from None
+        with os.fdopen(fd, "w", encoding="ascii") as handle:
+            handle.write(issued.token + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+    return path

@@ -2,12 +2,19 @@
 
 Every call, whichever door it comes through (HTTP, MCP, CLI, in-process), takes one path::
 
-    authenticate -> registry lookup -> door/route check -> tier check -> autonomy check
-      -> strict decode -> handler inside one journal transaction -> exactly one audit event
+    authenticate -> registry lookup -> surface/door/route check -> tier check -> autonomy check
+      -> strict decode -> handler inside one journal transaction (which re-checks the token)
+      -> exactly one audit event
 
 A refused call is audited too (in its own transaction, after the failed one rolled back), so
-the audit count always equals the call count. Adapters enumerate :attr:`Service.registry`
-and translate; they hold no logic of their own.
+the audit count always equals the call count; a transport that refuses a request before it
+reaches dispatch (too large, wrong media type) reports it through :meth:`Service.refuse`.
+Adapters enumerate :meth:`Registry.select` and translate; they hold no logic of their own.
+
+Workflow operations are registered as ``workflow.<op>`` and reached through one envelope,
+``{"operation": "<op>", "request": {...}}``, with the repository and profile taken from the
+URL (:class:`Route`); :meth:`Service.call_workflow` decodes the envelope and wraps the result
+as ``{"capability", "schema_version", "operation", "result"}``.
 
 >>> import tempfile, attrs
 >>> from taskcore.clock import FakeClock
@@ -35,7 +42,7 @@ import importlib
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -44,7 +51,7 @@ import attrs
 from taskcore.actors import Actor, RiskClass, Tier
 from taskcore.auth import authenticate_in
 from taskcore.clock import Clock, SystemClock
-from taskcore.codec import Codec, dumps
+from taskcore.codec import Codec, dumps, wire_field
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import AUDIT_VERB_MAX_CHARS, REQUEST_BODY_MAX_BYTES
@@ -52,6 +59,7 @@ from taskcore.store.audit_api import AuditEvent
 from taskcore.store.storage import SqliteStorage, Storage, Transaction, open_storage
 
 __all__ = [
+    "WORKFLOW_PREFIX",
     "CallContext",
     "Door",
     "Operation",
@@ -63,12 +71,21 @@ __all__ = [
     "ServiceConfig",
     "Surface",
     "TxMode",
+    "WorkflowCall",
+    "default_registry",
 ]
 
 I = TypeVar("I")  # noqa: E741 - conventional name for an input type variable
 O = TypeVar("O")  # noqa: E741 - conventional name for an output type variable
 
 _OPERATION_NAME = re.compile(r"[a-z][A-Za-z0-9_.]{0,127}")
+_ROUTE_SEGMENT = re.compile(r"[A-Za-z0-9._-]{1,128}")
+
+WORKFLOW_PREFIX = "workflow."
+"""Registered names of workflow operations start with this; the envelope names ``<op>`` only."""
+
+WORKFLOW_OPERATION_PATTERN = r"[a-z][a-z0-9_]{0,63}"
+"""The spelling of ``operation`` in the workflow envelope (``claim``, ``collector_upload``)."""
 
 # Modules that contribute operations: each exports ``register(registry)``.
 _OPERATION_MODULES: tuple[str, ...] = ()
@@ -105,12 +122,51 @@ class TxMode(enum.Enum):
     OWN = "own"
 
 
+def _check_route_segment(value: str, what: str) -> None:
+    if _ROUTE_SEGMENT.fullmatch(value) is None or value in (".", ".."):
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            f"the {what} in the URL must match [A-Za-z0-9._-]{{1,128}} and not be '.' or '..'",
+        )
+
+
 @attrs.frozen(kw_only=True)
 class Route:
-    """Values the transport takes from the URL, never from the body (workflow operations)."""
+    """Values the transport takes from the URL, never from the body (workflow operations).
 
-    repository: str
-    profile: str
+    ``repository`` is one identifier or ``OWNER/NAME``; ``profile`` is one identifier.
+    Identifiers match ``[A-Za-z0-9._-]{1,128}`` and are never ``.`` or ``..``; anything else
+    is refused with ``INVALID_VALUE`` when the route is built.
+
+    >>> Route(repository="acme/widgets", profile="default").repository
+    'acme/widgets'
+    >>> Route(repository="../etc", profile="p")
+    Traceback (most recent call last):
+    taskcore.errors.TaskError: the repository in the URL must match [A-Za-z0-9._-]{1,128} and not be '.' or '..'
+    """
+
+    repository: str = attrs.field()
+    profile: str = attrs.field()
+
+    @repository.validator
+    def _check_repository(self, _: attrs.Attribute[str], value: str) -> None:
+        parts = value.split("/") if isinstance(value, str) else [""]
+        if len(parts) > 2:
+            parts = [""]
+        for part in parts:
+            _check_route_segment(part, "repository")
+
+    @profile.validator
+    def _check_profile(self, _: attrs.Attribute[str], value: str) -> None:
+        _check_route_segment(value if isinstance(value, str) else "", "profile")
+
+
+@attrs.frozen(kw_only=True)
+class WorkflowCall:
+    """The workflow endpoint's request envelope: one operation and its request object."""
+
+    operation: str = wire_field(max_len=64, pattern=WORKFLOW_OPERATION_PATTERN)
+    request: dict[str, Any] = wire_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -175,9 +231,15 @@ Handler = Callable[[CallContext, Any], Any]
 class Operation(Generic[I, O]):
     """One registered operation: its name, types, who may call it and the handler.
 
-    ``output_type`` is an attrs class used for documentation and schemas, or ``None`` when the
-    output is a free-form JSON object described by ``summary``. ``mcp`` says whether MCP lists
-    it as a tool. ``route_required`` operations take repository and profile from the URL.
+    ``input_type`` is an attrs wire type decoded strictly from JSON, or ``bytes`` for an
+    operation that takes a raw body (the collector upload): its handler gets the bytes as
+    they arrived, bounded by ``max_input_bytes``. ``output_type`` is an attrs class used for
+    documentation and schemas, or ``None`` when the output is a free-form JSON object
+    described by ``summary``. ``mcp`` says whether the queue MCP endpoint offers it as a
+    tool (workflow operations are offered on the workspace MCP endpoint unless ``doors``
+    leaves out MCP). ``route_required`` operations take repository and profile from the URL.
+    ``description`` is the longer text tools and ``/openapi.json`` show after ``summary``.
+    See :attr:`mcp_tool` for exactly which operations MCP offers.
     """
 
     name: str
@@ -194,11 +256,50 @@ class Operation(Generic[I, O]):
     route_required: bool = False
     max_input_bytes: int = REQUEST_BODY_MAX_BYTES
     doors: frozenset[Door] = frozenset(Door)
+    description: str = ""
 
     @property
     def min_autonomy(self) -> int:
         """The smallest autonomy level allowed to call this operation (fixed by its risk)."""
         return self.risk.min_autonomy
+
+    @property
+    def raw_input(self) -> bool:
+        """Whether the handler takes the raw request bytes instead of a decoded JSON object."""
+        return self.input_type is bytes
+
+    @property
+    def local_name(self) -> str:
+        """The name a route or tool uses: ``claim`` for ``workflow.claim``, else the full name.
+
+        >>> op = Operation(name="workflow.claim", summary="", input_type=bytes, output_type=None,
+        ...     min_tier=Tier.AGENT, risk=RiskClass.WRITE, idempotent=False, mcp=False,
+        ...     surface=Surface.WORKFLOW, handler=lambda ctx, req: None)
+        >>> op.local_name
+        'claim'
+        """
+        if self.surface is Surface.WORKFLOW:
+            return self.name.removeprefix(WORKFLOW_PREFIX)
+        return self.name
+
+    @property
+    def mcp_tool(self) -> bool:
+        """Whether an MCP endpoint offers this operation as a tool (listed and callable).
+
+        Queue and done-gate operations are tools when ``mcp`` is set; workflow operations are
+        tools on the workspace endpoint unless they take raw bytes (the upload stays on its
+        HTTP route); admin operations never are. ``doors`` must include MCP in every case.
+        """
+        if Door.MCP not in self.doors or self.raw_input:
+            return False
+        if self.surface is Surface.WORKFLOW:
+            return True
+        return self.mcp and self.surface in (Surface.QUEUE, Surface.GATE)
+
+    @property
+    def description_text(self) -> str:
+        """``summary`` followed by ``description`` (when there is one)."""
+        return f"{self.summary}\n\n{self.description}".strip() if self.description else self.summary
 
 
 class Registry:
@@ -212,6 +313,11 @@ class Registry:
         """Add ``op``; a duplicate or malformed name is a programming error."""
         if _OPERATION_NAME.fullmatch(op.name) is None:
             raise ValueError(f"operation name {op.name!r} is malformed")
+        if op.surface is Surface.WORKFLOW and (
+            not op.name.startswith(WORKFLOW_PREFIX)
+            or re.fullmatch(WORKFLOW_OPERATION_PATTERN, op.local_name) is None
+        ):
+            raise ValueError(f"workflow operation {op.name!r} must be named 'workflow.<op>'")
         with self._lock:
             if op.name in self._ops:
                 raise ValueError(f"operation {op.name!r} is registered twice")
@@ -230,6 +336,30 @@ class Registry:
     def names(self, surface: Surface | None = None) -> tuple[str, ...]:
         """Return operation names (of one surface), sorted."""
         return tuple(sorted(o.name for o in self._ops.values() if surface in (None, o.surface)))
+
+    def select(
+        self,
+        *,
+        surfaces: Iterable[Surface] | None = None,
+        door: Door | None = None,
+        mcp: bool | None = None,
+        raw_input: bool | None = None,
+    ) -> tuple[Operation[Any, Any], ...]:
+        """Return the operations a door offers, sorted by name.
+
+        ``surfaces`` keeps those families, ``door`` those reachable through it, ``mcp`` those
+        whose ``mcp`` flag matches and ``raw_input`` those taking raw bytes (or JSON).
+        """
+        wanted = None if surfaces is None else frozenset(surfaces)
+        out = [
+            op
+            for op in self._ops.values()
+            if (wanted is None or op.surface in wanted)
+            and (door is None or door in op.doors)
+            and (mcp is None or op.mcp is mcp)
+            and (raw_input is None or op.raw_input is raw_input)
+        ]
+        return tuple(sorted(out, key=lambda o: o.name))
 
 
 def default_registry() -> Registry:
@@ -251,6 +381,13 @@ def _raw_bytes(raw: bytes | str | Mapping[str, Any] | None) -> bytes:
         return dumps(dict(raw))
     except (TypeError, ValueError):
         return repr(raw).encode("utf-8", "replace")
+
+
+def _input_digest(raw: bytes | str | Mapping[str, Any] | None) -> str:
+    return domain_digest(AUDIT_INPUT_DOMAIN, _raw_bytes(raw))
+
+
+_NEED_BEARER = "send 'Authorization: Bearer <token>'"
 
 
 class Service:
@@ -290,9 +427,14 @@ class Service:
         """Release storage."""
         self.storage.close()
 
+    def ping(self) -> None:
+        """Raise ``STORAGE_UNAVAILABLE`` unless storage answers (the health check; no auth)."""
+        self.storage.ping()
+
     # -- auditing ---------------------------------------------------------------------------
-    def _audit(self, tx: Transaction, actor: str, workspace: str, name: str, digest: str,
-               outcome: str) -> None:
+    def _audit(
+        self, tx: Transaction, actor: str, workspace: str, name: str, digest: str, outcome: str
+    ) -> None:
         tx.audit.append(
             AuditEvent(
                 at_ms=self.clock.now_ms(),
@@ -304,8 +446,9 @@ class Service:
             )
         )
 
-    def _audit_refusal(self, actor: str, workspace: str, name: str, digest: str,
-                       error: TaskError) -> None:
+    def _audit_refusal(
+        self, actor: str, workspace: str, name: str, digest: str, error: TaskError
+    ) -> None:
         try:
             with self.storage.write() as tx:
                 self._audit(tx, actor, workspace, name, digest, error.code.value)
@@ -319,7 +462,37 @@ class Service:
         with self.storage.read() as tx:
             return tx.audit.count(workspace=workspace, operation=operation)
 
+    def refuse(
+        self,
+        bearer: str | None,
+        name: str,
+        error: TaskError,
+        raw: bytes | str | Mapping[str, Any] | None = b"",
+    ) -> TaskError:
+        """Audit a call a transport refused before dispatch and return ``error`` to raise.
+
+        Adapters use it for what only the transport can see (a body over its bound, a wrong
+        content type, a missing credential on an MCP request), so those calls are audited like
+        every other. The event is attributed to the token when it authenticates.
+        """
+        token_id, workspace = "anonymous", ""
+        if bearer:
+            try:
+                actor = self.authenticate(bearer)
+                token_id, workspace = actor.token_id, actor.workspace
+            except TaskError:
+                pass
+        self._audit_refusal(token_id, workspace, name, _input_digest(raw), error)
+        return error
+
     # -- calling ----------------------------------------------------------------------------
+    def authenticate(self, bearer: str | None) -> Actor:
+        """Authenticate a bearer token without dispatching (adapters that hold a session)."""
+        if not bearer:
+            raise TaskError(ErrorCode.UNAUTHENTICATED, _NEED_BEARER)
+        with self.storage.read() as tx:
+            return authenticate_in(tx, bearer)
+
     def call(
         self,
         bearer: str | None,
@@ -328,42 +501,127 @@ class Service:
         *,
         route: Route | None = None,
         door: Door = Door.IN_PROCESS,
+        surfaces: Iterable[Surface] | None = None,
     ) -> Response:
         """Authenticate ``bearer`` and dispatch; failed authentication is audited too."""
-        digest = domain_digest(AUDIT_INPUT_DOMAIN, _raw_bytes(raw))
+        digest = _input_digest(raw)
         try:
-            if not bearer:
-                raise TaskError(ErrorCode.UNAUTHENTICATED, "send 'Authorization: Bearer <token>'")
-            with self.storage.read() as tx:
-                actor = authenticate_in(tx, bearer)
+            actor = self.authenticate(bearer)
         except TaskError as err:
             self._audit_refusal("anonymous", "", name, digest, err)
             raise
-        return self.dispatch(actor, name, raw, route=route, door=door, _digest=digest)
+        return self.dispatch(
+            actor, name, raw, route=route, door=door, surfaces=surfaces, _digest=digest
+        )
 
-    def authenticate(self, bearer: str | None) -> Actor:
-        """Authenticate a bearer token without dispatching (adapters that hold a session)."""
-        if not bearer:
-            raise TaskError(ErrorCode.UNAUTHENTICATED, "send 'Authorization: Bearer <token>'")
-        with self.storage.read() as tx:
-            return authenticate_in(tx, bearer)
+    def call_workflow(
+        self,
+        principal: str | Actor | None,
+        raw: bytes | str | Mapping[str, Any] | None,
+        *,
+        route: Route,
+        door: Door = Door.IN_PROCESS,
+    ) -> Response:
+        """Run one workflow envelope ``{"operation", "request"}`` for ``route``.
 
-    def _check(self, op: Operation[Any, Any] | None, name: str, actor: Actor,
-               route: Route | None, door: Door) -> Operation[Any, Any]:
-        if op is None:
-            raise TaskError(ErrorCode.UNKNOWN_OPERATION, f"there is no operation {name[:64]!r}; "
-                            "list the operations with 'agent-task call --list'")
-        if door not in op.doors:
+        ``principal`` is a bearer token (authenticated here) or an already authenticated
+        actor. The success body is ``{"capability", "schema_version", "operation",
+        "result"}``; the result bytes are embedded unchanged (retained outcomes stay byte
+        exact). Every refusal, including a malformed envelope, is audited once.
+        """
+        digest = _input_digest(raw)
+        name = "workflow"
+        if isinstance(principal, Actor):
+            actor = principal
+        else:
+            try:
+                actor = self.authenticate(principal)
+            except TaskError as err:
+                self._audit_refusal("anonymous", "", name, digest, err)
+                raise
+        try:
+            envelope = self.codec.decode(WorkflowCall, b"" if raw is None else raw)
+        except TaskError as err:
+            self._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
+            raise
+        response = self.dispatch(
+            actor,
+            WORKFLOW_PREFIX + envelope.operation,
+            envelope.request,
+            route=route,
+            door=door,
+            surfaces=(Surface.WORKFLOW,),
+            _digest=digest,
+        )
+        return Response(self.wrap_workflow(envelope.operation, response.body))
+
+    @staticmethod
+    def wrap_workflow(operation: str, result: bytes) -> bytes:
+        """Return the workflow success body naming the capability around ``result`` bytes.
+
+        >>> Service.wrap_workflow("status", b'{"state":"claimed"}')
+        b'{"capability":"agentscm.agent-workflow-tasks/v1","schema_version":1,"operation":"status","result":{"state":"claimed"}}'
+        """
+        from taskcore import CAPABILITY, SCHEMA_VERSION
+
+        head = dumps(
+            {"capability": CAPABILITY, "schema_version": SCHEMA_VERSION, "operation": operation}
+        )
+        return head[:-1] + b',"result":' + result + b"}"
+
+    def _check(
+        self,
+        op: Operation[Any, Any] | None,
+        name: str,
+        actor: Actor,
+        route: Route | None,
+        door: Door,
+        surfaces: frozenset[Surface] | None,
+    ) -> Operation[Any, Any]:
+        if op is None or (surfaces is not None and op.surface not in surfaces):
+            shown = (
+                name[:64].removeprefix(WORKFLOW_PREFIX)
+                if surfaces == frozenset({Surface.WORKFLOW})
+                else name[:64]
+            )
+            raise TaskError(
+                ErrorCode.UNKNOWN_OPERATION,
+                f"there is no operation {shown!r} here; list the operations with "
+                "'agent-task call --list' or GET /openapi.json",
+            )
+        if door not in op.doors or (door is Door.MCP and not op.mcp_tool):
             raise TaskError(ErrorCode.NOT_FOUND, f"{op.name} is not offered through {door.value}")
         if op.route_required and route is None:
             raise TaskError(ErrorCode.BAD_INPUT, f"{op.name} needs a repository and profile route")
         if actor.tier < op.min_tier:
-            raise TaskError(ErrorCode.FORBIDDEN, f"{op.name} needs the {op.min_tier.wire} tier; "
-                            f"this token is {actor.tier.wire}")
+            raise TaskError(
+                ErrorCode.FORBIDDEN,
+                f"{op.name} needs the {op.min_tier.wire} tier; this token is {actor.tier.wire}",
+            )
         if actor.autonomy < op.min_autonomy:
-            raise TaskError(ErrorCode.AUTONOMY_EXCEEDED, f"{op.name} is {op.risk.value} and needs "
-                            f"autonomy {op.min_autonomy}; this token has {actor.autonomy}")
+            raise TaskError(
+                ErrorCode.AUTONOMY_EXCEEDED,
+                f"{op.name} is {op.risk.value} and needs autonomy {op.min_autonomy}; "
+                f"this token has {actor.autonomy}",
+            )
         return op
+
+    def _decode(self, op: Operation[Any, Any], raw: bytes | str | Mapping[str, Any] | None) -> Any:
+        if op.raw_input:
+            if not isinstance(raw, bytes | bytearray | memoryview):
+                raise TaskError(
+                    ErrorCode.BAD_INPUT,
+                    f"{op.name} takes the raw transfer bytes on its upload route, not JSON",
+                )
+            if len(raw) > op.max_input_bytes:
+                raise TaskError(
+                    ErrorCode.PAYLOAD_TOO_LARGE,
+                    f"the body is {len(raw)} bytes; the limit is {op.max_input_bytes} bytes",
+                )
+            return bytes(raw)
+        return self.codec.decode(
+            op.input_type, b"{}" if raw is None else raw, max_bytes=op.max_input_bytes
+        )
 
     def _encode(self, result: Any) -> bytes:
         if isinstance(result, RawJson):
@@ -378,25 +636,28 @@ class Service:
         *,
         route: Route | None = None,
         door: Door = Door.IN_PROCESS,
+        surfaces: Iterable[Surface] | None = None,
         _digest: str | None = None,
     ) -> Response:
         """Run operation ``name`` for ``actor`` on ``raw`` input; audit exactly once.
 
+        ``surfaces`` restricts which families the calling route serves (``POST /v/{verb}``
+        serves queue and admin operations only); an operation outside them is unknown there.
         Raises :class:`TaskError` on any refusal; the refusal is audited before it is raised.
         """
-        digest = _digest or domain_digest(AUDIT_INPUT_DOMAIN, _raw_bytes(raw))
+        digest = _digest or _input_digest(raw)
+        wanted = None if surfaces is None else frozenset(surfaces)
         try:
-            op = self._check(self.registry.get(name), name, actor, route, door)
-            if raw is None:
-                raw = b"{}"
-            request = self.codec.decode(op.input_type, raw, max_bytes=op.max_input_bytes)
+            op = self._check(self.registry.get(name), name, actor, route, door, wanted)
+            request = self._decode(op, raw)
         except TaskError as err:
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
             raise
         try:
             if op.tx is TxMode.OWN:
-                ctx = CallContext(service=self, actor=actor, tx=None, route=route, door=door,
-                                  raw_digest=digest)
+                ctx = CallContext(
+                    service=self, actor=actor, tx=None, route=route, door=door, raw_digest=digest
+                )
                 body = self._encode(op.handler(ctx, request))
                 with self.storage.write() as tx:
                     self._audit(tx, actor.token_id, actor.workspace, name, digest, "OK")
@@ -408,16 +669,19 @@ class Service:
                 record = tx.tokens.get(actor.token_id)
                 if record is not None and record.revoked_at_ms is not None:
                     raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
-                ctx = CallContext(service=self, actor=actor, tx=tx, route=route, door=door,
-                                  raw_digest=digest)
+                ctx = CallContext(
+                    service=self, actor=actor, tx=tx, route=route, door=door, raw_digest=digest
+                )
                 body = self._encode(op.handler(ctx, request))
                 self._audit(tx, actor.token_id, actor.workspace, name, digest, "OK")
             return Response(body)
         except TaskError as err:
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
             raise
-        except Exception as exc:  # noqa: BLE001 - a handler bug must not become a traceback
-            err = TaskError(ErrorCode.INTERNAL, f"internal error in {name} ({type(exc).__name__});"
-                            " the request was not applied")
-            self._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
-            raise err from exc
+        except Exception as exc:  # a handler bug must not become a traceback
+            failure = TaskError(
+                ErrorCode.INTERNAL,
+                f"internal error in {name} ({type(exc).__name__}); the request was not applied",
+            )
+            self._audit_refusal(actor.token_id, actor.workspace, name, digest, failure)
+            raise failure from exc
