@@ -28,6 +28,7 @@ class ErrorKind(enum.Enum):
     UNAUTHENTICATED = (401, 4)
     FORBIDDEN = (403, 4)
     NOT_FOUND = (404, 5)
+    METHOD_NOT_ALLOWED = (405, 2)
     CONFLICT = (409, 6)
     TOO_LARGE = (413, 7)
     UNSUPPORTED_MEDIA = (415, 3)
@@ -82,6 +83,7 @@ class ErrorCode(enum.Enum):
     # -- what is asked for -----------------------------------------------------------------
     NOT_FOUND = ("NOT_FOUND", ErrorKind.NOT_FOUND)
     UNKNOWN_OPERATION = ("UNKNOWN_OPERATION", ErrorKind.NOT_FOUND)
+    METHOD_NOT_ALLOWED = ("METHOD_NOT_ALLOWED", ErrorKind.METHOD_NOT_ALLOWED)
 
     # -- the state does not allow it -------------------------------------------------------
     CONFLICT = ("CONFLICT", ErrorKind.CONFLICT)
