@@ -5,17 +5,18 @@ serialization of the origin implementation and *not* RFC 8785:
 
 * objects keep declared struct-field order (attrs field order), never sorted keys;
 * no insignificant whitespace, no BOM, no trailing newline;
-* strings escape ``"`` and ``\\`` and the five named controls ``\\b \\t \\n \\f \\r``; every other
-  U+0000..U+001F is a lowercase ``\\u00xx``; every other character, including ``/``, DEL,
+* strings escape ``"`` and ``\`` as ``\"`` and ``\\``, and the five named controls as
+  ``\b \t \n \f \r``; every other U+0000..U+001F is a lowercase ``\u00xx`` (``\u001f``,
+  never ``\u001F``); every other character, including ``/``, DEL,
   U+2028, U+2029, non-ASCII and emoji, is emitted as raw UTF-8 without normalization;
 * integers are base-10 digits with no sign, fraction or exponent, the full u64 range
   (negative integers are refused: the contract has none);
 * enums are their declared snake_case value; ``None`` is ``null``; tuples are arrays.
 
->>> canonical_json({"a": "x/y\\u2028", "b": [0, 2**64 - 1], "c": None}).decode()
-'{"a":"x/y\\u2028","b":[0,18446744073709551615],"c":null}'
->>> canonical_json("tab\\there\\x01")
-b'"tab\\\\there\\\\u0001"'
+>>> canonical_json({"a": "x/y\u2028", "b": [0, 2**64 - 1], "c": None})
+b'{"a":"x/y\xe2\x80\xa8","b":[0,18446744073709551615],"c":null}'
+>>> canonical_json("tab\there\x01\x7f")
+b'"tab\\there\\u0001\x7f"'
 """
 
 from __future__ import annotations

@@ -285,9 +285,7 @@ def _enum_hook(tp: type[enum.Enum]) -> Callable[[Any, Any], enum.Enum]:
             return tp(value)
         except ValueError:
             shown = ", ".join(str(a) for a in allowed)
-            raise TaskError(
-                ErrorCode.INVALID_VALUE, f"{value!r} is not one of: {shown}"
-            ) from None
+            raise TaskError(ErrorCode.INVALID_VALUE, f"{value!r} is not one of: {shown}") from None
 
     return hook
 
@@ -303,6 +301,8 @@ def _literal_hook(tp: Any) -> Callable[[Any, Any], Any]:
         for option in allowed:
             if type(value) is type(option) and value == option:
                 return value
+        if not any(type(value) is type(option) for option in allowed):
+            raise _wrong_type(value, "a string" if isinstance(allowed[0], str) else "a literal")
         shown = ", ".join(repr(a) for a in allowed)
         raise TaskError(ErrorCode.INVALID_VALUE, f"{value!r} is not one of: {shown}")
 
@@ -401,9 +401,12 @@ def make_converter() -> cattrs.Converter:
                 try:
                     out.append(item_hook(item, item_type))
                 except Exception as exc:
-                    exc.__notes__ = [*getattr(exc, "__notes__", []), IterableValidationNote(
-                        f"Structuring {tp} @ index {index}", index, item_type
-                    )]
+                    exc.__notes__ = [
+                        *getattr(exc, "__notes__", []),
+                        IterableValidationNote(
+                            f"Structuring {tp} @ index {index}", index, item_type
+                        ),
+                    ]
                     errors.append(exc)
                     break
             if errors:
@@ -565,7 +568,9 @@ def default_codec() -> Codec:
     return Codec()
 
 
-def decode(cls: type[T], raw: bytes | str | Mapping[str, Any], *, max_bytes: int | None = None) -> T:
+def decode(
+    cls: type[T], raw: bytes | str | Mapping[str, Any], *, max_bytes: int | None = None
+) -> T:
     """Decode ``raw`` into ``cls`` with the default codec (see :meth:`Codec.decode`)."""
     return default_codec().decode(cls, raw, max_bytes=max_bytes)
 

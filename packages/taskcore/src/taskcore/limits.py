@@ -13,8 +13,12 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "ACTION_HINT_MAX_CHARS",
+    "ARGV_ITEM_MAX_CHARS",
+    "ARGV_MAX",
     "ASSERTION_MAX_BYTES",
     "AUDIT_VERB_MAX_CHARS",
+    "CAPABILITY_MAX_CHARS",
     "CHECKPOINT_OUTPUTS_MAX_BYTES",
     "CHECKPOINT_PRUNE_DEFAULT_DAYS",
     "CHECKPOINT_PRUNE_MAX_DAYS",
@@ -23,12 +27,22 @@ __all__ = [
     "COLLECTOR_ENVELOPE_MAX_BYTES",
     "COLLECTOR_HEADER_MAX_BYTES",
     "COLLECTOR_RECORD_MAX_BYTES",
+    "COMMAND_OUTPUT_MAX_BYTES",
+    "COMMAND_TIMEOUT_MAX_MS",
     "CONTEXT_MAX_BYTES",
     "CRITERIA_MAX",
     "DEPENDENCIES_MAX",
     "DONE_GATE_BUDGET",
     "DONE_GATE_RECEIPT_MAX_LINES",
     "DONE_GATE_RUNGS",
+    "ENVIRONMENT_ALLOWLIST_MAX",
+    "EVIDENCE_DIGESTS_MAX",
+    "EXT_CHILD_KEYS_MAX",
+    "EXT_PROMPT_MAX_CHARS",
+    "EXT_TITLE_MAX_CHARS",
+    "FINALIZE_TRANSFERS_MAX",
+    "FINDINGS_MAX",
+    "FINDING_MAX_CHARS",
     "GATE_CHECKS_KEPT",
     "GATE_FILES_KEPT",
     "GATE_HOOK_DEADLINE_MS",
@@ -40,13 +54,6 @@ __all__ = [
     "GATE_RECEIPT_LINE_MAX_CHARS",
     "GATE_STDIN_MAX_BYTES",
     "GATE_TEXT_KEPT_CHARS",
-    "EVIDENCE_DIGESTS_MAX",
-    "EXT_CHILD_KEYS_MAX",
-    "EXT_PROMPT_MAX_CHARS",
-    "EXT_TITLE_MAX_CHARS",
-    "FINALIZE_TRANSFERS_MAX",
-    "FINDINGS_MAX",
-    "FINDING_MAX_CHARS",
     "ID_MAX_CHARS",
     "JSON_MAX_DEPTH",
     "LEASE_DEFAULT_MS",
@@ -67,11 +74,16 @@ __all__ = [
     "QUEUE_PRIORITY_MIN",
     "QUEUE_VERBS_MAX",
     "REASON_MAX_CHARS",
+    "RECOVERY_ITEMS_MAX",
     "REFERENCE_BODY_MAX_BYTES",
     "REQUEST_BODY_MAX_BYTES",
+    "REQUIRED_PATHS_MAX",
     "RETAINED_SUBJECT_SCAN_MAX",
+    "REVIEW_CALLS_MAX",
+    "SCHEMA_VERSIONS_MAX",
     "STEPS_MAX",
     "STOP_CONTINUATIONS_MAX",
+    "TARGET_MAX_CHARS",
     "TEXT_MAX_CHARS",
     "U64_MAX",
 ]
@@ -116,6 +128,14 @@ TEXT_MAX_CHARS: Final = 16 * 1024
 """Any other free text field, e.g. an instruction summary (ours)."""
 AUDIT_VERB_MAX_CHARS: Final = 128
 """An operation name as recorded in the audit log, even when unknown (ours)."""
+CAPABILITY_MAX_CHARS: Final = 128
+"""A capability string such as ``agentscm.agent-workflow-tasks/v1`` (ours)."""
+ACTION_HINT_MAX_CHARS: Final = 256
+"""The fixed retry hint of a schema mismatch (ours; the seed says only "bounded")."""
+TARGET_MAX_CHARS: Final = 256
+"""A protected target such as ``refs/heads/main`` (ours)."""
+ARGV_ITEM_MAX_CHARS: Final = 4096
+"""One argument of a pinned collector command (ours)."""
 
 # -- collections (items) ----------------------------------------------------------------------
 CRITERIA_MAX: Final = 64
@@ -136,6 +156,22 @@ FINALIZE_TRANSFERS_MAX: Final = 32
 """Transfers streamed by one collector finalization (*seed*: 32)."""
 RETAINED_SUBJECT_SCAN_MAX: Final = 4096
 """Retained task identities scanned for an unresolved older subject (*seed*: 4096)."""
+SCHEMA_VERSIONS_MAX: Final = 8
+"""Schema versions a client may offer or a mismatch may list (ours)."""
+RECOVERY_ITEMS_MAX: Final = 8
+"""Confirmed effects, unresolved effects or permitted actions of one recovery envelope (ours)."""
+ARGV_MAX: Final = 64
+"""Arguments of one pinned collector command (ours)."""
+ENVIRONMENT_ALLOWLIST_MAX: Final = 64
+"""Environment variable names a pinned collector command lets through (ours)."""
+REQUIRED_PATHS_MAX: Final = 256
+"""Required path coverage entries of one finite-review collector profile (ours)."""
+REVIEW_CALLS_MAX: Final = 1000
+"""Largest ``max_calls`` budget a finite-review collector profile may pin (ours)."""
+COMMAND_TIMEOUT_MAX_MS: Final = 6 * 60 * 60 * 1000
+"""Longest command or review run a collector profile may pin, in milliseconds (ours: 6 h)."""
+COMMAND_OUTPUT_MAX_BYTES: Final = 8 * 1024 * 1024
+"""Largest retained output of one collector command (ours: 8 MiB, inside the 16 MiB envelope)."""
 
 # -- leases and time --------------------------------------------------------------------------
 LEASE_MIN_MS: Final = 1_000

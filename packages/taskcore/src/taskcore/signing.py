@@ -68,7 +68,9 @@ def verify_bytes(public_key: str, message: bytes, signature: str) -> None:
     """Verify ``signature`` over ``message``; return nothing or raise ``INVALID_SIGNATURE``."""
     key = _key_bytes(public_key, "public key")
     if not isinstance(signature, str) or _HEX128.fullmatch(signature) is None:
-        raise TaskError(ErrorCode.INVALID_SIGNATURE, "signature must be 128 lowercase hex characters")
+        raise TaskError(
+            ErrorCode.INVALID_SIGNATURE, "signature must be 128 lowercase hex characters"
+        )
     try:
         nacl.signing.VerifyKey(key).verify(message, bytes.fromhex(signature))
     except (nacl.exceptions.BadSignatureError, nacl.exceptions.CryptoError, ValueError):

@@ -47,15 +47,16 @@ class CriterionResult:
     criterion: str = id_field()
     outcome: CriterionOutcome = wire_field()
     findings: tuple[str, ...] = wire_field(max_len=FINDINGS_MAX, item_max_len=FINDING_MAX_CHARS)
-    evidence_digests: tuple[str, ...] = wire_field(
-        max_len=EVIDENCE_DIGESTS_MAX, item_pattern=HEX64
-    )
+    evidence_digests: tuple[str, ...] = wire_field(max_len=EVIDENCE_DIGESTS_MAX, item_pattern=HEX64)
 
     def __attrs_post_init__(self) -> None:
         for index, finding in enumerate(self.findings):
             if "\x00" in finding:
-                raise TaskError(ErrorCode.INVALID_VALUE, "findings may not contain NUL",
-                                path=f"$.findings[{index}]")
+                raise TaskError(
+                    ErrorCode.INVALID_VALUE,
+                    "findings may not contain NUL",
+                    path=f"$.findings[{index}]",
+                )
 
 
 @attrs.frozen(kw_only=True)
@@ -91,25 +92,36 @@ class TaskResultAssertion:
 
     def __attrs_post_init__(self) -> None:
         if not self.trust_class.wire_selectable:
-            raise TaskError(ErrorCode.INVALID_VALUE,
-                            f"{self.trust_class.value} is controller-owned and cannot be asserted",
-                            path="$.trust_class")
+            raise TaskError(
+                ErrorCode.INVALID_VALUE,
+                f"{self.trust_class.value} is controller-owned and cannot be asserted",
+                path="$.trust_class",
+            )
         observed = self.trust_class is TrustClass.REGISTERED_EXECUTOR_OBSERVATION
         if observed and self.executor is None:
-            raise TaskError(ErrorCode.MISSING_FIELD,
-                            "a registered observation names its executor", path="$.executor")
+            raise TaskError(
+                ErrorCode.MISSING_FIELD,
+                "a registered observation names its executor",
+                path="$.executor",
+            )
         if not observed and self.executor is not None:
-            raise TaskError(ErrorCode.INVALID_VALUE,
-                            "an agent assertion names no executor", path="$.executor")
+            raise TaskError(
+                ErrorCode.INVALID_VALUE, "an agent assertion names no executor", path="$.executor"
+            )
         if not observed and self.executor_provenance is not None:
-            raise TaskError(ErrorCode.INVALID_VALUE, "an agent assertion is not signed",
-                            path="$.executor_provenance")
+            raise TaskError(
+                ErrorCode.INVALID_VALUE,
+                "an agent assertion is not signed",
+                path="$.executor_provenance",
+            )
         seen: set[str] = set()
         for index, row in enumerate(self.criteria):
             if row.criterion in seen:
-                raise TaskError(ErrorCode.INVALID_CRITERIA,
-                                f"criterion {row.criterion!r} has two rows",
-                                path=f"$.criteria[{index}].criterion")
+                raise TaskError(
+                    ErrorCode.INVALID_CRITERIA,
+                    f"criterion {row.criterion!r} has two rows",
+                    path=f"$.criteria[{index}].criterion",
+                )
             seen.add(row.criterion)
 
     @property
@@ -131,43 +143,57 @@ def validate_against_task(assertion: TaskResultAssertion, task: WorkflowTask) ->
       every such criterion must have passed.
     """
     if assertion.task_id != task.task_id:
-        raise TaskError(ErrorCode.BINDING_MISMATCH, "assertion is for another task",
-                        path="$.task_id")
+        raise TaskError(
+            ErrorCode.BINDING_MISMATCH, "assertion is for another task", path="$.task_id"
+        )
     if assertion.task_digest != task.digest:
-        raise TaskError(ErrorCode.BINDING_MISMATCH, "task_digest does not match the task",
-                        path="$.task_digest")
+        raise TaskError(
+            ErrorCode.BINDING_MISMATCH, "task_digest does not match the task", path="$.task_digest"
+        )
     by_name = {c.criterion: c for c in task.criteria}
     rows = {r.criterion: (i, r) for i, r in enumerate(assertion.criteria)}
     for index, row in enumerate(assertion.criteria):
         spec = by_name.get(row.criterion)
         if spec is None:
-            raise TaskError(ErrorCode.INVALID_CRITERIA,
-                            f"criterion {row.criterion!r} is not a criterion of this task",
-                            path=f"$.criteria[{index}].criterion")
+            raise TaskError(
+                ErrorCode.INVALID_CRITERIA,
+                f"criterion {row.criterion!r} is not a criterion of this task",
+                path=f"$.criteria[{index}].criterion",
+            )
         if spec.mode is CriterionMode.CONTROLLER_ONLY and row.outcome is not (
             CriterionOutcome.NOT_CLAIMED
         ):
-            raise TaskError(ErrorCode.INVALID_CRITERIA,
-                            f"criterion {row.criterion!r} is controller-only: use not_claimed",
-                            path=f"$.criteria[{index}].outcome")
+            raise TaskError(
+                ErrorCode.INVALID_CRITERIA,
+                f"criterion {row.criterion!r} is controller-only: use not_claimed",
+                path=f"$.criteria[{index}].outcome",
+            )
     for name in by_name:
         if name not in rows:
-            raise TaskError(ErrorCode.INVALID_CRITERIA,
-                            f"criterion {name!r} has no row; send one row per criterion",
-                            path="$.criteria")
+            raise TaskError(
+                ErrorCode.INVALID_CRITERIA,
+                f"criterion {name!r} has no row; send one row per criterion",
+                path="$.criteria",
+            )
     if assertion.outcome is AssertionOutcome.PASSED:
-        eligible = [c for c in task.criteria
-                    if c.required and c.mode is CriterionMode.OBSERVATION_ELIGIBLE]
+        eligible = [
+            c for c in task.criteria if c.required and c.mode is CriterionMode.OBSERVATION_ELIGIBLE
+        ]
         if not eligible:
-            raise TaskError(ErrorCode.INVALID_CRITERIA,
-                            "no required criterion of this task can be passed by a result",
-                            path="$.outcome")
+            raise TaskError(
+                ErrorCode.INVALID_CRITERIA,
+                "no required criterion of this task can be passed by a result",
+                path="$.outcome",
+            )
         for spec in eligible:
             index, row = rows[spec.criterion]
             if row.outcome is not CriterionOutcome.PASSED:
-                raise TaskError(ErrorCode.INVALID_CRITERIA,
-                                f"outcome passed but required criterion {spec.criterion!r} is "
-                                f"{row.outcome.value}", path=f"$.criteria[{index}].outcome")
+                raise TaskError(
+                    ErrorCode.INVALID_CRITERIA,
+                    f"outcome passed but required criterion {spec.criterion!r} is "
+                    f"{row.outcome.value}",
+                    path=f"$.criteria[{index}].outcome",
+                )
 
 
 def validate_against_attempt(assertion: TaskResultAssertion, attempt: WorkflowTaskAttempt) -> None:
@@ -177,16 +203,21 @@ def validate_against_attempt(assertion: TaskResultAssertion, attempt: WorkflowTa
         (assertion.task_digest == attempt.task_digest, "task_digest"),
         (assertion.attempt_id == attempt.attempt_id, "attempt_id"),
         (assertion.attempt_digest == attempt.digest, "attempt_digest"),
-        (assertion.execution_operation_id == attempt.execution_operation_id,
-         "execution_operation_id"),
+        (
+            assertion.execution_operation_id == attempt.execution_operation_id,
+            "execution_operation_id",
+        ),
         (assertion.agent == attempt.agent, "agent"),
         (assertion.executor == attempt.executor, "executor"),
     )
     for ok, name in checks:
         if not ok:
-            raise TaskError(ErrorCode.BINDING_MISMATCH,
-                            f"{name} does not match the attempt", path=f"$.{name}")
+            raise TaskError(
+                ErrorCode.BINDING_MISMATCH, f"{name} does not match the attempt", path=f"$.{name}"
+            )
     if assertion.fence != attempt.fence:
-        raise TaskError(ErrorCode.STALE_FENCE,
-                        f"fence {assertion.fence} is not the attempt's fence {attempt.fence}",
-                        path="$.fence")
+        raise TaskError(
+            ErrorCode.STALE_FENCE,
+            f"fence {assertion.fence} is not the attempt's fence {attempt.fence}",
+            path="$.fence",
+        )

@@ -52,19 +52,23 @@ class WorkflowTaskAttempt:
             (self.claim_request_id == claim.request_id, "claim_request_id"),
             (self.task_id == claim.task_id, "task_id"),
             (self.task_digest == claim.task_digest, "task_digest"),
-            (self.execution_operation_id == claim.execution_operation_id,
-             "execution_operation_id"),
+            (self.execution_operation_id == claim.execution_operation_id, "execution_operation_id"),
             (self.executor == claim.executor, "executor"),
             (self.agent == agent, "agent"),
         )
         for ok, name in checks:
             if not ok:
-                raise TaskError(ErrorCode.BINDING_MISMATCH,
-                                f"attempt {name} does not match the claim", path=f"$.{name}")
+                raise TaskError(
+                    ErrorCode.BINDING_MISMATCH,
+                    f"attempt {name} does not match the claim",
+                    path=f"$.{name}",
+                )
         if not 0 < self.lease_ms <= claim.requested_lease_ms:
-            raise TaskError(ErrorCode.BINDING_MISMATCH,
-                            "the issued lease must be positive and no longer than requested",
-                            path="$.lease_ms")
+            raise TaskError(
+                ErrorCode.BINDING_MISMATCH,
+                "the issued lease must be positive and no longer than requested",
+                path="$.lease_ms",
+            )
 
 
 def attempt_digest(attempt: WorkflowTaskAttempt) -> str:

@@ -18,7 +18,16 @@ from taskcore.codec import Codec, default_codec, wire_field
 from taskcore.contract.common import digest_field, id_field
 from taskcore.contract.paths import validate_reference_path
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import PATH_MAX_CHARS
+from taskcore.limits import (
+    ARGV_ITEM_MAX_CHARS,
+    ARGV_MAX,
+    COMMAND_OUTPUT_MAX_BYTES,
+    COMMAND_TIMEOUT_MAX_MS,
+    ENVIRONMENT_ALLOWLIST_MAX,
+    PATH_MAX_CHARS,
+    REQUIRED_PATHS_MAX,
+    REVIEW_CALLS_MAX,
+)
 
 __all__ = [
     "ENV_NAME_PATTERN",
@@ -33,11 +42,6 @@ __all__ = [
 ENV_NAME_PATTERN = r"[A-Za-z_][A-Za-z0-9_]{0,127}"
 """An environment variable name a recipe may pass through."""
 
-COMMAND_TIMEOUT_MAX_MS = 6 * 60 * 60 * 1000
-"""Longest command a recipe may pin (ours: 6 h)."""
-COMMAND_OUTPUT_MAX_BYTES = 8 * 1024 * 1024
-"""Largest retained output of one command (ours: 8 MiB, inside the 16 MiB envelope)."""
-
 
 @attrs.frozen(kw_only=True)
 class CommandRecipe:
@@ -47,9 +51,13 @@ class CommandRecipe:
     through, a timeout and an output bound.
     """
 
-    argv: tuple[str, ...] = wire_field(min_len=1, max_len=64, item_min_len=1, item_max_len=4096)
+    argv: tuple[str, ...] = wire_field(
+        min_len=1, max_len=ARGV_MAX, item_min_len=1, item_max_len=ARGV_ITEM_MAX_CHARS
+    )
     working_directory: str = wire_field(max_len=PATH_MAX_CHARS)
-    environment_allowlist: tuple[str, ...] = wire_field(max_len=64, item_pattern=ENV_NAME_PATTERN)
+    environment_allowlist: tuple[str, ...] = wire_field(
+        max_len=ENVIRONMENT_ALLOWLIST_MAX, item_pattern=ENV_NAME_PATTERN
+    )
     timeout_ms: int = wire_field(lo=1, hi=COMMAND_TIMEOUT_MAX_MS)
     output_limit_bytes: int = wire_field(lo=1, hi=COMMAND_OUTPUT_MAX_BYTES)
 
@@ -58,8 +66,9 @@ class CommandRecipe:
             validate_reference_path(self.working_directory, path="$.working_directory")
         for index, arg in enumerate(self.argv):
             if "\x00" in arg:
-                raise TaskError(ErrorCode.INVALID_VALUE, "argv may not contain NUL",
-                                path=f"$.argv[{index}]")
+                raise TaskError(
+                    ErrorCode.INVALID_VALUE, "argv may not contain NUL", path=f"$.argv[{index}]"
+                )
 
 
 class TransportBasis(enum.Enum):
@@ -103,8 +112,10 @@ class FiniteReviewCollectorProfile:
     transport_basis: TransportBasis = wire_field()
     model: str = id_field()
     policy_digest: str = digest_field()
-    required_paths: tuple[str, ...] = wire_field(max_len=256, item_max_len=PATH_MAX_CHARS)
-    max_calls: int = wire_field(lo=1, hi=1000)
+    required_paths: tuple[str, ...] = wire_field(
+        max_len=REQUIRED_PATHS_MAX, item_max_len=PATH_MAX_CHARS
+    )
+    max_calls: int = wire_field(lo=1, hi=REVIEW_CALLS_MAX)
     max_input_tokens: int = wire_field(lo=1)
     max_output_tokens: int = wire_field(lo=1)
     timeout_ms: int = wire_field(lo=1, hi=COMMAND_TIMEOUT_MAX_MS)
@@ -116,9 +127,12 @@ class FiniteReviewCollectorProfile:
     def validate_for_installation(self) -> None:
         """Refuse fixture and unqualified HTTP transport bases (also at import and admission)."""
         if self.transport_basis is not TransportBasis.CLAUDE_CODE:
-            raise TaskError(ErrorCode.INVALID_VALUE,
-                            f"transport basis {self.transport_basis.value} is not qualified; "
-                            "only claude_code may be installed", path="$.transport_basis")
+            raise TaskError(
+                ErrorCode.INVALID_VALUE,
+                f"transport basis {self.transport_basis.value} is not qualified; "
+                "only claude_code may be installed",
+                path="$.transport_basis",
+            )
 
 
 CollectorProfile = CommandCollectorProfile | FiniteReviewCollectorProfile
@@ -135,13 +149,20 @@ def decode_collector_profile(raw: Any, codec: Codec | None = None) -> CollectorP
         tree = parse_json(raw)
     if not isinstance(tree, dict):
         raise TaskError(ErrorCode.WRONG_TYPE, "a collector profile is an object", path="$")
-    kind = tree.get("kind")
+    if "kind" not in tree:
+        raise TaskError(
+            ErrorCode.MISSING_FIELD, "required field is missing; send it", path="$.kind"
+        )
+    kind = tree["kind"]
+    if type(kind) is not str:
+        raise TaskError(ErrorCode.WRONG_TYPE, "expected a string; send a string", path="$.kind")
     if kind == "command":
         return codec.structure(tree, CommandCollectorProfile)
     if kind == "finite_review":
         return codec.structure(tree, FiniteReviewCollectorProfile)
-    raise TaskError(ErrorCode.INVALID_VALUE, "kind must be 'command' or 'finite_review'",
-                    path="$.kind")
+    raise TaskError(
+        ErrorCode.INVALID_VALUE, "kind must be 'command' or 'finite_review'", path="$.kind"
+    )
 
 
-__all__ += ["COMMAND_OUTPUT_MAX_BYTES", "COMMAND_TIMEOUT_MAX_MS"]
+__all__ += ["COMMAND_OUTPUT_MAX_BYTES", "COMMAND_TIMEOUT_MAX_MS"]  # re-exported from limits

@@ -17,7 +17,12 @@ from typing import Any, Final, Literal
 import attrs
 
 from taskcore.codec import wire_field
-from taskcore.limits import ID_MAX_CHARS
+from taskcore.limits import (
+    ACTION_HINT_MAX_CHARS,
+    CAPABILITY_MAX_CHARS,
+    ID_MAX_CHARS,
+    SCHEMA_VERSIONS_MAX,
+)
 
 __all__ = [
     "CAPABILITY",
@@ -165,11 +170,11 @@ class SchemaMismatch:
     """
 
     status: Literal["schema_mismatch"] = wire_field()
-    capability: str = wire_field(max_len=128)
+    capability: str = wire_field(max_len=CAPABILITY_MAX_CHARS)
     required_schema_version: int = wire_field()
-    supported_schema_versions: tuple[int, ...] = wire_field(max_len=8)
-    server_schema_versions: tuple[int, ...] = wire_field(max_len=8)
-    action: str = wire_field(max_len=256)
+    supported_schema_versions: tuple[int, ...] = wire_field(max_len=SCHEMA_VERSIONS_MAX)
+    server_schema_versions: tuple[int, ...] = wire_field(max_len=SCHEMA_VERSIONS_MAX)
+    action: str = wire_field(max_len=ACTION_HINT_MAX_CHARS)
 
 
 SCHEMA_MISMATCH_ACTION: Final = (
@@ -188,7 +193,7 @@ def schema_mismatch(offered: tuple[int, ...]) -> SchemaMismatch:
         status="schema_mismatch",
         capability=CAPABILITY,
         required_schema_version=SCHEMA_VERSION,
-        supported_schema_versions=tuple(offered[:8]),
+        supported_schema_versions=tuple(offered[:SCHEMA_VERSIONS_MAX]),
         server_schema_versions=SUPPORTED_SCHEMA_VERSIONS,
         action=SCHEMA_MISMATCH_ACTION,
     )

@@ -47,14 +47,18 @@ class ExecutorEnrollment:
     ) -> None:
         """Check structural scope (repository, step) and exact binding; not admission."""
         if self.repository_id != repository_id:
-            raise TaskError(ErrorCode.EXECUTOR_NOT_ENROLLED,
-                            "the executor is not enrolled for this repository")
+            raise TaskError(
+                ErrorCode.EXECUTOR_NOT_ENROLLED, "the executor is not enrolled for this repository"
+            )
         if self.step_id != step_id:
-            raise TaskError(ErrorCode.EXECUTOR_NOT_ENROLLED,
-                            "the executor is not enrolled for this step")
+            raise TaskError(
+                ErrorCode.EXECUTOR_NOT_ENROLLED, "the executor is not enrolled for this step"
+            )
         if binding != self.binding:
-            raise TaskError(ErrorCode.EXECUTOR_NOT_ENROLLED,
-                            "the executor binding does not match this enrollment epoch")
+            raise TaskError(
+                ErrorCode.EXECUTOR_NOT_ENROLLED,
+                "the executor binding does not match this enrollment epoch",
+            )
 
 
 @attrs.frozen(kw_only=True)

@@ -74,11 +74,16 @@ def verify_observation(assertion: TaskResultAssertion, public_key: str) -> None:
     if assertion.trust_class is not TrustClass.REGISTERED_EXECUTOR_OBSERVATION or (
         provenance is None
     ):
-        raise TaskError(ErrorCode.INVALID_SIGNATURE, "the observation carries no signature",
-                        path="$.executor_provenance")
+        raise TaskError(
+            ErrorCode.INVALID_SIGNATURE,
+            "the observation carries no signature",
+            path="$.executor_provenance",
+        )
     digest = observation_digest(assertion)
     if provenance.observation_digest != digest:
-        raise TaskError(ErrorCode.INVALID_SIGNATURE,
-                        "observation_digest is not the digest of the signing bytes",
-                        path="$.executor_provenance.observation_digest")
+        raise TaskError(
+            ErrorCode.INVALID_SIGNATURE,
+            "observation_digest is not the digest of the signing bytes",
+            path="$.executor_provenance.observation_digest",
+        )
     verify_digest(public_key, digest, provenance.signature)

@@ -30,6 +30,7 @@ import attrs
 from taskcore.codec import wire_field
 from taskcore.contract.common import digest_field, id_field
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.limits import RECOVERY_ITEMS_MAX
 
 __all__ = [
     "ConfirmedEffect",
@@ -101,9 +102,11 @@ class FenceSupersession:
 
     def __attrs_post_init__(self) -> None:
         if self.new_fence <= self.old_fence:
-            raise TaskError(ErrorCode.INVALID_RECOVERY,
-                            "new_fence must be strictly greater than old_fence",
-                            path="$.new_fence")
+            raise TaskError(
+                ErrorCode.INVALID_RECOVERY,
+                "new_fence must be strictly greater than old_fence",
+                path="$.new_fence",
+            )
 
 
 def permitted_actions(
@@ -141,54 +144,78 @@ class TaskRecoveryEnvelope:
     fence: int = wire_field(lo=1)
     disposition: Disposition = wire_field()
     observed_state: ObservedState = wire_field()
-    confirmed_effects: tuple[ConfirmedEffect, ...] = wire_field(max_len=8)
-    unresolved_effects: tuple[UnresolvedEffect, ...] = wire_field(max_len=8)
+    confirmed_effects: tuple[ConfirmedEffect, ...] = wire_field(max_len=RECOVERY_ITEMS_MAX)
+    unresolved_effects: tuple[UnresolvedEffect, ...] = wire_field(max_len=RECOVERY_ITEMS_MAX)
     fence_supersession: FenceSupersession | None = wire_field()
-    permitted_actions: tuple[RecoveryAction, ...] = wire_field(max_len=8)
+    permitted_actions: tuple[RecoveryAction, ...] = wire_field(max_len=RECOVERY_ITEMS_MAX)
 
     def __attrs_post_init__(self) -> None:
         d = self.disposition
         if len(set(self.confirmed_effects)) != len(self.confirmed_effects) or len(
             set(self.unresolved_effects)
         ) != len(self.unresolved_effects):
-            raise TaskError(ErrorCode.INVALID_RECOVERY, "effects are listed once each",
-                            path="$.confirmed_effects")
+            raise TaskError(
+                ErrorCode.INVALID_RECOVERY,
+                "effects are listed once each",
+                path="$.confirmed_effects",
+            )
         if d is Disposition.CONFIRMED and (not self.confirmed_effects or self.unresolved_effects):
-            raise TaskError(ErrorCode.INVALID_RECOVERY,
-                            "confirmed needs a confirmed effect and no unresolved effect",
-                            path="$.disposition")
+            raise TaskError(
+                ErrorCode.INVALID_RECOVERY,
+                "confirmed needs a confirmed effect and no unresolved effect",
+                path="$.disposition",
+            )
         if d is Disposition.CONCLUSIVE_REJECTION and (
             self.confirmed_effects or self.unresolved_effects
         ):
-            raise TaskError(ErrorCode.INVALID_RECOVERY,
-                            "a conclusive rejection had no confirmed or unresolved effect",
-                            path="$.disposition")
+            raise TaskError(
+                ErrorCode.INVALID_RECOVERY,
+                "a conclusive rejection had no confirmed or unresolved effect",
+                path="$.disposition",
+            )
         if d is Disposition.UNCERTAIN_EFFECT and not self.unresolved_effects:
-            raise TaskError(ErrorCode.INVALID_RECOVERY,
-                            "uncertain_effect needs at least one unresolved effect",
-                            path="$.unresolved_effects")
+            raise TaskError(
+                ErrorCode.INVALID_RECOVERY,
+                "uncertain_effect needs at least one unresolved effect",
+                path="$.unresolved_effects",
+            )
         if (
             ConfirmedEffect.ASSERTION_RETAINED in self.confirmed_effects
             and self.observed_state is not ObservedState.FINISHED
         ):
-            raise TaskError(ErrorCode.INVALID_RECOVERY,
-                            "a confirmed retained assertion requires a finished attempt",
-                            path="$.observed_state")
+            raise TaskError(
+                ErrorCode.INVALID_RECOVERY,
+                "a confirmed retained assertion requires a finished attempt",
+                path="$.observed_state",
+            )
         sup = self.fence_supersession
         if (sup is not None) != (self.observed_state is ObservedState.REPLACED):
-            raise TaskError(ErrorCode.INVALID_RECOVERY,
-                            "fence supersession is recorded exactly for a replaced attempt",
-                            path="$.fence_supersession")
+            raise TaskError(
+                ErrorCode.INVALID_RECOVERY,
+                "fence supersession is recorded exactly for a replaced attempt",
+                path="$.fence_supersession",
+            )
+        if ConfirmedEffect.FENCE_SUPERSEDED in self.confirmed_effects and sup is None:
+            raise TaskError(
+                ErrorCode.INVALID_RECOVERY,
+                "a confirmed fence supersession records its old and new fence",
+                path="$.fence_supersession",
+            )
         if sup is not None and sup.old_fence != self.fence:
-            raise TaskError(ErrorCode.INVALID_RECOVERY,
-                            "fence supersession must start at the envelope's fence",
-                            path="$.fence_supersession.old_fence")
-        expected = permitted_actions(d, self.observed_state, self.unresolved_effects,
-                                     sup is not None)
+            raise TaskError(
+                ErrorCode.INVALID_RECOVERY,
+                "fence supersession must start at the envelope's fence",
+                path="$.fence_supersession.old_fence",
+            )
+        expected = permitted_actions(
+            d, self.observed_state, self.unresolved_effects, sup is not None
+        )
         if tuple(a.value for a in self.permitted_actions) != expected:
-            raise TaskError(ErrorCode.INVALID_RECOVERY,
-                            f"permitted_actions must be exactly {list(expected)}",
-                            path="$.permitted_actions")
+            raise TaskError(
+                ErrorCode.INVALID_RECOVERY,
+                f"permitted_actions must be exactly {list(expected)}",
+                path="$.permitted_actions",
+            )
 
     @classmethod
     def build(
@@ -208,8 +235,9 @@ class TaskRecoveryEnvelope:
         fence_supersession: FenceSupersession | None = None,
     ) -> TaskRecoveryEnvelope:
         """Build an envelope with its permitted actions computed from the table."""
-        actions = permitted_actions(disposition, observed_state, unresolved_effects,
-                                    fence_supersession is not None)
+        actions = permitted_actions(
+            disposition, observed_state, unresolved_effects, fence_supersession is not None
+        )
         return cls(
             version=1,
             request_id=request_id,

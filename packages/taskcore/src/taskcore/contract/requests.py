@@ -12,28 +12,40 @@ under the same ID conflicts. Status, instruction and reference reads carry no re
 ...     task_id="t1", task_digest="a" * 64, attempt_id="a1", attempt_digest="b" * 64,
 ...     execution_operation_id="op1", executor=None, fence=1, reason=None)
 >>> agent = AgentIdentity(owner_id="acme", agent_id="tok")
->>> request_digest("heartbeat", req, agent) != request_digest("cancel", req, agent)
+>>> cancel = attrs.evolve(req, action=MutationAction.CANCEL, reason="stop")
+>>> request_digest("heartbeat", req, agent) != request_digest("cancel", cancel, agent)
 True
+>>> request_digest("cancel", req, agent)
+Traceback (most recent call last):
+taskcore.errors.TaskError: a TaskMutationRequest is hashed as heartbeat, not cancel
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import attrs
 
 from taskcore.canonical import canonical_json
 from taskcore.codec import wire_field
 from taskcore.contract.common import (
+    ID,
     AgentIdentity,
     ExecutorBinding,
     digest_field,
     id_field,
 )
-from taskcore.digest import domain_digest, request_domain
+from taskcore.digest import domain_digest, request_domain, sha256_hex
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import LEASE_MAX_MS, LEASE_MIN_MS, REASON_MAX_CHARS
+from taskcore.limits import (
+    ID_MAX_CHARS,
+    LEASE_MAX_MS,
+    LEASE_MIN_MS,
+    REASON_MAX_CHARS,
+    REFERENCE_BODY_MAX_BYTES,
+    SCHEMA_VERSIONS_MAX,
+)
 
 __all__ = [
     "InstructionsRequest",
@@ -41,6 +53,7 @@ __all__ = [
     "ReferenceFetchRequest",
     "ReferenceFetchResponse",
     "ReferenceStatus",
+    "RequestKind",
     "TaskClaimRequest",
     "TaskMutationRequest",
     "TaskStatusRequest",
@@ -91,12 +104,15 @@ class TaskMutationRequest:
 
     def __attrs_post_init__(self) -> None:
         if self.action is MutationAction.HEARTBEAT and self.reason is not None:
-            raise TaskError(ErrorCode.INVALID_VALUE, "a heartbeat carries no reason",
-                            path="$.reason")
+            raise TaskError(
+                ErrorCode.INVALID_VALUE, "a heartbeat carries no reason", path="$.reason"
+            )
         if self.action is not MutationAction.HEARTBEAT and not self.reason:
-            raise TaskError(ErrorCode.MISSING_FIELD,
-                            f"{self.action.value} needs a reason (one line, for the audit)",
-                            path="$.reason")
+            raise TaskError(
+                ErrorCode.MISSING_FIELD,
+                f"{self.action.value} needs a reason (one line, for the audit)",
+                path="$.reason",
+            )
 
 
 @attrs.frozen(kw_only=True)
@@ -116,7 +132,7 @@ class InstructionsRequest:
     version: int = wire_field(version=True)
     task_id: str = id_field()
     task_digest: str = digest_field()
-    supported_schema_versions: tuple[int, ...] = wire_field(min_len=1, max_len=8)
+    supported_schema_versions: tuple[int, ...] = wire_field(min_len=1, max_len=SCHEMA_VERSIONS_MAX)
 
 
 @attrs.frozen(kw_only=True)
@@ -156,23 +172,89 @@ class ReferenceFetchResponse:
     status: ReferenceStatus = wire_field()
     name: str = id_field()
     sha256: str = digest_field()
-    content: str | None = wire_field()
-    byte_length: int | None = wire_field()
-    code: str | None = wire_field(max_len=128, pattern=r"[A-Za-z0-9._-]{1,128}")
+    content: str | None = wire_field(max_len=REFERENCE_BODY_MAX_BYTES)
+    byte_length: int | None = wire_field(hi=REFERENCE_BODY_MAX_BYTES)
+    code: str | None = wire_field(max_len=ID_MAX_CHARS, pattern=ID)
 
     def __attrs_post_init__(self) -> None:
         available = self.status is ReferenceStatus.AVAILABLE
         if available != (self.content is not None) or available != (self.byte_length is not None):
-            raise TaskError(ErrorCode.INVALID_VALUE,
-                            "content and byte_length are present exactly when available",
-                            path="$.content")
+            raise TaskError(
+                ErrorCode.INVALID_VALUE,
+                "content and byte_length are present exactly when available",
+                path="$.content",
+            )
         if available == (self.code is not None):
-            raise TaskError(ErrorCode.INVALID_VALUE,
-                            "a reason code is present exactly when not available", path="$.code")
+            raise TaskError(
+                ErrorCode.INVALID_VALUE,
+                "a reason code is present exactly when not available",
+                path="$.code",
+            )
+        if self.content is not None:
+            # Available content is bounded UTF-8 whose SHA-256 is the committed digest; a
+            # response that would hand over anything else is refused, never partially sent.
+            body = self.content.encode("utf-8", "surrogatepass")
+            if len(body) > REFERENCE_BODY_MAX_BYTES:
+                raise TaskError(
+                    ErrorCode.OUT_OF_BOUNDS,
+                    f"content is {len(body)} bytes; the limit is {REFERENCE_BODY_MAX_BYTES}",
+                    path="$.content",
+                )
+            if self.byte_length != len(body):
+                raise TaskError(
+                    ErrorCode.INVALID_VALUE,
+                    f"byte_length must be the UTF-8 length of content ({len(body)})",
+                    path="$.byte_length",
+                )
+            if sha256_hex(body) != self.sha256:
+                raise TaskError(
+                    ErrorCode.BINDING_MISMATCH,
+                    "sha256 is not the SHA-256 of content",
+                    path="$.sha256",
+                )
 
 
-RequestKind = Literal["claim", "heartbeat", "cancel", "reconcile", "result",
-                      "collector_claim", "collector_upload", "collector_finalize"]
+RequestKind = Literal[
+    "claim",
+    "heartbeat",
+    "cancel",
+    "reconcile",
+    "result",
+    "collector_claim",
+    "collector_upload",
+    "collector_finalize",
+]
+
+
+_READS = (TaskStatusRequest, InstructionsRequest, ReferenceFetchRequest)
+
+
+def _check_kind(kind: str, request: Any) -> None:
+    """Refuse a digest whose ``kind`` cannot be the kind of ``request``.
+
+    The kind is the digest's domain: a heartbeat request hashed as a cancel would be a
+    different request identity, so the pairing is checked rather than trusted.
+    """
+    from taskcore.contract.assertion import TaskResultAssertion  # assertion imports this module
+
+    if kind not in get_args(RequestKind):
+        raise TaskError(ErrorCode.INVALID_VALUE, f"{kind!r} is not a request kind")
+    if isinstance(request, _READS):
+        raise TaskError(
+            ErrorCode.INVALID_VALUE, "reads consume no request identity and have no digest"
+        )
+    expected: tuple[str, ...] | None = None
+    if isinstance(request, TaskMutationRequest):
+        expected = (request.action.value,)
+    elif isinstance(request, TaskClaimRequest):
+        expected = ("claim", "collector_claim")
+    elif isinstance(request, TaskResultAssertion):
+        expected = ("result",)
+    if expected is not None and kind not in expected:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            f"a {type(request).__name__} is hashed as {' or '.join(expected)}, not {kind}",
+        )
 
 
 def request_canonical_bytes(kind: str, request: Any, agent: AgentIdentity) -> bytes:
@@ -180,13 +262,24 @@ def request_canonical_bytes(kind: str, request: Any, agent: AgentIdentity) -> by
 
     The agent comes from the credential, so the same request sent by another agent is a
     different request even with the same ID (IDs are scoped to owner and agent anyway).
+    The bytes are the canonical JSON of ``{"kind": kind, "agent": agent, "request": request}``
+    in that order. ``kind`` must be a :data:`RequestKind` that fits the request's type (a
+    mutation's own ``action``; ``claim`` or ``collector_claim`` for a claim; ``result`` for an
+    assertion); status, instruction and reference reads have no request identity.
+
+    >>> claim = TaskClaimRequest(version=1, request_id="r1", task_id="t1", task_digest="a" * 64,
+    ...     execution_operation_id="op1", requested_lease_ms=60000, executor=None)
+    >>> request_canonical_bytes("claim", claim, AgentIdentity(owner_id="o", agent_id="g"))[:57]
+    b'{"kind":"claim","agent":{"owner_id":"o","agent_id":"g"},"'
     """
+    _check_kind(kind, request)
     return canonical_json({"kind": kind, "agent": agent, "request": request})
 
 
 def request_digest(kind: str, request: Any, agent: AgentIdentity) -> str:
     """Return the request digest, domain-separated by ``kind`` (the action).
 
-    Domain: ``agentscm.agent-workflow-request.v1.<kind>``.
+    Domain: ``agentscm.agent-workflow-request.v1.<kind>`` over
+    :func:`request_canonical_bytes`.
     """
     return domain_digest(request_domain(kind), request_canonical_bytes(kind, request, agent))

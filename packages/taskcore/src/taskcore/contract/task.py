@@ -16,6 +16,7 @@ from taskcore.canonical import canonical_json
 from taskcore.codec import wire_field
 from taskcore.contract.common import (
     CAPABILITY,
+    ID,
     ActionClass,
     CriterionMode,
     GraphStatus,
@@ -28,11 +29,13 @@ from taskcore.contract.paths import validate_reference_path
 from taskcore.digest import SUBJECT_DOMAIN, TASK_DOMAIN, domain_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import (
+    CAPABILITY_MAX_CHARS,
     CRITERIA_MAX,
     DEPENDENCIES_MAX,
     ID_MAX_CHARS,
     NAMED_REFERENCES_MAX,
     PATH_MAX_CHARS,
+    TARGET_MAX_CHARS,
     TEXT_MAX_CHARS,
 )
 
@@ -51,6 +54,7 @@ __all__ = [
 TARGET_PATTERN = r"[A-Za-z0-9._/-]{1,256}"
 """A protected target, e.g. ``refs/heads/main`` or ``main``."""
 
+
 @attrs.frozen(kw_only=True)
 class TaskCriterion:
     """One obligation of a task: who may speak for it and whether it is required."""
@@ -59,6 +63,7 @@ class TaskCriterion:
     description: str = wire_field(max_len=TEXT_MAX_CHARS)
     mode: CriterionMode = wire_field()
     required: bool = wire_field()
+
 
 @attrs.frozen(kw_only=True)
 class NamedReference:
@@ -70,6 +75,7 @@ class NamedReference:
 
     def __attrs_post_init__(self) -> None:
         validate_reference_path(self.path, path="$.path")
+
 
 def _check_criteria(criteria: tuple[TaskCriterion, ...], where: str) -> None:
     if not criteria:
@@ -86,6 +92,7 @@ def _check_criteria(criteria: tuple[TaskCriterion, ...], where: str) -> None:
             )
         seen.add(row.criterion)
 
+
 @attrs.frozen(kw_only=True)
 class InstructionEntrypoint:
     """What an agent reads before working: every criterion inline, references by name.
@@ -94,7 +101,7 @@ class InstructionEntrypoint:
     exactly one permitted progression.
     """
 
-    capability: str = wire_field(max_len=128)
+    capability: str = wire_field(max_len=CAPABILITY_MAX_CHARS)
     schema_version: int = wire_field(version=True)
     workflow_digest: str = digest_field()
     policy_digest: str = digest_field()
@@ -115,6 +122,7 @@ class InstructionEntrypoint:
                 ErrorCode.INVALID_VALUE, "reference names must be unique", path="$.references"
             )
 
+
 @attrs.frozen(kw_only=True)
 class WorkflowTaskSubject:
     """Everything a task is bound to.
@@ -127,7 +135,7 @@ class WorkflowTaskSubject:
     version: int = wire_field(version=True)
     repository_id: str = id_field()
     profile_id: str = id_field()
-    target: str = wire_field(max_len=256, pattern=TARGET_PATTERN)
+    target: str = wire_field(max_len=TARGET_MAX_CHARS, pattern=TARGET_PATTERN)
     revision: str = digest_field()
     change_id: str = id_field()
     change_version: int = wire_field(lo=1)
@@ -139,6 +147,7 @@ class WorkflowTaskSubject:
     skill_digest: str = digest_field()
     step_id: str = id_field()
 
+
 @attrs.frozen(kw_only=True)
 class WorkflowTask:
     """One installed step of one subject, as offered to an agent."""
@@ -149,7 +158,7 @@ class WorkflowTask:
     graph_status: GraphStatus = wire_field()
     action_class: ActionClass = wire_field()
     depends_on: tuple[str, ...] = wire_field(
-        max_len=DEPENDENCIES_MAX, item_max_len=ID_MAX_CHARS, item_pattern=r"[A-Za-z0-9._-]{1,128}"
+        max_len=DEPENDENCIES_MAX, item_max_len=ID_MAX_CHARS, item_pattern=ID
     )
     entrypoint: InstructionEntrypoint = wire_field()
 
@@ -187,6 +196,7 @@ class WorkflowTask:
         """The task digest (see :func:`task_digest`)."""
         return task_digest(self)
 
+
 @attrs.frozen(kw_only=True)
 class InstructionEntrypointResponse:
     """The answer to ``instructions``: an entrypoint, or an explicit schema mismatch.
@@ -210,6 +220,7 @@ class InstructionEntrypointResponse:
                 path="$.status",
             )
 
+
 def task_digest(task: WorkflowTask) -> str:
     """Return the task digest: ``agentscm.agent-workflow-task.v1`` over its canonical bytes.
 
@@ -218,7 +229,7 @@ def task_digest(task: WorkflowTask) -> str:
     """
     return domain_digest(TASK_DOMAIN, canonical_json(task))
 
+
 def subject_digest(subject: WorkflowTaskSubject) -> str:
     """Return the subject digest: ``agentscm.agent-workflow-subject.v1`` over canonical bytes."""
     return domain_digest(SUBJECT_DOMAIN, canonical_json(subject))
-
