@@ -521,16 +521,19 @@ class Service:
         *,
         route: Route,
         door: Door = Door.IN_PROCESS,
+        operation: str | None = None,
     ) -> Response:
         """Run one workflow envelope ``{"operation", "request"}`` for ``route``.
 
         ``principal`` is a bearer token (authenticated here) or an already authenticated
-        actor. The success body is ``{"capability", "schema_version", "operation",
-        "result"}``; the result bytes are embedded unchanged (retained outcomes stay byte
-        exact). Every refusal, including a malformed envelope, is audited once.
+        actor. With ``operation`` given, ``raw`` is that operation's own input rather than an
+        envelope (the collector upload route passes the transfer bytes this way). The success
+        body is ``{"capability", "schema_version", "operation", "result"}``; the result bytes
+        are embedded unchanged (retained outcomes stay byte exact). Every refusal, including a
+        malformed envelope, is audited once.
         """
         digest = _input_digest(raw)
-        name = "workflow"
+        name = "workflow" if operation is None else WORKFLOW_PREFIX + operation
         if isinstance(principal, Actor):
             actor = principal
         else:
@@ -539,21 +542,23 @@ class Service:
             except TaskError as err:
                 self._audit_refusal("anonymous", "", name, digest, err)
                 raise
-        try:
-            envelope = self.codec.decode(WorkflowCall, b"" if raw is None else raw)
-        except TaskError as err:
-            self._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
-            raise
+        if operation is None:
+            try:
+                envelope = self.codec.decode(WorkflowCall, b"" if raw is None else raw)
+            except TaskError as err:
+                self._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
+                raise
+            operation, raw = envelope.operation, envelope.request
         response = self.dispatch(
             actor,
-            WORKFLOW_PREFIX + envelope.operation,
-            envelope.request,
+            WORKFLOW_PREFIX + operation,
+            raw,
             route=route,
             door=door,
             surfaces=(Surface.WORKFLOW,),
             _digest=digest,
         )
-        return Response(self.wrap_workflow(envelope.operation, response.body))
+        return Response(self.wrap_workflow(operation, response.body))
 
     @staticmethod
     def wrap_workflow(operation: str, result: bytes) -> bytes:

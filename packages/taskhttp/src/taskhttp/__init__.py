@@ -1,3 +1,19 @@
-"""taskhttp: a thin adapter over taskcore's operation registry (see docs/adapters.md)."""
+"""taskhttp: the HTTP front door (Starlette + uvicorn), generated from taskcore's registry.
 
-__all__: list[str] = []
+Routes are listed in :mod:`taskhttp.app`; the adapter holds no logic of its own (see
+``docs/adapters.md``).
+"""
+
+from taskhttp.app import UPLOAD_OPERATION, create_app
+from taskhttp.openapi import openapi_document
+from taskhttp.server import BackgroundServer, address_of, bind, serve
+
+__all__ = [
+    "UPLOAD_OPERATION",
+    "BackgroundServer",
+    "address_of",
+    "bind",
+    "create_app",
+    "openapi_document",
+    "serve",
+]

@@ -1,0 +1,211 @@
+"""The Starlette application: routes generated from the taskcore registry, no logic of its own.
+
+=====================================================================  ========================
+route                                                                  what
+=====================================================================  ========================
+``POST /v/{verb}``                                                     every queue and admin op
+``POST /v1/hub/workspace/repositories/{repository}/profiles/{profile}``
+``     /agent-tasks``                                                  workflow envelope
+``POST .../agent-tasks/collector-upload``                              raw signed transfer
+``POST /mcp``                                                          MCP: queue tools
+``POST /v1/hub/workspace/mcp?repository=R&profile=P``                  MCP: workflow tools
+``GET /v1/hub/health``                                                 storage ping only
+``GET /openapi.json``                                                  every route and body
+=====================================================================  ========================
+
+Each handler reads the transport (media type, bounded body, bearer token, route), hands the
+bytes to :class:`taskcore.Service` in a worker thread and writes back the bytes it returns,
+or ``{error, code}`` with the status of the error's kind. Transport refusals (415, 413, a
+malformed route) are audited through :meth:`taskcore.Service.refuse`; unknown URLs and wrong
+methods answer ``{error, code}`` too, and an unexpected exception is ``INTERNAL`` (500)
+without a traceback in the body.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+import anyio.to_thread
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from taskcore import Door, ErrorCode, Service, TaskError
+from taskcore import Route as TaskRoute
+from taskcore.auth import bearer_from_header
+from taskcore.codec import dumps
+from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES, REQUEST_BODY_MAX_BYTES
+from taskcore.service import WORKFLOW_PREFIX
+from taskmcp import Family, McpEndpoint, error_response
+
+from taskhttp.body import JSON, OCTET_STREAM, read_body, require_media_type
+from taskhttp.openapi import (
+    HEALTH_PATH,
+    MCP_PATH,
+    OPENAPI_PATH,
+    VERB_SURFACES,
+    WORKSPACE_MCP_PATH,
+    openapi_document,
+)
+
+__all__ = ["UPLOAD_OPERATION", "create_app"]
+
+T = TypeVar("T")
+
+UPLOAD_OPERATION = "collector_upload"
+"""The workflow operation the collector upload route dispatches (raw bytes in)."""
+
+_REPOSITORIES = "/v1/hub/workspace/repositories/"
+
+
+async def _in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    # The journal is synchronous; keep the event loop free while it works.
+    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+
+def _ok(body: bytes) -> Response:
+    return Response(body, media_type=JSON)
+
+
+def _parse_route(request: Request) -> tuple[TaskRoute, bool]:
+    """Return the route and whether it is the upload route, from the undecoded path.
+
+    The raw path is split before percent-decoding, so ``owner%2Fname`` names the repository
+    ``owner/name``; ``owner/name`` spelled with a plain slash works too.
+    """
+    raw = request.scope.get("raw_path") or request.scope["path"].encode("latin-1")
+    text = bytes(raw).split(b"?", 1)[0].decode("latin-1")
+    segments = [unquote(part) for part in text[len(_REPOSITORIES) :].split("/")]
+    upload = segments[-1:] == ["collector-upload"]
+    if upload:
+        segments = segments[:-1]
+    if len(segments) < 4 or segments[-1] != "agent-tasks" or segments[-3] != "profiles":
+        raise TaskError(
+            ErrorCode.NOT_FOUND,
+            "use /v1/hub/workspace/repositories/{repository}/profiles/{profile}/agent-tasks",
+        )
+    return TaskRoute(repository="/".join(segments[:-3]), profile=segments[-2]), upload
+
+
+def create_app(service: Service, *, routes: Sequence[BaseRoute] = ()) -> Starlette:
+    """Build the HTTP application over ``service``.
+
+    ``routes`` are extra routes mounted beside the service's own (the benchmark's echo
+    baseline). The caller owns ``service`` and closes it after the server stops.
+    """
+    queue_mcp = McpEndpoint(service, Family.QUEUE)
+    workspace_mcp = McpEndpoint(service, Family.WORKSPACE)
+    openapi_cache: dict[int, bytes] = {}
+
+    async def refuse(bearer: str | None, name: str, err: TaskError) -> Response:
+        await _in_thread(service.refuse, bearer, name, err)
+        return error_response(err)
+
+    async def verb(request: Request) -> Response:
+        name = str(request.path_params["verb"])
+        bearer = bearer_from_header(request.headers.get("authorization"))
+        try:
+            require_media_type(request, JSON)
+            op = service.registry.get(name)
+            limit = op.max_input_bytes if op is not None else REQUEST_BODY_MAX_BYTES
+            body = await read_body(request, limit)
+        except TaskError as err:
+            return await refuse(bearer, name, err)
+        try:
+            result = await _in_thread(
+                service.call, bearer, name, body, door=Door.HTTP, surfaces=VERB_SURFACES
+            )
+        except TaskError as err:
+            return error_response(err)
+        return _ok(result.body)
+
+    async def workflow(request: Request) -> Response:
+        bearer = bearer_from_header(request.headers.get("authorization"))
+        name = "workflow"
+        try:
+            route, upload = _parse_route(request)
+            if upload:
+                name = WORKFLOW_PREFIX + UPLOAD_OPERATION
+                require_media_type(request, OCTET_STREAM)
+                op = service.registry.get(name)
+                limit = op.max_input_bytes if op is not None else COLLECTOR_ENVELOPE_MAX_BYTES
+            else:
+                require_media_type(request, JSON)
+                limit = REQUEST_BODY_MAX_BYTES
+            body = await read_body(request, limit)
+        except TaskError as err:
+            return await refuse(bearer, name, err)
+        try:
+            result = await _in_thread(
+                service.call_workflow,
+                bearer,
+                body,
+                route=route,
+                door=Door.HTTP,
+                operation=UPLOAD_OPERATION if upload else None,
+            )
+        except TaskError as err:
+            return error_response(err)
+        return _ok(result.body)
+
+    async def health(request: Request) -> Response:
+        try:
+            await _in_thread(service.ping)
+        except TaskError as err:
+            return error_response(err)
+        return JSONResponse({"status": "ok"})
+
+    async def openapi(request: Request) -> Response:
+        key = len(service.registry)
+        if key not in openapi_cache:
+            openapi_cache.clear()
+            openapi_cache[key] = dumps(openapi_document(service.registry))
+        return _ok(openapi_cache[key])
+
+    async def http_error(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        headers: dict[str, str] = {}
+        if status == 404:
+            err = TaskError(
+                ErrorCode.NOT_FOUND,
+                f"there is no route {request.url.path[:128]!r}; see GET {OPENAPI_PATH}",
+            )
+        elif status == 405:
+            err = TaskError(
+                ErrorCode.METHOD_NOT_ALLOWED,
+                f"{request.method[:16]} is not allowed on {request.url.path[:128]!r}",
+            )
+            if isinstance(exc, HTTPException) and exc.headers:
+                headers = dict(exc.headers)
+        elif status < 500:
+            err = TaskError(ErrorCode.BAD_INPUT, "the request could not be read")
+        else:
+            err = TaskError(ErrorCode.INTERNAL, "internal error; the request was not applied")
+        response = error_response(err)
+        response.headers.update(headers)
+        return response
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        async with queue_mcp.run(), workspace_mcp.run():
+            yield
+
+    table: list[BaseRoute] = [
+        Route("/v/{verb}", verb, methods=["POST"]),
+        Route(_REPOSITORIES + "{rest:path}", workflow, methods=["POST"]),
+        Route(MCP_PATH, queue_mcp),
+        Route(WORKSPACE_MCP_PATH, workspace_mcp),
+        Route(HEALTH_PATH, health, methods=["GET"]),
+        Route(OPENAPI_PATH, openapi, methods=["GET"]),
+        *routes,
+    ]
+    return Starlette(
+        routes=table,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: http_error, Exception: http_error},
+    )

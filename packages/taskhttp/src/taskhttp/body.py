@@ -1,0 +1,67 @@
+"""Reading request bodies: media type first, then a bound enforced while the bytes arrive.
+
+A declared ``Content-Length`` above the bound is refused before a byte is read; a body sent
+without one (chunked) is counted as it streams and refused the moment it passes the bound, so
+nothing larger than the bound is ever held in memory or parsed.
+"""
+
+from __future__ import annotations
+
+from starlette.requests import ClientDisconnect, Request
+from taskcore import ErrorCode, TaskError
+
+__all__ = ["JSON", "OCTET_STREAM", "read_body", "require_media_type"]
+
+JSON = "application/json"
+"""The media type of every JSON route."""
+OCTET_STREAM = "application/octet-stream"
+"""The media type of the collector upload route."""
+
+
+def require_media_type(request: Request, expected: str) -> None:
+    """Refuse (415) a request whose ``Content-Type`` is not ``expected``.
+
+    Parameters are allowed only as ``charset=utf-8`` on JSON, which is what JSON is anyway.
+    """
+    header = request.headers.get("content-type")
+    if header is None:
+        raise TaskError(ErrorCode.UNSUPPORTED_MEDIA_TYPE, f"send 'Content-Type: {expected}'")
+    media, *params = (part.strip() for part in header.split(";"))
+    ok = media.lower() == expected
+    for param in params:
+        key, _, value = param.partition("=")
+        is_charset = expected == JSON and key.strip().lower() == "charset"
+        if not is_charset or value.strip().strip('"').lower() != "utf-8":
+            ok = False
+    if not ok:
+        raise TaskError(
+            ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+            f"this route takes '{expected}', not {header[:80]!r}",
+        )
+
+
+def _too_large(limit: int) -> TaskError:
+    return TaskError(
+        ErrorCode.PAYLOAD_TOO_LARGE, f"the body is larger than {limit} bytes; send less"
+    )
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """Return the request body, refusing (413) anything over ``limit`` bytes while reading."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.strip().isdigit():
+            raise TaskError(ErrorCode.BAD_INPUT, "Content-Length is not a number")
+        if int(declared) > limit:
+            raise _too_large(limit)
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(limit)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise TaskError(ErrorCode.BAD_INPUT, "the client went away mid-body") from None
+    return b"".join(chunks)

@@ -1,0 +1,307 @@
+"""``/openapi.json``: every route and body, generated from the registry (OpenAPI 3.1).
+
+Request bodies are the operations' wire types as JSON Schema (draft 2020-12, which OpenAPI
+3.1 uses), so a generated client or a fuzzer such as schemathesis sends what the decoder
+reads. Every operation documents the ``{error, code}`` body under each status the
+ErrorCode -> status table can produce for a request.
+
+>>> from taskcore import Registry
+>>> doc = openapi_document(Registry())
+>>> doc["openapi"], sorted(doc["paths"])[:2]
+('3.1.0', ['/mcp', '/openapi.json'])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from taskcore import (
+    CAPABILITY,
+    SCHEMA_VERSION,
+    Door,
+    ErrorKind,
+    Operation,
+    Registry,
+    Surface,
+    __version__,
+)
+from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES
+from taskcore.schema import SchemaBuilder, error_schema
+from taskcore.service import WORKFLOW_OPERATION_PATTERN
+
+__all__ = [
+    "COLLECTOR_UPLOAD_PATH",
+    "HEALTH_PATH",
+    "MCP_PATH",
+    "OPENAPI_PATH",
+    "VERB_SURFACES",
+    "WORKFLOW_PATH",
+    "WORKSPACE_MCP_PATH",
+    "openapi_document",
+]
+
+HEALTH_PATH = "/v1/hub/health"
+OPENAPI_PATH = "/openapi.json"
+MCP_PATH = "/mcp"
+WORKSPACE_MCP_PATH = "/v1/hub/workspace/mcp"
+WORKFLOW_PATH = "/v1/hub/workspace/repositories/{repository}/profiles/{profile}/agent-tasks"
+COLLECTOR_UPLOAD_PATH = WORKFLOW_PATH + "/collector-upload"
+VERB_SURFACES = frozenset({Surface.QUEUE, Surface.ADMIN})
+"""The families ``POST /v/{verb}`` serves."""
+
+_ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
+_SEGMENT = r"^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$"
+
+
+def _errors(statuses: set[int]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for kind in ErrorKind:
+        status = kind.http_status
+        if status not in statuses:
+            continue
+        out[str(status)] = {
+            "description": kind.name.replace("_", " ").lower(),
+            "content": {"application/json": {"schema": _ERROR_REF}},
+        }
+    return out
+
+
+def _call_errors() -> dict[str, Any]:
+    # Every status an operation call can answer: decoding, auth, state, bounds, busy.
+    statuses = {k.http_status for k in ErrorKind} - {405, 500}
+    return _errors(statuses)
+
+
+def _json_body(schema: dict[str, Any]) -> dict[str, Any]:
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+def _ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _ext(op: Operation[Any, Any]) -> dict[str, Any]:
+    return {
+        "operation": op.name,
+        "surface": op.surface.value,
+        "minTier": op.min_tier.wire,
+        "risk": op.risk.value,
+        "minAutonomy": op.min_autonomy,
+        "idempotent": op.idempotent,
+        "mcpTool": op.mcp_tool,
+    }
+
+
+def _output(builder: SchemaBuilder, op: Operation[Any, Any]) -> dict[str, Any]:
+    return builder.of(op.output_type) if op.output_type is not None else {"type": "object"}
+
+
+def _verb_paths(registry: Registry, builder: SchemaBuilder) -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for op in registry.select(surfaces=VERB_SURFACES, door=Door.HTTP, raw_input=False):
+        paths[f"/v/{op.name}"] = {
+            "post": {
+                "operationId": op.name,
+                "summary": op.summary,
+                "description": op.description_text,
+                "tags": [op.surface.value],
+                "requestBody": _json_body(builder.of(op.input_type)),
+                "responses": {"200": _ok("the result", _output(builder, op)), **_call_errors()},
+                "x-agent-task": _ext(op),
+            }
+        }
+    return paths
+
+
+def _route_params() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": name,
+            "in": "path",
+            "required": True,
+            "description": f"the {name} identifier (never taken from the body)",
+            "schema": {"type": "string", "pattern": _SEGMENT},
+        }
+        for name in ("repository", "profile")
+    ]
+
+
+def _workflow_paths(registry: Registry, builder: SchemaBuilder) -> dict[str, Any]:
+    ops = registry.select(surfaces={Surface.WORKFLOW}, door=Door.HTTP, raw_input=False)
+    requests: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    for op in ops:
+        requests.append(
+            {
+                "type": "object",
+                "description": op.description_text,
+                "properties": {
+                    "operation": {"const": op.local_name},
+                    "request": builder.of(op.input_type),
+                },
+                "required": ["operation", "request"],
+                "additionalProperties": False,
+            }
+        )
+        results.append(_envelope({"const": op.local_name}, _output(builder, op)))
+    if requests:
+        request_schema: dict[str, Any] = {"oneOf": requests}
+        result_schema: dict[str, Any] = {"oneOf": results}
+    else:
+        request_schema = {
+            "type": "object",
+            "properties": {
+                "operation": {"type": "string", "pattern": f"^(?:{WORKFLOW_OPERATION_PATTERN})$"},
+                "request": {"type": "object"},
+            },
+            "required": ["operation", "request"],
+            "additionalProperties": False,
+        }
+        result_schema = _envelope({"type": "string"}, {"type": "object"})
+    upload = registry.select(surfaces={Surface.WORKFLOW}, door=Door.HTTP, raw_input=True)
+    upload_limit = max((op.max_input_bytes for op in upload), default=COLLECTOR_ENVELOPE_MAX_BYTES)
+    upload_result = (
+        _envelope({"const": upload[0].local_name}, _output(builder, upload[0]))
+        if upload
+        else _envelope({"type": "string"}, {"type": "object"})
+    )
+    return {
+        WORKFLOW_PATH: {
+            "parameters": _route_params(),
+            "post": {
+                "operationId": "workflow",
+                "summary": "Run one workflow task operation for this repository and profile.",
+                "description": (
+                    "The body names the operation and its request; the actor comes from the "
+                    "bearer token and the repository and profile from the URL. Operations: "
+                    + (", ".join(op.local_name for op in ops) or "none registered")
+                ),
+                "tags": ["workflow"],
+                "requestBody": _json_body(request_schema),
+                "responses": {"200": _ok("the result", result_schema), **_call_errors()},
+            },
+        },
+        COLLECTOR_UPLOAD_PATH: {
+            "parameters": _route_params(),
+            "post": {
+                "operationId": "collector_upload",
+                "summary": "Upload one signed collector transfer (raw bytes).",
+                "description": f"The body is the signed transfer, at most {upload_limit} bytes.",
+                "tags": ["workflow"],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/octet-stream": {
+                            "schema": {"type": "string", "format": "binary"}
+                        }
+                    },
+                },
+                "responses": {"200": _ok("the result", upload_result), **_call_errors()},
+            },
+        },
+    }
+
+
+def _envelope(operation: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "capability": {"const": CAPABILITY},
+            "schema_version": {"const": SCHEMA_VERSION},
+            "operation": operation,
+            "result": result,
+        },
+        "required": ["capability", "schema_version", "operation", "result"],
+        "additionalProperties": False,
+    }
+
+
+def _service_paths() -> dict[str, Any]:
+    jsonrpc = {"type": "object", "description": "a JSON-RPC 2.0 message (MCP)"}
+    mcp_responses = {
+        "200": _ok("a JSON-RPC response", {"type": "object"}),
+        "202": {"description": "a notification or response was accepted"},
+        "default": {"description": "a JSON-RPC error or an {error, code} body"},
+    }
+    return {
+        HEALTH_PATH: {
+            "get": {
+                "operationId": "health",
+                "summary": "Ping storage only (no authentication; not a readiness check).",
+                "security": [],
+                "responses": {
+                    "200": _ok(
+                        "storage answers",
+                        {
+                            "type": "object",
+                            "properties": {"status": {"const": "ok"}},
+                            "required": ["status"],
+                            "additionalProperties": False,
+                        },
+                    ),
+                    **_errors({503}),
+                },
+            }
+        },
+        OPENAPI_PATH: {
+            "get": {
+                "operationId": "openapi",
+                "summary": "This document.",
+                "security": [],
+                "responses": {"200": _ok("OpenAPI 3.1", {"type": "object"})},
+            }
+        },
+        MCP_PATH: {
+            "post": {
+                "operationId": "mcp",
+                "summary": "MCP (streamable HTTP, stateless, JSON responses): queue tools.",
+                "tags": ["mcp"],
+                "requestBody": _json_body(jsonrpc),
+                "responses": mcp_responses,
+            }
+        },
+        WORKSPACE_MCP_PATH: {
+            "post": {
+                "operationId": "workspace_mcp",
+                "summary": "MCP (streamable HTTP, stateless, JSON responses): workflow tools.",
+                "tags": ["mcp"],
+                "parameters": [
+                    {
+                        "name": name,
+                        "in": "query",
+                        "required": True,
+                        "schema": {"type": "string", "pattern": _SEGMENT},
+                    }
+                    for name in ("repository", "profile")
+                ],
+                "requestBody": _json_body(jsonrpc),
+                "responses": mcp_responses,
+            }
+        },
+    }
+
+
+def openapi_document(registry: Registry) -> dict[str, Any]:
+    """Return the OpenAPI 3.1 document of the service for ``registry``."""
+    builder = SchemaBuilder(ref_prefix="#/components/schemas/")
+    paths = {**_service_paths(), **_verb_paths(registry, builder)}
+    paths.update(_workflow_paths(registry, builder))
+    schemas = {**builder.defs, "ErrorBody": error_schema()}
+    return {
+        "openapi": "3.1.0",
+        "jsonSchemaDialect": "https://json-schema.org/draft/2020-12/schema",
+        "info": {
+            "title": "agent-task",
+            "version": __version__,
+            "description": (
+                "Typed, leased tasks for coding agents. Every call is authenticated by a "
+                "bearer token, checked (tier, autonomy, scope), strictly decoded and audited."
+            ),
+        },
+        "paths": dict(sorted(paths.items())),
+        "components": {
+            "schemas": schemas,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }

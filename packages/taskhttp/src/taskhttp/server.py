@@ -1,0 +1,128 @@
+"""Running the application under uvicorn, with a graceful stop.
+
+:func:`serve` binds the listening socket itself (so ``port=0`` picks a free port and the
+caller learns it before the first request), then runs uvicorn on it. SIGTERM and SIGINT make
+uvicorn stop accepting, let every in-flight request finish (each is one journal transaction
+that either committed before its response was sent or did not happen), then run the
+lifespan shutdown. :class:`BackgroundServer` runs the same thing in a thread for tests and
+benchmarks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import uvicorn
+from starlette.types import ASGIApp
+
+__all__ = ["GRACEFUL_SHUTDOWN_SECONDS", "BackgroundServer", "address_of", "bind", "serve"]
+
+GRACEFUL_SHUTDOWN_SECONDS = 30
+"""How long a stopping server waits for in-flight requests before closing them (ours)."""
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """Return a listening TCP socket on ``host:port`` (``port=0``: any free port)."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
+
+
+def _config(app: ASGIApp, log_level: str) -> uvicorn.Config:
+    return uvicorn.Config(
+        app,
+        log_level=log_level,
+        access_log=False,
+        lifespan="on",
+        server_header=False,
+        proxy_headers=False,
+        timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
+    )
+
+
+def address_of(sock: socket.socket) -> str:
+    """Return ``http://host:port`` for a bound socket."""
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def serve(
+    app: ASGIApp,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8787,
+    on_ready: Callable[[str], None] | None = None,
+    log_level: str = "warning",
+) -> None:
+    """Serve ``app`` until SIGTERM/SIGINT; ``on_ready`` gets the URL once the socket listens."""
+    sock = bind(host, port)
+    try:
+        server = uvicorn.Server(_config(app, log_level))
+        if on_ready is not None:
+            on_ready(address_of(sock))
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+class BackgroundServer:
+    """uvicorn on an ephemeral loopback port in a daemon thread (tests, benchmarks).
+
+    >>> from starlette.applications import Starlette
+    >>> with BackgroundServer(Starlette()) as url:
+    ...     url.startswith("http://127.0.0.1:")
+    True
+    """
+
+    def __init__(
+        self, app: ASGIApp, *, host: str = "127.0.0.1", log_level: str = "warning"
+    ) -> None:
+        self.sock = bind(host, 0)
+        self.url = address_of(self.sock)
+        self.server = uvicorn.Server(_config(app, log_level))
+        self._thread = threading.Thread(target=self._run, daemon=True, name="uvicorn")
+        self._error: BaseException | None = None
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self.server.serve(sockets=[self.sock]))
+        except BaseException as exc:  # reported by stop()
+            self._error = exc
+
+    def start(self) -> str:
+        """Start serving; return the base URL once uvicorn has started."""
+        self._thread.start()
+        while not self.server.started:
+            if not self._thread.is_alive():
+                raise RuntimeError(f"the server did not start: {self._error!r}")
+            self._thread.join(0.01)
+        return self.url
+
+    def stop(self) -> None:
+        """Stop gracefully (as on SIGTERM) and wait for the thread."""
+        self.server.should_exit = True
+        self._thread.join()
+        self.sock.close()
+        if self._error is not None:
+            raise RuntimeError("the server failed") from self._error
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()

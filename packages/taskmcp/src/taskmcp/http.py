@@ -1,0 +1,107 @@
+"""Streamable HTTP MCP endpoints, authenticated by the service's bearer tokens.
+
+:class:`McpEndpoint` is an ASGI app: it authenticates ``Authorization: Bearer <token>`` (and,
+for the workspace family, reads ``repository`` and ``profile`` from the query string) before
+the SDK sees the request, answering ``{error, code}`` with the error's HTTP status otherwise,
+and leaves the actor and route in the request scope for :func:`~taskmcp.server.scope_principal`.
+The SDK's session manager runs stateless with JSON responses: every POST stands alone, so
+every POST is authenticated and a revoked token is refused on its next request.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import parse_qs
+
+import anyio.to_thread
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.responses import JSONResponse
+from starlette.types import Receive, Scope, Send
+from taskcore import Actor, ErrorCode, Route, Service, TaskError
+from taskcore.auth import bearer_from_header
+
+from taskmcp.server import SCOPE_ACTOR_KEY, SCOPE_ROUTE_KEY, build_server, scope_principal
+from taskmcp.tools import Family, tool_operations
+
+__all__ = ["MCP_ENVELOPE_OVERHEAD_BYTES", "McpEndpoint", "error_response"]
+
+MCP_ENVELOPE_OVERHEAD_BYTES = 64 * 1024
+"""Room for the JSON-RPC envelope around the largest tool input (ours)."""
+
+
+def error_response(err: TaskError) -> JSONResponse:
+    """The ``{error, code}`` response with the status of the error's kind."""
+    headers = {"WWW-Authenticate": "Bearer"} if err.code.kind.http_status == 401 else None
+    return JSONResponse(err.to_json(), status_code=err.code.kind.http_status, headers=headers)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _route_from_query(scope: Scope) -> Route:
+    query = parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"))
+    repository = query.get("repository", [])
+    profile = query.get("profile", [])
+    if len(repository) != 1 or len(profile) != 1:
+        raise TaskError(
+            ErrorCode.BAD_INPUT,
+            "the workspace MCP endpoint needs exactly one ?repository=R&profile=P",
+        )
+    return Route(repository=repository[0], profile=profile[0])
+
+
+class McpEndpoint:
+    """One MCP endpoint (a tool family) over ``service``, as an ASGI app.
+
+    Enter :meth:`run` in the application lifespan; the SDK's session manager needs its task
+    group. ``max_body`` bounds a request body while it is read (413 beyond it); by default it
+    is the largest input bound of the offered tools plus room for the JSON-RPC envelope.
+    """
+
+    def __init__(self, service: Service, family: Family, *, max_body: int | None = None) -> None:
+        self.service = service
+        self.family = family
+        self.server = build_server(service, family, scope_principal)
+        if max_body is None:
+            bounds = [op.max_input_bytes for op in tool_operations(service.registry, family)]
+            max_body = max(bounds, default=0) + MCP_ENVELOPE_OVERHEAD_BYTES
+        self.max_body = max_body
+        self.manager = StreamableHTTPSessionManager(
+            app=self.server,
+            stateless=True,
+            json_response=True,
+            max_request_body_size=max_body,
+        )
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """Run the SDK session manager (once per endpoint, inside the app lifespan)."""
+        async with self.manager.run():
+            yield
+
+    def _principal(self, bearer: str | None, scope: Scope) -> tuple[Actor, Route | None]:
+        route = _route_from_query(scope) if self.family is Family.WORKSPACE else None
+        return self.service.authenticate(bearer), route
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Authenticate, then hand the request to the SDK's streamable HTTP transport."""
+        if scope["type"] != "http":
+            return
+        bearer = bearer_from_header(_header(scope, b"authorization"))
+        try:
+            actor, route = await anyio.to_thread.run_sync(self._principal, bearer, scope)
+        except TaskError as err:
+            name = f"mcp.{self.family.value}"
+            await anyio.to_thread.run_sync(self.service.refuse, bearer, name, err)
+            await error_response(err)(scope, receive, send)
+            return
+        state: dict[str, Any] = scope.setdefault("state", {})
+        state[SCOPE_ACTOR_KEY] = actor
+        state[SCOPE_ROUTE_KEY] = route
+        await self.manager.handle_request(scope, receive, send)

@@ -1,0 +1,165 @@
+"""MCP servers over the taskcore front door (official ``mcp`` SDK, low-level server).
+
+A server lists the tools of one :class:`~taskmcp.tools.Family` and runs every call through
+:meth:`taskcore.Service.dispatch` (or :meth:`~taskcore.Service.call_workflow`) for the actor a
+*principal* function names: over HTTP the actor the bearer token authenticated, on stdio the
+local actor the command was started with. A refused call is an MCP tool error
+(``isError: true``) whose text and structured content are the ``{error, code}`` body every
+transport sends; nothing here decides anything a taskcore operation decides.
+
+>>> import tempfile
+>>> from taskcore import Actor, Registry, Service, Tier
+>>> service = Service.open(tempfile.mkdtemp(), registry=Registry())
+>>> actor = Actor(token_id="local", workspace="w", tier=Tier.AGENT)
+>>> server = build_server(service, Family.QUEUE, fixed_principal(actor))
+>>> server.name
+'agent-task'
+>>> service.close()
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp.types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from taskcore import Actor, Door, Response, Route, Service, TaskError, __version__
+
+from taskmcp.tools import Family, operation_for_tool, tools
+
+__all__ = [
+    "SCOPE_ACTOR_KEY",
+    "SCOPE_ROUTE_KEY",
+    "Principal",
+    "build_server",
+    "fixed_principal",
+    "run_stdio",
+    "scope_principal",
+]
+
+SCOPE_ACTOR_KEY = "agent_task.actor"
+"""Key under the ASGI scope's ``state`` where the HTTP endpoint leaves the authenticated actor."""
+SCOPE_ROUTE_KEY = "agent_task.route"
+"""Key under the ASGI scope's ``state`` where the workspace endpoint leaves the route."""
+
+Principal = Callable[[ServerRequestContext[Any, Any]], tuple[Actor, Route | None]]
+"""Who is calling and for which route, derived from transport state (never from arguments)."""
+
+_INSTRUCTIONS = {
+    Family.QUEUE: (
+        "agent-task queue: claim the next task with agenttask tools, checkpoint progress, and "
+        "check your work with session_gate when it is offered. Errors carry a stable code."
+    ),
+    Family.WORKSPACE: (
+        "agent-task workflow tasks (capability agentscm.agent-workflow-tasks/v1): call "
+        "capabilities, follow next, read instructions, claim, heartbeat and send a result. "
+        "The repository and profile come from the endpoint URL."
+    ),
+}
+
+
+def fixed_principal(actor: Actor, route: Route | None = None) -> Principal:
+    """A principal that is always ``actor`` (stdio: the local process is the caller)."""
+
+    def principal(_: ServerRequestContext[Any, Any]) -> tuple[Actor, Route | None]:
+        return actor, route
+
+    return principal
+
+
+def scope_principal(ctx: ServerRequestContext[Any, Any]) -> tuple[Actor, Route | None]:
+    """The principal the HTTP endpoint authenticated and stored in the request scope."""
+    request = ctx.request
+    state = getattr(request, "scope", {}).get("state", {}) if request is not None else {}
+    actor = state.get(SCOPE_ACTOR_KEY)
+    if not isinstance(actor, Actor):
+        from taskcore import ErrorCode
+
+        raise TaskError(ErrorCode.UNAUTHENTICATED, "send 'Authorization: Bearer <token>'")
+    route = state.get(SCOPE_ROUTE_KEY)
+    return actor, route if isinstance(route, Route) else None
+
+
+def _success(response: Response) -> types.CallToolResult:
+    text = response.body.decode("utf-8")
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        parsed = None
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=parsed if isinstance(parsed, dict) else None,
+    )
+
+
+def _failure(err: TaskError) -> types.CallToolResult:
+    body = err.to_json()
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
+        structured_content=body,
+        is_error=True,
+    )
+
+
+def _call(
+    service: Service, family: Family, actor: Actor, route: Route | None, tool: str, args: Any
+) -> Response:
+    arguments = args if args is not None else {}
+    if family is Family.WORKSPACE:
+        if route is None:
+            from taskcore import ErrorCode
+
+            raise TaskError(ErrorCode.BAD_INPUT, "the workspace MCP endpoint needs a route")
+        envelope = {"operation": tool, "request": arguments}
+        return service.call_workflow(actor, envelope, route=route, door=Door.MCP)
+    return service.dispatch(
+        actor, operation_for_tool(family, tool), arguments, door=Door.MCP, surfaces=family.surfaces
+    )
+
+
+def build_server(service: Service, family: Family, principal: Principal) -> Server[Any]:
+    """Build the MCP server of ``family`` over ``service``.
+
+    Tools are listed from the registry on every ``tools/list``, so an operation registered
+    later appears without rebuilding. Calls run in a worker thread (the journal is
+    synchronous) and never raise into the SDK: every outcome is a ``CallToolResult``.
+    """
+
+    async def on_list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools(service.registry, family))
+
+    async def on_call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        try:
+            actor, route = principal(ctx)
+            response = await anyio.to_thread.run_sync(
+                _call, service, family, actor, route, params.name, params.arguments
+            )
+        except TaskError as err:
+            return _failure(err)
+        return _success(response)
+
+    return Server(
+        "agent-task",
+        version=__version__,
+        title="agent-task " + family.value,
+        instructions=_INSTRUCTIONS[family],
+        on_list_tools=on_list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+async def run_stdio(service: Service, family: Family, actor: Actor, route: Route | None) -> None:
+    """Serve ``family`` on stdin/stdout for one local client, as ``actor``, until EOF."""
+    server = build_server(service, family, fixed_principal(actor, route))
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())

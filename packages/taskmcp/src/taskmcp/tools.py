@@ -1,0 +1,97 @@
+"""MCP tool definitions generated from the taskcore registry.
+
+Two tool families exist. The queue family (served at ``/mcp``) offers the queue and done-gate
+operations whose ``mcp`` flag is set, named by their full verb (``agenttask.reorder``). The
+workspace family (served at ``/v1/hub/workspace/mcp?repository=R&profile=P``) offers the
+workflow operations, named by the envelope operation (``claim``), answering with the same
+``{"capability", "schema_version", "operation", "result"}`` body as the HTTP facade. Input
+schemas come from :mod:`taskcore.schema`; descriptions from the operation's own text.
+
+>>> from taskcore import Registry
+>>> tools(Registry(), Family.QUEUE)
+[]
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import mcp.types as types
+from taskcore import CAPABILITY, SCHEMA_VERSION, Operation, Registry, RiskClass, Surface
+from taskcore.schema import SchemaBuilder, input_schema
+from taskcore.service import WORKFLOW_PREFIX
+
+__all__ = ["Family", "operation_for_tool", "tool_operations", "tools"]
+
+
+class Family(enum.Enum):
+    """Which MCP endpoint: the queue tools or the workspace (workflow) tools."""
+
+    QUEUE = "queue"
+    WORKSPACE = "workspace"
+
+    @property
+    def surfaces(self) -> frozenset[Surface]:
+        """The operation families this endpoint serves."""
+        if self is Family.QUEUE:
+            return frozenset({Surface.QUEUE, Surface.GATE})
+        return frozenset({Surface.WORKFLOW})
+
+
+def tool_operations(registry: Registry, family: Family) -> tuple[Operation[Any, Any], ...]:
+    """Return the operations ``family`` offers as tools, sorted by name."""
+    return tuple(op for op in registry.select(surfaces=family.surfaces) if op.mcp_tool)
+
+
+def operation_for_tool(family: Family, tool_name: str) -> str:
+    """Return the registered operation name a tool name stands for.
+
+    >>> operation_for_tool(Family.WORKSPACE, "claim")
+    'workflow.claim'
+    >>> operation_for_tool(Family.QUEUE, "agenttask.reorder")
+    'agenttask.reorder'
+    """
+    return WORKFLOW_PREFIX + tool_name if family is Family.WORKSPACE else tool_name
+
+
+def _output_schema(op: Operation[Any, Any], family: Family) -> dict[str, Any] | None:
+    if family is Family.QUEUE:
+        return input_schema(op.output_type) if op.output_type is not None else None
+    builder = SchemaBuilder()
+    result = builder.of(op.output_type) if op.output_type is not None else {"type": "object"}
+    out: dict[str, Any] = {
+        "type": "object",
+        "properties": {
+            "capability": {"const": CAPABILITY},
+            "schema_version": {"const": SCHEMA_VERSION},
+            "operation": {"const": op.local_name},
+            "result": result,
+        },
+        "required": ["capability", "schema_version", "operation", "result"],
+        "additionalProperties": False,
+    }
+    if builder.defs:
+        out["$defs"] = builder.defs
+    return out
+
+
+def _tool(op: Operation[Any, Any], family: Family) -> types.Tool:
+    read_only = op.risk is RiskClass.READ
+    return types.Tool(
+        name=op.local_name,
+        description=op.description_text,
+        input_schema=input_schema(op.input_type),
+        output_schema=_output_schema(op, family),
+        annotations=types.ToolAnnotations(
+            read_only_hint=read_only,
+            destructive_hint=None if read_only else op.risk is RiskClass.DESTRUCTIVE,
+            idempotent_hint=op.idempotent,
+            open_world_hint=False,
+        ),
+    )
+
+
+def tools(registry: Registry, family: Family) -> list[types.Tool]:
+    """Return the MCP tool list of ``family``."""
+    return [_tool(op, family) for op in tool_operations(registry, family)]
