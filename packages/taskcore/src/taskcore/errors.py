@@ -104,6 +104,10 @@ class ErrorCode(enum.Enum):
     RATE_LIMITED = ("RATE_LIMITED", ErrorKind.RATE_LIMITED)
     STORAGE_UNAVAILABLE = ("STORAGE_UNAVAILABLE", ErrorKind.UNAVAILABLE)
     INTEGRITY_FAILURE = ("INTEGRITY_FAILURE", ErrorKind.UNAVAILABLE)
+    # Client side (CLI, hooks): the service could not be reached, or answered with something
+    # that is not the documented body. Never sent by the server.
+    SERVICE_UNREACHABLE = ("SERVICE_UNREACHABLE", ErrorKind.UNAVAILABLE)
+    MALFORMED_RESPONSE = ("MALFORMED_RESPONSE", ErrorKind.UNAVAILABLE)
     INTERNAL = ("INTERNAL", ErrorKind.INTERNAL)
 
     def __new__(cls, wire: str, kind: ErrorKind) -> ErrorCode:  # noqa: D102 - enum plumbing
