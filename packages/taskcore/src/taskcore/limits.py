@@ -43,6 +43,7 @@ __all__ = [
     "FINALIZE_TRANSFERS_MAX",
     "FINDINGS_MAX",
     "FINDING_MAX_CHARS",
+    "GIT_TIMEOUT_SECONDS",
     "GATE_CHECKS_KEPT",
     "GATE_FILES_KEPT",
     "GATE_HOOK_DEADLINE_MS",
@@ -78,7 +79,9 @@ __all__ = [
     "REFERENCE_BODY_MAX_BYTES",
     "REQUEST_BODY_MAX_BYTES",
     "REQUIRED_PATHS_MAX",
+    "REQUIREMENT_MAX_BYTES",
     "RETAINED_SUBJECT_SCAN_MAX",
+    "REVISION_ENTRIES_MAX",
     "REVIEW_CALLS_MAX",
     "SCHEMA_VERSIONS_MAX",
     "STEPS_MAX",
@@ -172,6 +175,14 @@ COMMAND_TIMEOUT_MAX_MS: Final = 6 * 60 * 60 * 1000
 """Longest command or review run a collector profile may pin, in milliseconds (ours: 6 h)."""
 COMMAND_OUTPUT_MAX_BYTES: Final = 8 * 1024 * 1024
 """Largest retained output of one collector command (ours: 8 MiB, inside the 16 MiB envelope)."""
+
+# -- the authority over git (workflow journal) ------------------------------------------------
+GIT_TIMEOUT_SECONDS: Final = 120
+"""Longest one read-only git subprocess of the authority may run, in seconds (ours)."""
+REVISION_ENTRIES_MAX: Final = 1_000_000
+"""Files in one commit whose revision is derived; more is refused, not truncated (ours)."""
+REQUIREMENT_MAX_BYTES: Final = 1024 * 1024
+"""An installed WorkflowRequirement document, in bytes (ours)."""
 
 # -- leases and time --------------------------------------------------------------------------
 LEASE_MIN_MS: Final = 1_000
