@@ -1,0 +1,201 @@
+"""The lease verbs: claim, claimNext, checkpoint, release, escalate.
+
+Each function runs inside the caller's one write transaction and either returns its result
+or raises a :class:`~taskcore.errors.TaskError` having written nothing. The one exception is
+the runaway guard: a refused renewal force-requeues the task *and* refuses the call, so
+:func:`checkpoint` returns :class:`Refused` (the effect to keep, the error to raise after the
+commit) and its operation commits before raising.
+
+Claims are single-winner compare-and-set transitions (:func:`taskcore.queue.common.write_task`
+on the row version, inside ``BEGIN IMMEDIATE``): two claimers never both win a task, and
+concurrent ``claimNext`` callers each take a different one.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+from taskcore.actors import MAX_AUTONOMY
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.limits import QUEUE_PAYLOAD_MAX_BYTES
+from taskcore.queue.approval import mint_gate, take_grant, void_open_gate
+from taskcore.queue.common import QueueCall, is_admin, json_text, load_task, write_task
+from taskcore.queue.leases import (
+    cleared_lease,
+    effective_status,
+    granted_lease,
+    renewed_lease,
+    require_fence,
+    require_holder,
+    runaway_reason,
+)
+from taskcore.queue.requests import CheckpointIn, ClaimNextIn, EscalateIn, ReleaseIn, TaskRef
+from taskcore.queue.transitions import TaskAction, next_status
+from taskcore.queue.types import ClaimResult, EscalateResult, LeaseHandle, TaskStatus, TaskView
+from taskcore.queue.views import gate_view, phase_view, task_view
+from taskcore.store.queue_api import TaskRecord
+
+__all__ = ["Refused", "checkpoint", "claim", "claim_next", "escalate", "release"]
+
+
+@attrs.frozen
+class Refused:
+    """The call changed state that must be kept, and must still be refused with ``error``."""
+
+    error: TaskError
+
+
+def _take(call: QueueCall, task: TaskRecord) -> ClaimResult:
+    claimed = write_task(call, granted_lease(task, call.actor, call.now_ms, call.lease_ms))
+    grant = take_grant(call, claimed)
+    phase = call.tx.queue.latest_phase(call.workspace, claimed.task_id)
+    assert claimed.lease_owner is not None
+    assert claimed.lease_expires_at_ms is not None
+    return ClaimResult(
+        claimed=True,
+        task=task_view(claimed, call.now_ms),
+        lease=LeaseHandle(
+            task_id=claimed.task_id,
+            owner=claimed.lease_owner,
+            fence=claimed.fence,
+            expires_at_ms=claimed.lease_expires_at_ms,
+            grant=grant,
+        ),
+        resume=None if phase is None else phase_view(phase),
+    )
+
+
+def claim(call: QueueCall, request: TaskRef) -> ClaimResult:
+    """Lease one named task.
+
+    Refusals: ``NOT_FOUND`` (missing or another workspace's), ``CONFLICT`` (someone holds a
+    live lease), ``ILLEGAL_TRANSITION`` (escalated or terminal), ``AUTONOMY_EXCEEDED`` (the
+    caller's autonomy is above the task's ceiling).
+    """
+    task = load_task(call, request.task_id)
+    status = effective_status(task, call.now_ms)
+    if status is TaskStatus.LEASED:
+        whose = "this caller" if task.lease_owner == call.actor.token_id else "another worker"
+        raise TaskError(
+            ErrorCode.CONFLICT,
+            f"the task is leased by {whose} until {task.lease_expires_at_ms}; claim another task",
+            details={"leaseExpiresAtMs": task.lease_expires_at_ms},
+        )
+    next_status(status, TaskAction.CLAIM)
+    if call.actor.autonomy > task.autonomy_ceiling:
+        raise TaskError(
+            ErrorCode.AUTONOMY_EXCEEDED,
+            f"the task admits autonomy up to {task.autonomy_ceiling}; this token has "
+            f"{call.actor.autonomy}",
+        )
+    return _take(call, task)
+
+
+def claim_next(call: QueueCall, request: ClaimNextIn) -> ClaimResult:
+    """Lease the best task the caller is allowed to run, or answer ``{"claimed": false}``.
+
+    Best: highest priority, then oldest; among ``QUEUED`` tasks and tasks whose lease expired,
+    whose autonomy ceiling admits the caller, optionally of one carrier verb.
+    """
+    task = call.tx.queue.best_claimable(
+        call.workspace,
+        max_autonomy=MAX_AUTONOMY,
+        autonomy=call.actor.autonomy,
+        verb=request.verb,
+        now_ms=call.now_ms,
+    )
+    if task is None:
+        return ClaimResult(claimed=False)
+    return _take(call, task)
+
+
+def checkpoint(call: QueueCall, request: CheckpointIn) -> TaskView | Refused:
+    """Renew the lease (optionally persisting state), or end it with ``DONE`` or ``FAILED``.
+
+    Only the holder of a live lease may checkpoint (and, with ``fence``, only the holder of
+    the current claim). A non-terminal renewal that trips the runaway guard returns
+    :class:`Refused` with ``LEASE_RUNAWAY`` after force-requeueing the task.
+    """
+    state = None
+    if request.checkpoint is not None:
+        state = json_text(
+            request.checkpoint, max_bytes=QUEUE_PAYLOAD_MAX_BYTES, path="$.checkpoint"
+        )
+    action = {
+        None: TaskAction.RENEW,
+        "DONE": TaskAction.COMPLETE,
+        "FAILED": TaskAction.FAIL,
+    }[request.status]
+    task = load_task(call, request.task_id)
+    status = require_holder(task, call.actor, call.now_ms, request.fence, action)
+    kept_state = task.checkpoint_json if state is None else state
+    last_error = task.last_error if request.last_error is None else request.last_error
+    if action is not TaskAction.RENEW:
+        target = next_status(status, action)
+        done = attrs.evolve(
+            cleared_lease(task, target, call.now_ms),
+            checkpoint_json=kept_state,
+            last_error=last_error,
+        )
+        return task_view(write_task(call, done), call.now_ms)
+    reason = runaway_reason(task, call.now_ms)
+    if reason is not None:
+        requeued = cleared_lease(task, next_status(status, TaskAction.RUNAWAY), call.now_ms)
+        write_task(call, requeued)
+        return Refused(
+            TaskError(
+                ErrorCode.LEASE_RUNAWAY,
+                f"{reason}; the renewal was refused and the task was requeued to resume from "
+                "its last checkpoint",
+                details={"taskId": task.task_id},
+            )
+        )
+    next_status(status, TaskAction.RENEW)
+    renewed = attrs.evolve(
+        renewed_lease(task, call.now_ms, call.lease_ms),
+        checkpoint_json=kept_state,
+        last_error=last_error,
+    )
+    return task_view(write_task(call, renewed), call.now_ms)
+
+
+def release(call: QueueCall, request: ReleaseIn) -> TaskView:
+    """Give a live lease back: the task is ``QUEUED`` again, its checkpoint intact."""
+    task = load_task(call, request.task_id)
+    status = require_holder(task, call.actor, call.now_ms, request.fence, TaskAction.RELEASE)
+    target = next_status(status, TaskAction.RELEASE)
+    return task_view(write_task(call, cleared_lease(task, target, call.now_ms)), call.now_ms)
+
+
+def escalate(call: QueueCall, request: EscalateIn) -> EscalateResult:
+    """Park the task in ``ESCALATED`` behind a new one-shot approval gate.
+
+    A ``LEASED`` task may be escalated by its lease holder (the lease ends); a ``QUEUED`` task
+    by its creator or an admin. Escalated and terminal tasks refuse.
+    """
+    task = load_task(call, request.task_id)
+    require_fence(task, request.fence)
+    status = effective_status(task, call.now_ms)
+    if status is TaskStatus.LEASED or task.lease_owner == call.actor.token_id:
+        status = require_holder(task, call.actor, call.now_ms, request.fence, TaskAction.ESCALATE)
+    elif status is TaskStatus.QUEUED and not (
+        is_admin(call.actor) or task.created_by == call.actor.token_id
+    ):
+        raise TaskError(
+            ErrorCode.LEASE_NOT_HELD,
+            "only the lease holder, the task's creator or an admin may escalate it",
+        )
+    target = next_status(status, TaskAction.ESCALATE)
+    void_open_gate(call, task)
+    gate = mint_gate(
+        call,
+        task,
+        target_verb=request.target_verb,
+        input_hash=request.input_hash,
+        reason=request.reason,
+    )
+    escalated = attrs.evolve(
+        cleared_lease(task, target, call.now_ms), escalation_gate_id=gate.gate_id
+    )
+    stored = write_task(call, escalated)
+    return EscalateResult(task=task_view(stored, call.now_ms), gate=gate_view(gate))

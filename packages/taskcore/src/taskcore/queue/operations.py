@@ -1,0 +1,536 @@
+"""The ``agenttask.*`` operations: the nineteen queue verbs and the queue's admin verbs.
+
+:func:`register` adds them to a :class:`~taskcore.service.Registry`. The front door checks
+the tier and the autonomy (from ``risk``), decodes the input strictly, runs the handler in
+one ``BEGIN IMMEDIATE`` transaction and appends one audit event; the handlers here only call
+the queue domain. ``docs/queue.md`` has the table of tiers, risks and MCP exposure.
+
+``agenttask.checkpoint`` is the one operation that manages its own transaction
+(:attr:`~taskcore.service.TxMode.OWN`): the runaway guard must *commit* the force-requeue and
+still refuse the call with ``LEASE_RUNAWAY``, and the front door rolls back a transaction
+whose handler raises. Its handler therefore commits first and raises after; the front door
+audits the refusal as usual.
+
+>>> from taskcore.service import Registry, Surface
+>>> registry = Registry()
+>>> register(registry)
+>>> len(registry.names(Surface.QUEUE))
+19
+>>> registry.get("agenttask.cancel").mcp, registry.get("agenttask.claimNext").mcp
+(True, False)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from taskcore.actors import Actor, RiskClass, Tier
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.limits import CHECKPOINT_WRITE_BODY_MAX_BYTES, LEASE_DEFAULT_MS
+from taskcore.queue import approval, checkpoints, ext, leasing, matters, tasks, verb_registry
+from taskcore.queue.common import QueueCall
+from taskcore.queue.requests import (
+    CheckpointIn,
+    CheckpointWriteIn,
+    ClaimNextIn,
+    CreateIn,
+    EscalateIn,
+    ExtCreateIn,
+    ExtSetWaitingIn,
+    ExtUpdateIn,
+    FeedIn,
+    GateDecisionIn,
+    GateRef,
+    ListIn,
+    MatterCreateIn,
+    MatterGrantIn,
+    MatterRef,
+    NoInput,
+    PruneIn,
+    ReleaseIn,
+    ReorderIn,
+    TaskRef,
+    VerbRegisterIn,
+)
+from taskcore.queue.types import (
+    ApprovalGateView,
+    ClaimResult,
+    ClearResult,
+    EscalateResult,
+    ExtView,
+    FeedResult,
+    GateDecision,
+    ListResult,
+    MatterView,
+    PhaseWritten,
+    PruneResult,
+    RankResult,
+    SetWaitingResult,
+    TaskView,
+    VerbList,
+    VerbRegistered,
+)
+from taskcore.service import CallContext, Operation, Registry, Surface, TxMode
+from taskcore.store.storage import Transaction
+
+__all__ = ["QUEUE_VERBS", "register"]
+
+R = TypeVar("R")
+
+QUEUE_VERBS: tuple[str, ...] = (
+    "agenttask.create",
+    "agenttask.get",
+    "agenttask.list",
+    "agenttask.claim",
+    "agenttask.claimNext",
+    "agenttask.checkpoint",
+    "agenttask.release",
+    "agenttask.requeue",
+    "agenttask.cancel",
+    "agenttask.escalate",
+    "agenttask.reorder",
+    "agenttask.rankByObjective",
+    "agenttask.feed",
+    "agenttask.checkpoint.write",
+    "agenttask.checkpoint.clear",
+    "agenttask.checkpoint.prune",
+    "agenttask.ext.create",
+    "agenttask.ext.setWaiting",
+    "agenttask.ext.update",
+)
+"""The seed's nineteen verbs, in the seed's order."""
+
+
+def _lease_ms(ctx: CallContext) -> int:
+    return min(LEASE_DEFAULT_MS, ctx.service.config.lease_max_ms)
+
+
+def _call(ctx: CallContext, tx: Transaction) -> QueueCall:
+    return QueueCall(tx=tx, actor=ctx.actor, now_ms=ctx.now_ms, lease_ms=_lease_ms(ctx))
+
+
+def _in_tx(fn: Callable[[QueueCall, Any], R]) -> Callable[[CallContext, Any], R]:
+    def handler(ctx: CallContext, request: Any) -> R:
+        return fn(_call(ctx, ctx.transaction()), request)
+
+    return handler
+
+
+def _require_live_token(tx: Transaction, actor: Actor) -> None:
+    # The front door makes this check inside WRITE transactions; an OWN handler repeats it so
+    # a revoked token cannot act between authentication and commit.
+    record = tx.tokens.get(actor.token_id)
+    if record is not None and record.revoked_at_ms is not None:
+        raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
+
+
+def _checkpoint_handler(ctx: CallContext, request: CheckpointIn) -> TaskView:
+    with ctx.service.storage.write() as tx:
+        _require_live_token(tx, ctx.actor)
+        outcome = leasing.checkpoint(_call(ctx, tx), request)
+    if isinstance(outcome, leasing.Refused):
+        raise outcome.error
+    return outcome
+
+
+def _claim_next_handler(ctx: CallContext, request: ClaimNextIn) -> ClaimResult | dict[str, bool]:
+    result = leasing.claim_next(_call(ctx, ctx.transaction()), request)
+    return result if result.claimed else {"claimed": False}
+
+
+_FENCE_NOTE = (
+    " Pass the claim's lease.fence as `fence`: a stale one is refused with STALE_FENCE, so a "
+    "paused worker never overwrites its successor."
+)
+
+
+def _spec(
+    name: str,
+    summary: str,
+    input_type: type[Any],
+    output_type: type[Any] | None,
+    tier: Tier,
+    risk: RiskClass,
+    *,
+    idempotent: bool,
+    mcp: bool,
+    handler: Callable[[CallContext, Any], Any],
+    description: str = "",
+    surface: Surface = Surface.QUEUE,
+    tx: TxMode = TxMode.WRITE,
+    max_input_bytes: int | None = None,
+) -> Operation[Any, Any]:
+    extra: dict[str, Any] = {}
+    if max_input_bytes is not None:
+        extra["max_input_bytes"] = max_input_bytes
+    return Operation(
+        name=name,
+        summary=summary,
+        input_type=input_type,
+        output_type=output_type,
+        min_tier=tier,
+        risk=risk,
+        idempotent=idempotent,
+        mcp=mcp,
+        surface=surface,
+        handler=handler,
+        tx=tx,
+        description=description,
+        **extra,
+    )
+
+
+def _queue_operations() -> tuple[Operation[Any, Any], ...]:
+    A, M, ADM = Tier.AGENT, Tier.MEMBER, Tier.ADMIN  # noqa: N806 - table shorthand
+    READ, WRITE = RiskClass.READ, RiskClass.WRITE  # noqa: N806 - table shorthand
+    return (
+        _spec(
+            "agenttask.create",
+            "Queue a task for a registered carrier verb.",
+            CreateIn,
+            TaskView,
+            M,
+            WRITE,
+            idempotent=False,
+            mcp=False,
+            handler=_in_tx(tasks.create),
+            description="depth = parent depth + 1; deeper than 5 is DEPTH_EXCEEDED before any "
+            "write. An unregistered verb is INVALID_VALUE. The task's autonomy ceiling is the "
+            "creator's autonomy, lowered to the parent's ceiling.",
+        ),
+        _spec(
+            "agenttask.get",
+            "Read one task (its creator, lease holder or an admin).",
+            TaskRef,
+            TaskView,
+            M,
+            READ,
+            idempotent=True,
+            mcp=False,
+            handler=_in_tx(tasks.get),
+        ),
+        _spec(
+            "agenttask.list",
+            "List the workspace's tasks with status and lastError (admin).",
+            ListIn,
+            ListResult,
+            ADM,
+            READ,
+            idempotent=True,
+            mcp=False,
+            handler=_in_tx(tasks.list_tasks),
+            description="Filter by effective status and matterId; page with cursor/nextCursor.",
+        ),
+        _spec(
+            "agenttask.claim",
+            "Lease one QUEUED task by id; returns payload, checkpoint, lease.",
+            TaskRef,
+            ClaimResult,
+            A,
+            WRITE,
+            idempotent=False,
+            mcp=False,
+            handler=_in_tx(leasing.claim),
+            description="Single winner: a live lease is CONFLICT, an escalated or terminal task "
+            "ILLEGAL_TRANSITION, a ceiling below the caller's autonomy AUTONOMY_EXCEEDED. The "
+            "lease handle carries a fence that grows with every claim.",
+        ),
+        _spec(
+            "agenttask.claimNext",
+            "Lease the best task this caller may run, or {claimed:false}.",
+            ClaimNextIn,
+            ClaimResult,
+            A,
+            WRITE,
+            idempotent=False,
+            mcp=False,
+            handler=_claim_next_handler,
+            description="Highest priority, then oldest, among QUEUED tasks and expired leases "
+            "whose autonomy ceiling admits the caller; optionally one carrier verb. Concurrent "
+            "callers each win a different task.",
+        ),
+        _spec(
+            "agenttask.checkpoint",
+            "Renew the lease (heartbeat), persist state, or finish.",
+            CheckpointIn,
+            TaskView,
+            A,
+            WRITE,
+            idempotent=False,
+            mcp=False,
+            handler=_checkpoint_handler,
+            tx=TxMode.OWN,
+            description="Lease holder only (LEASE_NOT_HELD). status DONE|FAILED ends the lease "
+            "and stamps finishedAtMs. A 5th renewal, or one past the wall-clock cap, is refused "
+            "with LEASE_RUNAWAY and the task is requeued." + _FENCE_NOTE,
+        ),
+        _spec(
+            "agenttask.release",
+            "Give the lease back; the task is QUEUED with its checkpoint.",
+            ReleaseIn,
+            TaskView,
+            A,
+            WRITE,
+            idempotent=False,
+            mcp=False,
+            handler=_in_tx(leasing.release),
+            description=_FENCE_NOTE.strip(),
+        ),
+        _spec(
+            "agenttask.requeue",
+            "Return a FAILED task to the queue, checkpoint intact.",
+            TaskRef,
+            TaskView,
+            M,
+            WRITE,
+            idempotent=False,
+            mcp=True,
+            handler=_in_tx(tasks.requeue),
+        ),
+        _spec(
+            "agenttask.cancel",
+            "Cancel a QUEUED, LEASED or ESCALATED task.",
+            TaskRef,
+            TaskView,
+            M,
+            RiskClass.SENSITIVE,
+            idempotent=False,
+            mcp=True,
+            handler=_in_tx(tasks.cancel),
+            description="A terminal task (re-cancel included) is ILLEGAL_TRANSITION, never a "
+            "silent no-op. The lease is cleared and an open approval gate voided.",
+        ),
+        _spec(
+            "agenttask.escalate",
+            "Park the task behind a one-shot approval gate.",
+            EscalateIn,
+            EscalateResult,
+            A,
+            WRITE,
+            idempotent=False,
+            mcp=False,
+            handler=_in_tx(leasing.escalate),
+            description="The lease holder (or, for a QUEUED task, its creator or an admin) asks "
+            "an admin to approve {targetVerb, inputHash}." + _FENCE_NOTE,
+        ),
+        _spec(
+            "agenttask.reorder",
+            "Set a non-terminal task's priority; higher drains first.",
+            ReorderIn,
+            TaskView,
+            M,
+            WRITE,
+            idempotent=True,
+            mcp=True,
+            handler=_in_tx(tasks.reorder),
+        ),
+        _spec(
+            "agenttask.rankByObjective",
+            "Set priority to the overlap of the task with its matter's objective.",
+            TaskRef,
+            RankResult,
+            M,
+            WRITE,
+            idempotent=True,
+            mcp=True,
+            handler=_in_tx(tasks.rank_by_objective),
+            description="priority = number of distinct objective tokens found in the task's "
+            "verb and payload summary/title/description; no matter or objective ranks 0.",
+        ),
+        _spec(
+            "agenttask.feed",
+            "Read a task's result, or a matter's reasoning chain.",
+            FeedIn,
+            FeedResult,
+            M,
+            READ,
+            idempotent=True,
+            mcp=False,
+            handler=_in_tx(tasks.feed),
+            description="taskId: creator or admin only. matterId: readers of the matter only. "
+            "Neither: the workspace's non-matter tasks. Anything else is NOT_FOUND.",
+        ),
+        _spec(
+            "agenttask.checkpoint.write",
+            "Append a per-phase resume checkpoint.",
+            CheckpointWriteIn,
+            PhaseWritten,
+            A,
+            WRITE,
+            idempotent=False,
+            mcp=True,
+            handler=_in_tx(checkpoints.write_phase),
+            max_input_bytes=CHECKPOINT_WRITE_BODY_MAX_BYTES,
+            description="Lease holder only; state at most 1 MiB; the phase index grows by one "
+            "per task." + _FENCE_NOTE,
+        ),
+        _spec(
+            "agenttask.checkpoint.clear",
+            "Delete every phase checkpoint of a task.",
+            TaskRef,
+            ClearResult,
+            A,
+            WRITE,
+            idempotent=True,
+            mcp=True,
+            handler=_in_tx(checkpoints.clear_phases),
+        ),
+        _spec(
+            "agenttask.checkpoint.prune",
+            "Delete phase checkpoints older than N days (all workspaces).",
+            PruneIn,
+            PruneResult,
+            ADM,
+            RiskClass.DESTRUCTIVE,
+            idempotent=True,
+            mcp=False,
+            handler=_in_tx(checkpoints.prune_phases),
+        ),
+        _spec(
+            "agenttask.ext.create",
+            "Create a task's runtime/UI row (one per task).",
+            ExtCreateIn,
+            ExtView,
+            A,
+            WRITE,
+            idempotent=False,
+            mcp=True,
+            handler=_in_tx(ext.create_ext),
+        ),
+        _spec(
+            "agenttask.ext.setWaiting",
+            "Park or wake the ext row (compare-and-set).",
+            ExtSetWaitingIn,
+            SetWaitingResult,
+            A,
+            WRITE,
+            idempotent=True,
+            mcp=True,
+            handler=_in_tx(ext.set_waiting),
+        ),
+        _spec(
+            "agenttask.ext.update",
+            "Patch the ext row's supplied keys (last write wins).",
+            ExtUpdateIn,
+            ExtView,
+            A,
+            WRITE,
+            idempotent=True,
+            mcp=True,
+            handler=_in_tx(ext.update_ext),
+        ),
+    )
+
+
+def _admin_operations() -> tuple[Operation[Any, Any], ...]:
+    ADM = Tier.ADMIN  # noqa: N806 - table shorthand
+    READ, WRITE = RiskClass.READ, RiskClass.WRITE  # noqa: N806 - table shorthand
+    admin: dict[str, Any] = {"surface": Surface.ADMIN, "mcp": False}
+    return (
+        _spec(
+            "agenttask.verb.register",
+            "Allow tasks of a new carrier verb in this workspace.",
+            VerbRegisterIn,
+            VerbRegistered,
+            ADM,
+            WRITE,
+            idempotent=True,
+            handler=_in_tx(verb_registry.register_verb),
+            **admin,
+        ),
+        _spec(
+            "agenttask.verb.list",
+            "List the carrier verbs tasks may be created with.",
+            NoInput,
+            VerbList,
+            ADM,
+            READ,
+            idempotent=True,
+            handler=_in_tx(lambda call, _: verb_registry.list_verbs(call)),
+            **admin,
+        ),
+        _spec(
+            "agenttask.gate.get",
+            "Read an approval gate.",
+            GateRef,
+            ApprovalGateView,
+            ADM,
+            READ,
+            idempotent=True,
+            handler=_in_tx(approval.get_gate),
+            **admin,
+        ),
+        _spec(
+            "agenttask.gate.approve",
+            "Approve an escalation: the task is requeued with a one-shot grant.",
+            GateDecisionIn,
+            GateDecision,
+            ADM,
+            RiskClass.SENSITIVE,
+            idempotent=False,
+            handler=_in_tx(approval.approve_gate),
+            **admin,
+        ),
+        _spec(
+            "agenttask.gate.reject",
+            "Reject an escalation: the task ends FAILED.",
+            GateDecisionIn,
+            GateDecision,
+            ADM,
+            WRITE,
+            idempotent=False,
+            handler=_in_tx(approval.reject_gate),
+            **admin,
+        ),
+        _spec(
+            "agenttask.matter.create",
+            "Create a matter with an objective.",
+            MatterCreateIn,
+            MatterView,
+            ADM,
+            WRITE,
+            idempotent=False,
+            handler=_in_tx(matters.create_matter),
+            **admin,
+        ),
+        _spec(
+            "agenttask.matter.get",
+            "Read a matter and its readers.",
+            MatterRef,
+            MatterView,
+            ADM,
+            READ,
+            idempotent=True,
+            handler=_in_tx(matters.get_matter),
+            **admin,
+        ),
+        _spec(
+            "agenttask.matter.grant",
+            "Let a token id read a matter's feed.",
+            MatterGrantIn,
+            MatterView,
+            ADM,
+            WRITE,
+            idempotent=True,
+            handler=_in_tx(matters.grant_reader),
+            **admin,
+        ),
+        _spec(
+            "agenttask.matter.revoke",
+            "Withdraw a token id's read grant on a matter.",
+            MatterGrantIn,
+            MatterView,
+            ADM,
+            WRITE,
+            idempotent=True,
+            handler=_in_tx(matters.revoke_reader),
+            **admin,
+        ),
+    )
+
+
+def register(registry: Registry) -> None:
+    """Register the nineteen queue verbs (Surface.QUEUE) and the queue's admin verbs."""
+    for op in (*_queue_operations(), *_admin_operations()):
+        registry.register(op)

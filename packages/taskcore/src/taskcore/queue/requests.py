@@ -1,0 +1,287 @@
+"""Inputs of the ``agenttask.*`` verbs, with the seed's camelCase keys.
+
+Each class is decoded strictly by the front door (unknown keys, wrong types and bounds are
+refused with a JSON path before a handler runs). A field whose default is ``None`` is
+optional; sending ``null`` is the same as leaving it out. ``fence`` (on checkpoint, release,
+escalate and checkpoint.write) is ours: the value from the claim's lease handle.
+
+>>> from taskcore.codec import decode
+>>> decode(CheckpointIn, b'{"taskId": "at_1", "status": "DONE", "fence": 2}').status
+'DONE'
+>>> decode(ReorderIn, b'{"taskId": "at_1", "priority": -3}').priority
+-3
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import attrs
+
+from taskcore.codec import wire_field
+from taskcore.limits import (
+    CHECKPOINT_PRUNE_DEFAULT_DAYS,
+    CHECKPOINT_PRUNE_MAX_DAYS,
+    EXT_CHILD_KEYS_MAX,
+    EXT_PROMPT_MAX_CHARS,
+    EXT_TITLE_MAX_CHARS,
+    ID_MAX_CHARS,
+    QUEUE_LIST_MAX,
+    QUEUE_PRIORITY_MAX,
+    QUEUE_PRIORITY_MIN,
+    REASON_MAX_CHARS,
+    TEXT_MAX_CHARS,
+    U64_MAX,
+)
+from taskcore.queue.types import TaskStatus
+
+__all__ = [
+    "ID_PATTERN",
+    "VERB_PATTERN",
+    "CheckpointIn",
+    "CheckpointWriteIn",
+    "ClaimNextIn",
+    "CreateIn",
+    "EscalateIn",
+    "ExtCreateIn",
+    "ExtSetWaitingIn",
+    "ExtUpdateIn",
+    "FeedIn",
+    "GateDecisionIn",
+    "GateRef",
+    "ListIn",
+    "MatterCreateIn",
+    "MatterGrantIn",
+    "MatterRef",
+    "NoInput",
+    "PruneIn",
+    "ReleaseIn",
+    "ReorderIn",
+    "TaskRef",
+    "VerbRegisterIn",
+]
+
+ID_PATTERN = rf"[A-Za-z0-9._-]{{1,{ID_MAX_CHARS}}}"
+"""Identifiers: task, run, matter, step, gate and token ids."""
+VERB_PATTERN = rf"[A-Za-z][A-Za-z0-9._-]{{0,{ID_MAX_CHARS - 1}}}"
+"""Carrier verbs (``agent.run``) and escalation target verbs."""
+HEX64_PATTERN = r"[0-9a-f]{64}"
+
+
+def _id(wire: str | None = None, *, required: bool = False) -> Any:
+    if required:
+        return wire_field(wire=wire, pattern=ID_PATTERN)
+    return wire_field(default=None, wire=wire, pattern=ID_PATTERN)
+
+
+def _fence() -> Any:
+    return wire_field(default=None, lo=1, hi=U64_MAX, doc="fence from the claim's lease handle")
+
+
+@attrs.frozen(kw_only=True)
+class NoInput:
+    """An operation without input fields (``{}``)."""
+
+
+@attrs.frozen(kw_only=True)
+class TaskRef:
+    """``{taskId}``: get, claim, requeue, cancel, rankByObjective, checkpoint.clear."""
+
+    task_id: str = _id("taskId", required=True)
+
+
+@attrs.frozen(kw_only=True)
+class CreateIn:
+    """``agenttask.create``: a task for a registered carrier verb."""
+
+    verb: str = wire_field(pattern=VERB_PATTERN)
+    payload: Any = wire_field(default=None, doc="JSON, at most QUEUE_PAYLOAD_MAX_BYTES")
+    parent_task_id: str | None = _id("parentTaskId")
+    run_id: str | None = _id("runId")
+    matter_id: str | None = _id("matterId")
+    matter_step_id: str | None = _id("matterStepId")
+
+
+@attrs.frozen(kw_only=True)
+class ListIn:
+    """``agenttask.list``: filter by effective status and matter; page with ``cursor``."""
+
+    status: TaskStatus | None = wire_field(default=None)
+    matter_id: str | None = _id("matterId")
+    cursor: str | None = wire_field(default=None, pattern=ID_PATTERN)
+    limit: int | None = wire_field(default=None, lo=1, hi=QUEUE_LIST_MAX)
+
+
+@attrs.frozen(kw_only=True)
+class ClaimNextIn:
+    """``agenttask.claimNext``: optionally only tasks of one carrier verb."""
+
+    verb: str | None = wire_field(default=None, pattern=VERB_PATTERN)
+
+
+@attrs.frozen(kw_only=True)
+class CheckpointIn:
+    """``agenttask.checkpoint``: renew (optionally persisting state) or finish."""
+
+    task_id: str = _id("taskId", required=True)
+    checkpoint: Any = wire_field(default=None, doc="JSON state; absent keeps the existing one")
+    status: Literal["DONE", "FAILED"] | None = wire_field(default=None)
+    last_error: str | None = wire_field(default=None, wire="lastError", max_len=TEXT_MAX_CHARS)
+    fence: int | None = _fence()
+
+
+@attrs.frozen(kw_only=True)
+class ReleaseIn:
+    """``agenttask.release``: give the lease back."""
+
+    task_id: str = _id("taskId", required=True)
+    fence: int | None = _fence()
+
+
+@attrs.frozen(kw_only=True)
+class EscalateIn:
+    """``agenttask.escalate``: ask an admin to approve an over-autonomy action."""
+
+    task_id: str = _id("taskId", required=True)
+    target_verb: str | None = wire_field(default=None, wire="targetVerb", pattern=VERB_PATTERN)
+    input_hash: str | None = wire_field(default=None, wire="inputHash", pattern=HEX64_PATTERN)
+    reason: str | None = wire_field(default=None, max_len=REASON_MAX_CHARS)
+    fence: int | None = _fence()
+
+
+@attrs.frozen(kw_only=True)
+class ReorderIn:
+    """``agenttask.reorder``: set the priority (higher drains first)."""
+
+    task_id: str = _id("taskId", required=True)
+    priority: int = wire_field(lo=QUEUE_PRIORITY_MIN, hi=QUEUE_PRIORITY_MAX)
+
+
+@attrs.frozen(kw_only=True)
+class FeedIn:
+    """``agenttask.feed``: one task (``taskId``), one matter, or the non-matter feed."""
+
+    task_id: str | None = _id("taskId")
+    matter_id: str | None = _id("matterId")
+    cursor: str | None = wire_field(default=None, pattern=ID_PATTERN)
+    limit: int | None = wire_field(default=None, lo=1, hi=QUEUE_LIST_MAX)
+
+
+@attrs.frozen(kw_only=True)
+class CheckpointWriteIn:
+    """``agenttask.checkpoint.write``: append a per-phase resume checkpoint."""
+
+    task_id: str = _id("taskId", required=True)
+    phase_key: str = wire_field(wire="phaseKey", pattern=ID_PATTERN)
+    state: Any = wire_field(doc="JSON, at most CHECKPOINT_STATE_MAX_BYTES")
+    outputs: tuple[Any, ...] = wire_field(doc="JSON array, at most CHECKPOINT_OUTPUTS_MAX_BYTES")
+    fence: int | None = _fence()
+
+
+@attrs.frozen(kw_only=True)
+class PruneIn:
+    """``agenttask.checkpoint.prune``: delete phase checkpoints older than N days."""
+
+    older_than_days: int = wire_field(
+        default=CHECKPOINT_PRUNE_DEFAULT_DAYS,
+        wire="olderThanDays",
+        lo=1,
+        hi=CHECKPOINT_PRUNE_MAX_DAYS,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ExtCreateIn:
+    """``agenttask.ext.create``: the task's runtime/UI row, written after the task."""
+
+    agent_task_id: str = _id("agentTaskId", required=True)
+    title: str = wire_field(min_len=1, max_len=EXT_TITLE_MAX_CHARS)
+    prompt: str = wire_field(max_len=EXT_PROMPT_MAX_CHARS)
+    source_type: str = wire_field(wire="sourceType", pattern=ID_PATTERN)
+    source_id: str | None = _id("sourceId")
+    source_matter_id: str | None = _id("sourceMatterId")
+    source_step_id: str | None = _id("sourceStepId")
+    child_key: str | None = _id("childKey")
+    priority: int = wire_field(default=0, lo=QUEUE_PRIORITY_MIN, hi=QUEUE_PRIORITY_MAX)
+    requires_human_review: bool = wire_field(default=False, wire="requiresHumanReview")
+
+
+@attrs.frozen(kw_only=True)
+class ExtSetWaitingIn:
+    """``agenttask.ext.setWaiting``: park (``waiting: true``) or wake the row."""
+
+    agent_task_id: str = _id("agentTaskId", required=True)
+    waiting: bool = wire_field()
+    declared_child_keys: tuple[str, ...] | None = wire_field(
+        default=None,
+        wire="declaredChildKeys",
+        max_len=EXT_CHILD_KEYS_MAX,
+        item_pattern=ID_PATTERN,
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ExtUpdateIn:
+    """``agenttask.ext.update``: a partial, last-write-wins patch of the supplied keys."""
+
+    agent_task_id: str = _id("agentTaskId", required=True)
+    claim_token_hash: str | None = wire_field(
+        default=None, wire="claimTokenHash", pattern=HEX64_PATTERN
+    )
+    claimed_at: int | None = wire_field(default=None, wire="claimedAt")
+    cost_usd: float | None = wire_field(default=None, wire="costUsd")
+    duration_ms: int | None = wire_field(default=None, wire="durationMs")
+    tool_call_count: int | None = wire_field(default=None, wire="toolCallCount")
+    result: Any = wire_field(default=None, doc="JSON, at most QUEUE_PAYLOAD_MAX_BYTES")
+    progress_text: str | None = wire_field(
+        default=None, wire="progressText", max_len=TEXT_MAX_CHARS
+    )
+
+
+# -- admin ------------------------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class VerbRegisterIn:
+    """``agenttask.verb.register``: allow tasks of a new carrier verb in this workspace."""
+
+    verb: str = wire_field(pattern=VERB_PATTERN)
+    description: str = wire_field(default="", max_len=REASON_MAX_CHARS)
+
+
+@attrs.frozen(kw_only=True)
+class GateRef:
+    """``{gateId}``: one approval gate."""
+
+    gate_id: str = _id("gateId", required=True)
+
+
+@attrs.frozen(kw_only=True)
+class GateDecisionIn:
+    """``agenttask.gate.approve`` / ``.reject``: decide a pending approval gate once."""
+
+    gate_id: str = _id("gateId", required=True)
+    note: str | None = wire_field(default=None, max_len=REASON_MAX_CHARS)
+
+
+@attrs.frozen(kw_only=True)
+class MatterCreateIn:
+    """``agenttask.matter.create``: a matter with an optional objective."""
+
+    matter_id: str | None = _id("matterId")
+    objective: str | None = wire_field(default=None, max_len=TEXT_MAX_CHARS)
+
+
+@attrs.frozen(kw_only=True)
+class MatterRef:
+    """``{matterId}``: one matter."""
+
+    matter_id: str = _id("matterId", required=True)
+
+
+@attrs.frozen(kw_only=True)
+class MatterGrantIn:
+    """``agenttask.matter.grant`` / ``.revoke``: who (a token id) may read a matter's feed."""
+
+    matter_id: str = _id("matterId", required=True)
+    reader: str = wire_field(pattern=ID_PATTERN)
