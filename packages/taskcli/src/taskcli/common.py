@@ -1,23 +1,51 @@
-"""Shared CLI plumbing: JSON or human output, error reporting, exit statuses.
+"""Shared CLI plumbing: JSON or human output, error reporting, exit statuses, the HTTP client.
 
 Output for programs is ``--json`` (one JSON document on stdout); output for people is
 readable text. Errors go to stderr as one line (or as ``{error, code}`` JSON with ``--json``)
-and the process exits with the status of the error's kind.
+and the process exits with the status of the error's kind (:func:`exit_table`). Commands that
+talk to a running service take ``--url`` and ``--token-file`` (or ``AGENT_TASK_URL``,
+``AGENT_TASK_TOKEN_FILE`` / ``AGENT_TASK_TOKEN``); operator commands take ``--data-dir``.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
+from urllib.parse import quote
 
 import click
-from taskcore import ErrorCode, TaskError
+import httpx
+from taskcore import ErrorCode, ErrorKind, TaskError
+from taskcore.auth import read_token_file
+from taskcore.codec import parse_json
+from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES
 from taskcore.paths import default_data_dir
 
-__all__ = ["data_dir_option", "emit", "fail", "json_option", "resolve_data_dir"]
+__all__ = [
+    "DEFAULT_URL",
+    "ServiceClient",
+    "client_options",
+    "data_dir_option",
+    "emit",
+    "exit_table",
+    "fail",
+    "human",
+    "internal",
+    "json_option",
+    "read_json_argument",
+    "resolve_data_dir",
+    "route_options",
+    "run",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+DEFAULT_URL = "http://127.0.0.1:8787"
+"""Where ``agent-task serve`` listens by default."""
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")
 data_dir_option = click.option(
@@ -33,12 +61,67 @@ def resolve_data_dir(value: Path | None) -> Path:
     return value if value is not None else default_data_dir()
 
 
-def emit(value: Any, as_json: bool, human: Callable[[Any], str] | None = None) -> None:
-    """Print ``value`` as JSON, or through ``human`` for people."""
-    if as_json or human is None:
-        click.echo(json.dumps(value, ensure_ascii=False, indent=None if as_json else 2))
+def exit_table() -> str:
+    """Return the exit status table, generated from :class:`taskcore.ErrorKind`.
+
+    >>> exit_table().startswith("Exit status: 0 success; 1 internal")
+    True
+    """
+    groups: dict[int, list[str]] = {}
+    for kind in ErrorKind:
+        groups.setdefault(kind.exit_status, []).append(kind.name.replace("_", " ").lower())
+    groups.setdefault(2, []).insert(0, "usage error")
+    parts = ["0 success"] + [f"{status} {', '.join(groups[status])}" for status in sorted(groups)]
+    return "Exit status: " + "; ".join(parts) + "."
+
+
+def human(value: Any, indent: int = 0) -> str:
+    """Render a JSON value as indented ``key: value`` lines for people.
+
+    >>> print(human({"claimed": True, "task": {"taskId": "at_1", "verb": "agent.run"}}))
+    claimed: true
+    task:
+      taskId: at_1
+      verb: agent.run
+    """
+    pad = "  " * indent
+    if isinstance(value, dict):
+        if not value:
+            return pad + "{}"
+        lines = []
+        for key, item in value.items():
+            if isinstance(item, dict | list) and item:
+                lines.append(f"{pad}{key}:")
+                lines.append(human(item, indent + 1))
+            else:
+                lines.append(f"{pad}{key}: {_scalar(item)}")
+        return "\n".join(lines)
+    if isinstance(value, list):
+        if not value:
+            return pad + "[]"
+        lines = []
+        for item in value:
+            if isinstance(item, dict | list) and item:
+                body = human(item, indent + 1)
+                lines.append(f"{pad}- {body.lstrip()}")
+            else:
+                lines.append(f"{pad}- {_scalar(item)}")
+        return "\n".join(lines)
+    return pad + _scalar(value)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def emit(value: Any, as_json: bool, render: Callable[[Any], str] | None = None) -> None:
+    """Print ``value`` as compact JSON, or through ``render`` (default :func:`human`)."""
+    if as_json:
+        click.echo(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
     else:
-        click.echo(human(value))
+        click.echo((render or human)(value))
 
 
 def fail(err: TaskError, as_json: bool) -> NoReturn:
@@ -53,3 +136,153 @@ def fail(err: TaskError, as_json: bool) -> NoReturn:
 def internal(message: str) -> TaskError:
     """An INTERNAL error for the CLI's own failures."""
     return TaskError(ErrorCode.INTERNAL, message)
+
+
+def run(as_json: bool, fn: Callable[[], Any]) -> Any:
+    """Run ``fn``; a :class:`TaskError` ends the process through :func:`fail`."""
+    try:
+        return fn()
+    except TaskError as err:
+        fail(err, as_json)
+
+
+def read_json_argument(value: str | None, *, default: str = "{}") -> bytes:
+    """Return request bytes from ``--json``: inline JSON, ``@FILE`` or ``-`` (stdin).
+
+    The bytes are sent as given; the service decodes them strictly. At most 16 MiB is read.
+
+    >>> read_json_argument('{"taskId": "at_1"}')
+    b'{"taskId": "at_1"}'
+    """
+    limit = COLLECTOR_ENVELOPE_MAX_BYTES
+    if value is None:
+        return default.encode()
+    if value == "-":
+        data = sys.stdin.buffer.read(limit + 1)
+    elif value.startswith("@"):
+        try:
+            with open(value[1:], "rb") as handle:
+                data = handle.read(limit + 1)
+        except OSError as exc:
+            raise TaskError(
+                ErrorCode.BAD_INPUT, f"cannot read {value[1:]!r}: {exc.strerror}"
+            ) from None
+    else:
+        data = value.encode("utf-8", "surrogatepass")
+    if len(data) > limit:
+        raise TaskError(ErrorCode.PAYLOAD_TOO_LARGE, f"the input is larger than {limit} bytes")
+    return data
+
+
+def client_options(fn: F) -> F:
+    """Add ``--url`` and ``--token-file`` (with their environment variables)."""
+    fn = click.option(
+        "--token-file",
+        type=click.Path(dir_okay=False, path_type=Path),
+        envvar="AGENT_TASK_TOKEN_FILE",
+        default=None,
+        help="File holding the bearer token [env AGENT_TASK_TOKEN_FILE; or AGENT_TASK_TOKEN].",
+    )(fn)
+    return click.option(
+        "--url",
+        envvar="AGENT_TASK_URL",
+        default=DEFAULT_URL,
+        show_default=True,
+        help="Service base URL [env AGENT_TASK_URL].",
+    )(fn)
+
+
+def route_options(fn: F) -> F:
+    """Add ``--repository`` and ``--profile`` (workflow routes)."""
+    fn = click.option(
+        "--profile",
+        envvar="AGENT_TASK_PROFILE",
+        default=None,
+        help="Profile [env AGENT_TASK_PROFILE].",
+    )(fn)
+    return click.option(
+        "--repository",
+        envvar="AGENT_TASK_REPOSITORY",
+        default=None,
+        help="Repository, ID or OWNER/NAME [env AGENT_TASK_REPOSITORY].",
+    )(fn)
+
+
+def _token(token_file: Path | None) -> str | None:
+    if token_file is not None:
+        return read_token_file(token_file)
+    token = os.environ.get("AGENT_TASK_TOKEN", "").strip()
+    return token or None
+
+
+class ServiceClient:
+    """A small HTTP client of the running service; failures become :class:`TaskError`."""
+
+    def __init__(self, url: str, token_file: Path | None, *, timeout: float = 60.0) -> None:
+        self.url = url.rstrip("/")
+        self.token = _token(token_file)
+        self.timeout = timeout
+
+    def _post(self, path: str, body: bytes, content_type: str) -> Any:
+        headers = {"Content-Type": content_type, "Accept": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            response = httpx.post(
+                self.url + path, content=body, headers=headers, timeout=self.timeout
+            )
+        except httpx.HTTPError as exc:
+            raise TaskError(
+                ErrorCode.SERVICE_UNREACHABLE,
+                f"the service at {self.url[:200]} did not answer ({type(exc).__name__}); "
+                "is 'agent-task serve' running?",
+            ) from None
+        try:
+            answer = parse_json(response.content, max_bytes=COLLECTOR_ENVELOPE_MAX_BYTES)
+        except TaskError:
+            answer = None
+        if response.status_code == 200 and isinstance(answer, dict):
+            return answer
+        if isinstance(answer, dict) and isinstance(answer.get("code"), str):
+            try:
+                code = ErrorCode.from_wire(answer["code"])
+            except ValueError:
+                code = ErrorCode.MALFORMED_RESPONSE
+            message = answer.get("error")
+            raise TaskError(
+                code,
+                message if isinstance(message, str) else "the service refused the call",
+                details={"status": response.status_code},
+            )
+        raise TaskError(
+            ErrorCode.MALFORMED_RESPONSE,
+            f"the service answered HTTP {response.status_code} without a JSON body",
+        )
+
+    def verb(self, name: str, body: bytes) -> Any:
+        """``POST /v/{name}`` with JSON ``body``."""
+        return self._post("/v/" + quote(name, safe="."), body, "application/json")
+
+    def _workflow_path(self, repository: str | None, profile: str | None) -> str:
+        if not repository or not profile:
+            raise TaskError(
+                ErrorCode.BAD_INPUT,
+                "workflow calls need --repository and --profile "
+                "(or AGENT_TASK_REPOSITORY and AGENT_TASK_PROFILE)",
+            )
+        return (
+            f"/v1/hub/workspace/repositories/{quote(repository, safe='')}"
+            f"/profiles/{quote(profile, safe='')}/agent-tasks"
+        )
+
+    def workflow(self, repository: str | None, profile: str | None, op: str, body: bytes) -> Any:
+        """Send the envelope ``{"operation": op, "request": body}`` to the workflow route."""
+        path = self._workflow_path(repository, profile)
+        request = parse_json(body, max_bytes=COLLECTOR_ENVELOPE_MAX_BYTES)
+        envelope = json.dumps({"operation": op, "request": request}, ensure_ascii=False)
+        return self._post(path, envelope.encode("utf-8"), "application/json")
+
+    def upload(self, repository: str | None, profile: str | None, data: bytes) -> Any:
+        """Send raw transfer bytes to the collector upload route."""
+        path = self._workflow_path(repository, profile) + "/collector-upload"
+        return self._post(path, data, "application/octet-stream")

@@ -11,9 +11,11 @@ benchmarks.
 from __future__ import annotations
 
 import asyncio
+import signal
 import socket
 import threading
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -40,6 +42,21 @@ def bind(host: str, port: int) -> socket.socket:
         raise
     sock.set_inheritable(True)
     return sock
+
+
+class _Server(uvicorn.Server):
+    """uvicorn that ends normally after a graceful stop instead of re-raising the signal.
+
+    The caller then closes the journal and exits 0: SIGTERM is how a supervisor asks for a
+    clean stop, and a clean stop is a success.
+    """
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        """Begin the graceful stop; a second Ctrl-C forces it."""
+        if self.should_exit and sig == signal.SIGINT:
+            self.force_exit = True
+        else:
+            self.should_exit = True
 
 
 def _config(app: ASGIApp, log_level: str) -> uvicorn.Config:
@@ -72,7 +89,7 @@ def serve(
     """Serve ``app`` until SIGTERM/SIGINT; ``on_ready`` gets the URL once the socket listens."""
     sock = bind(host, port)
     try:
-        server = uvicorn.Server(_config(app, log_level))
+        server = _Server(_config(app, log_level))
         if on_ready is not None:
             on_ready(address_of(sock))
         server.run(sockets=[sock])
@@ -94,7 +111,7 @@ class BackgroundServer:
     ) -> None:
         self.sock = bind(host, 0)
         self.url = address_of(self.sock)
-        self.server = uvicorn.Server(_config(app, log_level))
+        self.server = _Server(_config(app, log_level))
         self._thread = threading.Thread(target=self._run, daemon=True, name="uvicorn")
         self._error: BaseException | None = None
 

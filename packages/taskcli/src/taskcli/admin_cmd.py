@@ -1,0 +1,144 @@
+"""``agent-task admin token create|list|revoke``: operator commands on the service host.
+
+They open the journal in ``--data-dir`` directly (the operator is on the service host);
+nothing here goes over the network. ``create`` prints the new bearer token alone on stdout,
+so a script can capture it; only its hash is stored.
+"""
+
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+from taskcore import MAX_AUTONOMY, SystemClock, Tier
+from taskcore.auth import issue_token, list_tokens, revoke_token
+from taskcore.store import open_storage
+from taskcore.store.tokens_api import TokenRecord
+
+from taskcli.common import data_dir_option, emit, json_option, resolve_data_dir, run
+
+__all__ = ["register"]
+
+
+@click.group("admin")
+def admin_group() -> None:
+    """Operator commands (run on the service host, against --data-dir)."""
+
+
+@admin_group.group("token")
+def token_group() -> None:
+    """Bearer tokens: create, list, revoke."""
+
+
+def _when(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%MZ")
+
+
+def _row(record: TokenRecord) -> dict[str, Any]:
+    return {
+        "token_id": record.token_id,
+        "name": record.name,
+        "workspace": record.workspace,
+        "tier": record.tier,
+        "autonomy": record.autonomy,
+        "created_at_ms": record.created_at_ms,
+        "revoked_at_ms": record.revoked_at_ms,
+    }
+
+
+@token_group.command("create")
+@click.option("--workspace", required=True, help="Workspace the token is bound to.")
+@click.option(
+    "--tier", type=click.Choice([t.wire for t in Tier]), required=True, help="Permission tier."
+)
+@click.option(
+    "--autonomy",
+    type=click.IntRange(0, MAX_AUTONOMY),
+    default=1,
+    show_default=True,
+    help="Autonomy level (0 read only .. 3 destructive).",
+)
+@click.option("--name", default="", help="A label for people.")
+@data_dir_option
+def create_command(
+    workspace: str, tier: str, autonomy: int, name: str, data_dir: Path | None
+) -> None:
+    """Create a token and print it (alone, on stdout). It is shown only this once."""
+
+    def act() -> str:
+        storage = open_storage(resolve_data_dir(data_dir), create=True)
+        try:
+            issued = issue_token(
+                storage,
+                SystemClock(),
+                workspace=workspace,
+                tier=Tier.from_wire(tier),
+                autonomy=autonomy,
+                name=name,
+            )
+        finally:
+            storage.close()
+        return issued.token
+
+    click.echo(run(False, act))
+
+
+@token_group.command("list")
+@click.option("--workspace", default=None, help="Only tokens of this workspace.")
+@data_dir_option
+@json_option
+def list_command(workspace: str | None, data_dir: Path | None, as_json: bool) -> None:
+    """List tokens (ids and bindings; secrets are never stored)."""
+
+    def act() -> list[dict[str, Any]]:
+        storage = open_storage(resolve_data_dir(data_dir))
+        try:
+            return [_row(r) for r in list_tokens(storage, workspace=workspace)]
+        finally:
+            storage.close()
+
+    rows = run(as_json, act)
+
+    def table(items: list[dict[str, Any]]) -> str:
+        head = f"{'TOKEN ID':<16}  {'WORKSPACE':<16}  {'TIER':<6}  AUT  {'CREATED':<17}  {'REVOKED':<17}  NAME"
+        lines = [head]
+        for r in items:
+            lines.append(
+                f"{r['token_id']:<16}  {r['workspace'][:16]:<16}  {r['tier']:<6}  "
+                f"{r['autonomy']:>3}  {_when(r['created_at_ms']):<17}  "
+                f"{_when(r['revoked_at_ms']):<17}  {r['name']}"
+            )
+        return "\n".join(lines)
+
+    emit(rows, as_json, table)
+
+
+@token_group.command("revoke")
+@click.argument("token_id")
+@data_dir_option
+@json_option
+def revoke_command(token_id: str, data_dir: Path | None, as_json: bool) -> None:
+    """Revoke a token by id; its next request is refused."""
+
+    def act() -> bool:
+        storage = open_storage(resolve_data_dir(data_dir))
+        try:
+            return revoke_token(storage, SystemClock(), token_id)
+        finally:
+            storage.close()
+
+    was_live = run(as_json, act)
+    emit(
+        {"token_id": token_id, "revoked": True, "was_live": was_live},
+        as_json,
+        lambda _: f"revoked {token_id}" + ("" if was_live else " (it was already revoked)"),
+    )
+
+
+def register(group: click.Group) -> None:
+    """Add ``admin``."""
+    group.add_command(admin_group)

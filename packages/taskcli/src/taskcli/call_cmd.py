@@ -1,0 +1,115 @@
+"""``agent-task call VERB``: any registered operation over HTTP, JSON in and JSON out.
+
+Queue and admin verbs go to ``POST /v/{verb}``; ``workflow.<op>`` goes to the workflow route
+of ``--repository``/``--profile`` inside the ``{"operation", "request"}`` envelope
+(``workflow.collector_upload`` sends the input bytes raw to the upload route). The request is
+``--json`` inline, ``--json @FILE`` or ``--json -`` (stdin); the answer is printed as JSON.
+``--list`` lists the operations this build knows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from taskcore import Door
+from taskcore.service import WORKFLOW_PREFIX, default_registry
+
+from taskcli.common import (
+    ServiceClient,
+    client_options,
+    emit,
+    read_json_argument,
+    route_options,
+    run,
+)
+
+__all__ = ["call_operation", "register"]
+
+
+def call_operation(
+    client: ServiceClient,
+    verb: str,
+    body: bytes,
+    repository: str | None = None,
+    profile: str | None = None,
+) -> Any:
+    """Send ``body`` to the route that serves ``verb`` and return the parsed answer."""
+    if verb.startswith(WORKFLOW_PREFIX):
+        op = verb.removeprefix(WORKFLOW_PREFIX)
+        if op == "collector_upload":
+            return client.upload(repository, profile, body)
+        return client.workflow(repository, profile, op, body)
+    return client.verb(verb, body)
+
+
+def _catalogue() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": op.name,
+            "surface": op.surface.value,
+            "min_tier": op.min_tier.wire,
+            "risk": op.risk.value,
+            "min_autonomy": op.min_autonomy,
+            "http": Door.HTTP in op.doors,
+            "mcp_tool": op.mcp_tool,
+            "summary": op.summary,
+        }
+        for op in default_registry().select()
+    ]
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "no operations are registered in this build"
+    width = max(len(r["name"]) for r in rows)
+    return "\n".join(
+        f"{r['name']:<{width}}  {r['surface']:<8}  {r['min_tier']:<6}  {r['risk']:<11}  "
+        f"{r['summary']}"
+        for r in rows
+    )
+
+
+@click.command("call")
+@click.argument("verb", required=False)
+@click.option(
+    "--json",
+    "request",
+    default=None,
+    metavar="JSON|@FILE|-",
+    help="The request: inline JSON, @FILE, or - for stdin (default {}).",
+)
+@click.option("--list", "list_ops", is_flag=True, help="List the operations and exit.")
+@click.option("--compact", is_flag=True, help="Print the answer on one line.")
+@route_options
+@client_options
+def call_command(
+    verb: str | None,
+    request: str | None,
+    list_ops: bool,
+    compact: bool,
+    repository: str | None,
+    profile: str | None,
+    url: str,
+    token_file: Path | None,
+) -> None:
+    """Call operation VERB on the service and print its JSON answer."""
+    if list_ops:
+        emit(_catalogue(), compact, _table)
+        return
+    if not verb:
+        raise click.UsageError("name a VERB, or use --list")
+
+    def act() -> Any:
+        body = read_json_argument(request)
+        return call_operation(ServiceClient(url, token_file), verb, body, repository, profile)
+
+    answer = run(compact, act)
+    click.echo(json.dumps(answer, ensure_ascii=False, indent=None if compact else 2))
+
+
+def register(group: click.Group) -> None:
+    """Add ``call``."""
+    group.add_command(call_command)
