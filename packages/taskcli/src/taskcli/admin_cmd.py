@@ -12,10 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-from taskcore import MAX_AUTONOMY, SystemClock, Tier
-from taskcore.auth import issue_token, list_tokens, revoke_token
-from taskcore.store import open_storage
-from taskcore.store.tokens_api import TokenRecord
+from taskcore import MAX_AUTONOMY, Tier
+from taskcore.auth import TokenAdmin, TokenRecord
 
 from taskcli.common import data_dir_option, emit, json_option, resolve_data_dir, run
 
@@ -70,18 +68,10 @@ def create_command(
     """Create a token and print it (alone, on stdout). It is shown only this once."""
 
     def act() -> str:
-        storage = open_storage(resolve_data_dir(data_dir), create=True)
-        try:
-            issued = issue_token(
-                storage,
-                SystemClock(),
-                workspace=workspace,
-                tier=Tier.from_wire(tier),
-                autonomy=autonomy,
-                name=name,
+        with TokenAdmin(resolve_data_dir(data_dir), create=True) as admin:
+            issued = admin.create(
+                workspace=workspace, tier=Tier.from_wire(tier), autonomy=autonomy, name=name
             )
-        finally:
-            storage.close()
         return issued.token
 
     click.echo(run(False, act))
@@ -95,11 +85,8 @@ def list_command(workspace: str | None, data_dir: Path | None, as_json: bool) ->
     """List tokens (ids and bindings; secrets are never stored)."""
 
     def act() -> list[dict[str, Any]]:
-        storage = open_storage(resolve_data_dir(data_dir))
-        try:
-            return [_row(r) for r in list_tokens(storage, workspace=workspace)]
-        finally:
-            storage.close()
+        with TokenAdmin(resolve_data_dir(data_dir)) as admin:
+            return [_row(r) for r in admin.list(workspace=workspace)]
 
     rows = run(as_json, act)
 
@@ -125,11 +112,8 @@ def revoke_command(token_id: str, data_dir: Path | None, as_json: bool) -> None:
     """Revoke a token by id; its next request is refused."""
 
     def act() -> bool:
-        storage = open_storage(resolve_data_dir(data_dir))
-        try:
-            return revoke_token(storage, SystemClock(), token_id)
-        finally:
-            storage.close()
+        with TokenAdmin(resolve_data_dir(data_dir)) as admin:
+            return admin.revoke(token_id)
 
     was_live = run(as_json, act)
     emit(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 from taskcore import ErrorCode, Service, TaskError
-from taskcore.auth import issue_first_admin_token
+from taskcore.auth import TokenAdmin
 
 from taskcli.common import data_dir_option, fail, resolve_data_dir
 
@@ -42,20 +42,18 @@ def serve_command(data_dir: Path | None, host: str, port: int, log_level: str) -
 
     directory = resolve_data_dir(data_dir)
     try:
+        with TokenAdmin(directory, create=True) as admin:
+            written = admin.first_admin_token()
         service = Service.open(directory)
     except TaskError as err:
         fail(err, False)
+    if written is not None:
+        click.echo(
+            f"agent-task: wrote the first admin token to {written} (mode 0600); "
+            "it is not shown anywhere else",
+            err=True,
+        )
     try:
-        try:
-            written = issue_first_admin_token(service.storage, service.clock, directory)
-        except TaskError as err:
-            fail(err, False)
-        if written is not None:
-            click.echo(
-                f"agent-task: wrote the first admin token to {written} (mode 0600); "
-                "it is not shown anywhere else",
-                err=True,
-            )
 
         def ready(url: str) -> None:
             click.echo(f"agent-task: serving {url} (data dir {directory})", err=True)

@@ -21,13 +21,14 @@ import os
 import re
 import secrets
 from pathlib import Path
+from types import TracebackType
 
 import attrs
 
 from taskcore.actors import MAX_AUTONOMY, Actor, Tier
-from taskcore.clock import Clock
+from taskcore.clock import Clock, SystemClock
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.store.storage import Storage, Transaction
+from taskcore.store.storage import Storage, Transaction, open_storage
 from taskcore.store.tokens_api import TokenRecord
 
 __all__ = [
@@ -35,6 +36,8 @@ __all__ = [
     "FIRST_ADMIN_WORKSPACE",
     "WORKSPACE_PATTERN",
     "IssuedToken",
+    "TokenAdmin",
+    "TokenRecord",
     "actor_from_record",
     "authenticate",
     "authenticate_in",
@@ -251,3 +254,60 @@ def issue_first_admin_token(storage: Storage, clock: Clock, data_dir: Path | str
             handle.flush()
             os.fsync(handle.fileno())
     return path
+
+
+class TokenAdmin:
+    """Operator token commands against a data directory (run on the service host).
+
+    Adapters use this instead of opening the journal themselves. ``create=True`` creates the
+    data directory and journal if missing (issuing a token before the first ``serve``);
+    otherwise a missing journal is ``NOT_FOUND`` and nothing is created.
+
+    >>> import tempfile
+    >>> with TokenAdmin(tempfile.mkdtemp(), create=True) as admin:
+    ...     issued = admin.create(workspace="w1", tier=Tier.AGENT)
+    ...     [r.workspace for r in admin.list()]
+    ['w1']
+    """
+
+    def __init__(
+        self, data_dir: Path | str, *, create: bool = False, clock: Clock | None = None
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.clock: Clock = clock or SystemClock()
+        self.storage = open_storage(self.data_dir, create=create)
+
+    def __enter__(self) -> TokenAdmin:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Release the journal."""
+        self.storage.close()
+
+    def create(
+        self, *, workspace: str, tier: Tier, autonomy: int = 1, name: str = ""
+    ) -> IssuedToken:
+        """Issue a token (see :func:`issue_token`)."""
+        return issue_token(
+            self.storage, self.clock, workspace=workspace, tier=tier, autonomy=autonomy, name=name
+        )
+
+    def list(self, *, workspace: str | None = None) -> tuple[TokenRecord, ...]:
+        """List token records (see :func:`list_tokens`)."""
+        return list_tokens(self.storage, workspace=workspace)
+
+    def revoke(self, token_id: str) -> bool:
+        """Revoke a token (see :func:`revoke_token`)."""
+        return revoke_token(self.storage, self.clock, token_id)
+
+    def first_admin_token(self) -> Path | None:
+        """Write the first admin token on a fresh journal (see :func:`issue_first_admin_token`)."""
+        return issue_first_admin_token(self.storage, self.clock, self.data_dir)
