@@ -4,7 +4,6 @@ import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from taskcore.canonical import canonical_json, canonical_value, encode_string
 from taskcore.errors import ErrorCode, TaskError
 
@@ -29,11 +28,11 @@ class Outer:
 
 
 def test_declared_field_order_not_sorted():
-    obj = Outer(name="n", inner=Inner(zeta=1, alpha="a"), items=(), colour=Colour.DARK_RED,
-                nothing=None)
+    obj = Outer(
+        name="n", inner=Inner(zeta=1, alpha="a"), items=(), colour=Colour.DARK_RED, nothing=None
+    )
     assert canonical_json(obj) == (
-        b'{"name":"n","inner":{"zeta":1,"alpha":"a"},"items":[],"colour":"dark_red",'
-        b'"nothing":null}'
+        b'{"name":"n","inner":{"zeta":1,"alpha":"a"},"items":[],"colour":"dark_red","nothing":null}'
     )
 
 
@@ -88,14 +87,20 @@ def test_canonical_value_matches_bytes_tree():
     assert canonical_value(obj) == {"zeta": 3, "alpha": "x"}
 
 
-json_scalars = st.none() | st.booleans() | st.integers(0, 2**64 - 1) | st.text(
-    st.characters(exclude_categories=("Cs",))
+json_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(0, 2**64 - 1)
+    | st.text(st.characters(exclude_categories=("Cs",)))
 )
 json_values = st.recursive(
     json_scalars,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(st.characters(exclude_categories=("Cs",)), max_size=5), children,
-                      max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.text(st.characters(exclude_categories=("Cs",)), max_size=5), children, max_size=4
+        )
+    ),
     max_leaves=20,
 )
 

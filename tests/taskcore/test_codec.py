@@ -4,7 +4,6 @@ import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from taskcore.codec import Codec, dumps, parse_json, wire_field
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import JSON_MAX_DEPTH
@@ -125,8 +124,7 @@ def test_array_is_not_an_object():
 
 def test_collection_bound():
     row = GOOD["criteria"][0]
-    assert _error(lambda d: d.update(criteria=[row] * 5)) == (ErrorCode.OUT_OF_BOUNDS,
-                                                               "$.criteria")
+    assert _error(lambda d: d.update(criteria=[row] * 5)) == (ErrorCode.OUT_OF_BOUNDS, "$.criteria")
 
 
 def test_item_string_bound_has_item_path():
@@ -213,8 +211,11 @@ def test_round_trip_property(doc):
     assert codec.unstructure(decoded) == doc
 
 
-@given(docs, st.sampled_from(["version", "taskId", "criteria", "provenance"]),
-       st.sampled_from([True, "1", 1.5, [], {}]))
+@given(
+    docs,
+    st.sampled_from(["version", "taskId", "criteria", "provenance"]),
+    st.sampled_from([True, "1", 1.5, [], {}]),
+)
 def test_any_wrong_typed_required_field_is_refused_with_its_path(doc, key, bad):
     doc = dict(doc)
     if key in ("provenance", "taskId") and isinstance(bad, str):
@@ -227,8 +228,12 @@ def test_any_wrong_typed_required_field_is_refused_with_its_path(doc, key, bad):
     assert info.value.path == f"$.{key}"
 
 
-@given(docs, st.text(min_size=1, max_size=10).filter(
-    lambda k: k not in {"version", "taskId", "criteria", "provenance", "priority", "ratio"}))
+@given(
+    docs,
+    st.text(min_size=1, max_size=10).filter(
+        lambda k: k not in {"version", "taskId", "criteria", "provenance", "priority", "ratio"}
+    ),
+)
 def test_any_unknown_key_is_refused(doc, key):
     doc = {**doc, key: 1}
     with pytest.raises(TaskError) as info:

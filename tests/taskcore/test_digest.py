@@ -1,7 +1,6 @@
 import hashlib
 
 import pytest
-
 from taskcore.digest import (
     OBSERVATION_DOMAIN,
     domain_digest,

@@ -1,5 +1,4 @@
 import pytest
-
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.signing import (
     generate_seed,
@@ -90,7 +89,7 @@ def test_small_order_public_key_is_refused():
 
 
 def test_non_canonical_s_is_refused():
-    seed, public, _, sig = RFC8032[0]
+    _, public, _, sig = RFC8032[0]
     # Add the group order L to S: same point maths, non-canonical encoding, must be refused.
     raw = bytes.fromhex(sig)
     r, s = raw[:32], int.from_bytes(raw[32:], "little")

@@ -377,6 +377,25 @@ def _check_rules(value: Any, rules: FieldRules) -> None:
                 raise err.at(f"$[{index}]") from None
 
 
+def _check_int_items(value: Any, rules: FieldRules) -> None:
+    """Bound the integer items of a ``tuple[int, ...]`` by the field's ``lo``/``hi`` (u64).
+
+    Items of another JSON type are left to the item hook, which reports ``WRONG_TYPE``.
+    """
+    if not isinstance(value, list):
+        return
+    for index, item in enumerate(value):
+        if type(item) is int:
+            try:
+                _check_rules(item, FieldRules(lo=rules.lo, hi=rules.hi))
+            except TaskError as err:
+                raise err.at(f"$[{index}]") from None
+
+
+def _is_int_tuple(tp: Any) -> bool:
+    return _is_var_tuple(tp) and get_args(tp)[0] is int
+
+
 def make_converter() -> cattrs.Converter:
     """Build the strict converter. Call once per :class:`Codec`; never share a global one."""
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
@@ -439,9 +458,12 @@ def make_converter() -> cattrs.Converter:
                 tp: Any,
                 _rules: FieldRules = rules,
                 _inner: Callable[[Any, Any], Any] | None = inner,
+                _int_items: bool = _is_int_tuple(field.type),
             ) -> Any:
                 if value is not None:
                     _check_rules(value, _rules)
+                    if _int_items:
+                        _check_int_items(value, _rules)
                 return _inner(value, tp) if _inner is not None else value
 
             overrides[field.name] = override(rename=rules.wire, struct_hook=checked)

@@ -1,0 +1,492 @@
+"""Hypothesis strategies for every v1 contract type.
+
+Each strategy builds only valid instances (the cross-field rules of each type are honoured
+by construction, not by filtering), so property tests can start from any of them and mutate
+one thing. ``ALL_TYPES`` maps every wire type to its strategy; the coverage test in
+``test_common.py`` checks that no contract type is left out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import string
+from typing import Any
+
+from hypothesis import strategies as st
+from taskcore.contract import (
+    CAPABILITY,
+    ActionClass,
+    AgentIdentity,
+    AssertionOutcome,
+    CommandCollectorProfile,
+    CommandRecipe,
+    ConfirmedEffect,
+    CriterionMode,
+    CriterionOutcome,
+    CriterionResult,
+    Disposition,
+    ExecutorBinding,
+    ExecutorEnrollment,
+    ExecutorProvenance,
+    ExecutorRevocation,
+    FenceSupersession,
+    FiniteReviewCollectorProfile,
+    GraphStatus,
+    InstructionEntrypoint,
+    InstructionEntrypointResponse,
+    InstructionsRequest,
+    MutationAction,
+    NamedReference,
+    ObservedState,
+    ReferenceFetchRequest,
+    ReferenceFetchResponse,
+    ReferenceStatus,
+    SchemaMismatch,
+    TaskClaimRequest,
+    TaskCriterion,
+    TaskMutationRequest,
+    TaskRecoveryEnvelope,
+    TaskResultAssertion,
+    TaskStatusRequest,
+    TransportBasis,
+    TrustClass,
+    UnresolvedEffect,
+    WorkflowProgression,
+    WorkflowTask,
+    WorkflowTaskAttempt,
+    WorkflowTaskSubject,
+)
+from taskcore.limits import LEASE_MAX_MS, LEASE_MIN_MS, U64_MAX
+
+ID_ALPHABET = string.ascii_letters + string.digits + "._-"
+# Reference path components: printable ASCII without '/', '\\' and ':'.
+PATH_ALPHABET = "".join(ch for ch in map(chr, range(0x21, 0x7F)) if ch not in "/\\:") + " "
+
+u64 = st.integers(0, U64_MAX)
+positive = st.integers(1, U64_MAX)
+ids = st.text(ID_ALPHABET, min_size=1, max_size=24) | st.text(
+    ID_ALPHABET, min_size=120, max_size=128
+)
+hex64 = st.binary(min_size=32, max_size=32).map(bytes.hex)
+hex128 = st.binary(min_size=64, max_size=64).map(bytes.hex)
+# Any Unicode scalar value: controls, DEL, U+2028/U+2029, astral emoji; never a lone surrogate.
+text_chars = st.characters(exclude_categories=("Cs",))
+free_text = st.text(text_chars, max_size=40)
+finding_text = st.text(
+    st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=40
+)
+reasons = st.text(text_chars, min_size=1, max_size=40)
+
+
+@st.composite
+def reference_paths(draw: st.DrawFn) -> str:
+    components = draw(
+        st.lists(
+            st.text(PATH_ALPHABET, min_size=1, max_size=12).filter(lambda c: c not in (".", "..")),
+            min_size=1,
+            max_size=5,
+        )
+    )
+    return "/".join(components)
+
+
+def unique_ids(min_size: int = 0, max_size: int = 5) -> st.SearchStrategy[list[str]]:
+    return st.lists(ids, min_size=min_size, max_size=max_size, unique=True)
+
+
+# -- common -----------------------------------------------------------------------------------
+
+agents = st.builds(AgentIdentity, owner_id=ids, agent_id=ids)
+executors = st.builds(
+    ExecutorBinding,
+    registration_id=ids,
+    executor_id=ids,
+    registration_epoch=positive,
+    verification_key_id=ids,
+)
+schema_mismatches = st.builds(
+    SchemaMismatch,
+    status=st.just("schema_mismatch"),
+    capability=st.text(text_chars, max_size=128),
+    required_schema_version=u64,
+    supported_schema_versions=st.lists(u64, max_size=8).map(tuple),
+    server_schema_versions=st.lists(u64, max_size=8).map(tuple),
+    action=st.text(text_chars, max_size=64),
+)
+
+# -- task -------------------------------------------------------------------------------------
+
+
+def task_criteria(name: str, *, controller_only: bool = False) -> st.SearchStrategy[TaskCriterion]:
+    return st.builds(
+        TaskCriterion,
+        criterion=st.just(name),
+        description=free_text,
+        mode=st.just(CriterionMode.CONTROLLER_ONLY)
+        if controller_only
+        else st.sampled_from(CriterionMode),
+        required=st.booleans(),
+    )
+
+
+@st.composite
+def named_references(draw: st.DrawFn, name: str | None = None) -> NamedReference:
+    return NamedReference(
+        name=name if name is not None else draw(ids),
+        sha256=draw(hex64),
+        path=draw(reference_paths()),
+    )
+
+
+@st.composite
+def entrypoints(
+    draw: st.DrawFn, *, workflow_digest: str | None = None, controller_only: bool = False
+) -> InstructionEntrypoint:
+    names = draw(unique_ids(1, 6))
+    ref_names = draw(unique_ids(0, 4))
+    return InstructionEntrypoint(
+        capability=CAPABILITY,
+        schema_version=1,
+        workflow_digest=workflow_digest or draw(hex64),
+        policy_digest=draw(hex64),
+        summary=draw(free_text),
+        criteria=tuple(draw(task_criteria(n, controller_only=controller_only)) for n in names),
+        references=tuple(draw(named_references(n)) for n in ref_names),
+        progression=draw(st.sampled_from(WorkflowProgression)),
+    )
+
+
+targets = st.text(string.ascii_letters + string.digits + "._/-", min_size=1, max_size=40)
+
+subjects = st.builds(
+    WorkflowTaskSubject,
+    version=st.just(1),
+    repository_id=ids,
+    profile_id=ids,
+    target=targets,
+    revision=hex64,
+    change_id=ids,
+    change_version=positive,
+    context_digest=hex64,
+    policy_epoch=u64,
+    requirement_digest=hex64,
+    plan_digest=hex64,
+    skill_id=ids,
+    skill_digest=hex64,
+    step_id=ids,
+)
+
+
+@st.composite
+def tasks(draw: st.DrawFn) -> WorkflowTask:
+    subject = draw(subjects)
+    action = draw(st.sampled_from(ActionClass))
+    deps = draw(unique_ids(0, 4).map(lambda xs: [x for x in xs if x != subject.step_id]))
+    return WorkflowTask(
+        version=1,
+        task_id=draw(ids),
+        subject=subject,
+        graph_status=draw(st.sampled_from(GraphStatus)),
+        action_class=action,
+        depends_on=tuple(deps),
+        entrypoint=draw(
+            entrypoints(
+                workflow_digest=subject.plan_digest,
+                controller_only=action is ActionClass.REVIEW,
+            )
+        ),
+    )
+
+
+@st.composite
+def entrypoint_responses(draw: st.DrawFn) -> InstructionEntrypointResponse:
+    mismatch = draw(st.booleans())
+    return InstructionEntrypointResponse(
+        status="schema_mismatch" if mismatch else "entrypoint",
+        task_id=draw(ids),
+        task_digest=draw(hex64),
+        entrypoint=None if mismatch else draw(entrypoints()),
+        mismatch=draw(schema_mismatches) if mismatch else None,
+    )
+
+
+# -- requests ---------------------------------------------------------------------------------
+
+claims = st.builds(
+    TaskClaimRequest,
+    version=st.just(1),
+    request_id=ids,
+    task_id=ids,
+    task_digest=hex64,
+    execution_operation_id=ids,
+    requested_lease_ms=st.integers(LEASE_MIN_MS, LEASE_MAX_MS),
+    executor=st.none() | executors,
+)
+
+
+@st.composite
+def mutations(draw: st.DrawFn, action: MutationAction | None = None) -> TaskMutationRequest:
+    action = action or draw(st.sampled_from(MutationAction))
+    return TaskMutationRequest(
+        version=1,
+        request_id=draw(ids),
+        action=action,
+        task_id=draw(ids),
+        task_digest=draw(hex64),
+        attempt_id=draw(ids),
+        attempt_digest=draw(hex64),
+        execution_operation_id=draw(ids),
+        executor=draw(st.none() | executors),
+        fence=draw(positive),
+        reason=None if action is MutationAction.HEARTBEAT else draw(reasons),
+    )
+
+
+status_requests = st.builds(
+    TaskStatusRequest, version=st.just(1), task_id=ids, task_digest=hex64, attempt_id=ids
+)
+instructions_requests = st.builds(
+    InstructionsRequest,
+    version=st.just(1),
+    task_id=ids,
+    task_digest=hex64,
+    supported_schema_versions=st.lists(u64, min_size=1, max_size=8).map(tuple),
+)
+reference_requests = st.builds(
+    ReferenceFetchRequest,
+    version=st.just(1),
+    task_id=ids,
+    task_digest=hex64,
+    name=ids,
+    expected_sha256=hex64,
+    expected_schema_version=u64,
+)
+
+
+@st.composite
+def reference_responses(draw: st.DrawFn) -> ReferenceFetchResponse:
+    status = draw(st.sampled_from(ReferenceStatus))
+    if status is ReferenceStatus.AVAILABLE:
+        content = draw(st.text(text_chars, max_size=200))
+        body = content.encode("utf-8")
+        return ReferenceFetchResponse(
+            status=status,
+            name=draw(ids),
+            sha256=hashlib.sha256(body).hexdigest(),
+            content=content,
+            byte_length=len(body),
+            code=None,
+        )
+    return ReferenceFetchResponse(
+        status=status,
+        name=draw(ids),
+        sha256=draw(hex64),
+        content=None,
+        byte_length=None,
+        code=draw(ids),
+    )
+
+
+# -- attempt, assertion -----------------------------------------------------------------------
+
+attempts = st.builds(
+    WorkflowTaskAttempt,
+    version=st.just(1),
+    task_id=ids,
+    task_digest=hex64,
+    attempt_id=ids,
+    claim_request_id=ids,
+    execution_operation_id=ids,
+    agent=agents,
+    executor=st.none() | executors,
+    fence=positive,
+    lease_ms=st.integers(1, LEASE_MAX_MS),
+    issued_at_ms=u64,
+)
+
+
+def criterion_results(name: str) -> st.SearchStrategy[CriterionResult]:
+    return st.builds(
+        CriterionResult,
+        criterion=st.just(name),
+        outcome=st.sampled_from(CriterionOutcome),
+        findings=st.lists(finding_text, max_size=4).map(tuple),
+        evidence_digests=st.lists(hex64, max_size=3).map(tuple),
+    )
+
+
+provenances = st.builds(ExecutorProvenance, observation_digest=hex64, signature=hex128)
+
+
+@st.composite
+def assertions(draw: st.DrawFn, trust_class: TrustClass | None = None) -> TaskResultAssertion:
+    trust = trust_class or draw(
+        st.sampled_from([TrustClass.AGENT_ASSERTION, TrustClass.REGISTERED_EXECUTOR_OBSERVATION])
+    )
+    observed = trust is TrustClass.REGISTERED_EXECUTOR_OBSERVATION
+    names = draw(unique_ids(1, 6))
+    return TaskResultAssertion(
+        version=1,
+        task_id=draw(ids),
+        task_digest=draw(hex64),
+        attempt_id=draw(ids),
+        attempt_digest=draw(hex64),
+        request_id=draw(ids),
+        execution_operation_id=draw(ids),
+        agent=draw(agents),
+        executor=draw(executors) if observed else None,
+        fence=draw(positive),
+        trust_class=trust,
+        outcome=draw(st.sampled_from(AssertionOutcome)),
+        criteria=tuple(draw(criterion_results(n)) for n in names),
+        executor_provenance=draw(st.none() | provenances) if observed else None,
+    )
+
+
+# -- enrollment, collector --------------------------------------------------------------------
+
+enrollments = st.builds(
+    ExecutorEnrollment,
+    version=st.just(1),
+    registration_id=ids,
+    executor_id=ids,
+    repository_id=ids,
+    step_id=ids,
+    registration_epoch=positive,
+    verification_key_id=ids,
+    public_key=hex64,
+    enrolled_at_ms=u64,
+)
+revocations = st.builds(
+    ExecutorRevocation,
+    version=st.just(1),
+    registration_id=ids,
+    executor_id=ids,
+    registration_epoch=positive,
+    verification_key_id=ids,
+    revoked_at_ms=u64,
+    reason=reasons,
+)
+env_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True)
+recipes = st.builds(
+    CommandRecipe,
+    argv=st.lists(
+        st.text(
+            st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),
+            min_size=1,
+            max_size=20,
+        ),
+        min_size=1,
+        max_size=5,
+    ).map(tuple),
+    working_directory=st.just(".") | reference_paths(),
+    environment_allowlist=st.lists(env_names, max_size=4).map(tuple),
+    timeout_ms=st.integers(1, 6 * 60 * 60 * 1000),
+    output_limit_bytes=st.integers(1, 8 * 1024 * 1024),
+)
+command_profiles = st.builds(
+    CommandCollectorProfile,
+    version=st.just(1),
+    kind=st.just("command"),
+    profile_id=ids,
+    repository_id=ids,
+    workflow_profile_id=ids,
+    step_id=ids,
+    registration_id=ids,
+    registration_epoch=positive,
+    recipe=recipes,
+    runtime_identity_sha256=hex64,
+)
+review_profiles = st.builds(
+    FiniteReviewCollectorProfile,
+    version=st.just(1),
+    kind=st.just("finite_review"),
+    profile_id=ids,
+    repository_id=ids,
+    workflow_profile_id=ids,
+    step_id=ids,
+    registration_id=ids,
+    registration_epoch=positive,
+    executable_sha256=hex64,
+    provider_scope=ids,
+    transport_basis=st.sampled_from(TransportBasis),
+    model=ids,
+    policy_digest=hex64,
+    required_paths=st.lists(reference_paths(), max_size=4).map(tuple),
+    max_calls=st.integers(1, 1000),
+    max_input_tokens=positive,
+    max_output_tokens=positive,
+    timeout_ms=st.integers(1, 6 * 60 * 60 * 1000),
+)
+
+# -- recovery ---------------------------------------------------------------------------------
+
+
+@st.composite
+def supersessions(draw: st.DrawFn, old_fence: int | None = None) -> FenceSupersession:
+    old = old_fence if old_fence is not None else draw(st.integers(1, U64_MAX - 1))
+    return FenceSupersession(old_fence=old, new_fence=draw(st.integers(old + 1, U64_MAX)))
+
+
+@st.composite
+def recovery_envelopes(draw: st.DrawFn) -> TaskRecoveryEnvelope:
+    disposition = draw(st.sampled_from(Disposition))
+    state = draw(st.sampled_from(ObservedState))
+    fence = draw(st.integers(1, U64_MAX - 1))
+    allowed_confirmed = [
+        e
+        for e in ConfirmedEffect
+        if not (e is ConfirmedEffect.ASSERTION_RETAINED and state is not ObservedState.FINISHED)
+        and not (e is ConfirmedEffect.FENCE_SUPERSEDED and state is not ObservedState.REPLACED)
+    ]
+    confirmed: list[ConfirmedEffect] = []
+    unresolved: list[UnresolvedEffect] = []
+    if disposition is Disposition.CONFIRMED:
+        confirmed = draw(st.lists(st.sampled_from(allowed_confirmed), min_size=1, unique=True))
+    elif disposition is Disposition.UNCERTAIN_EFFECT:
+        confirmed = draw(st.lists(st.sampled_from(allowed_confirmed), unique=True))
+        unresolved = draw(st.lists(st.sampled_from(UnresolvedEffect), min_size=1, unique=True))
+    return TaskRecoveryEnvelope.build(
+        request_id=draw(ids),
+        execution_operation_id=draw(ids),
+        task_id=draw(ids),
+        task_digest=draw(hex64),
+        attempt_id=draw(ids),
+        attempt_digest=draw(hex64),
+        fence=fence,
+        disposition=disposition,
+        observed_state=state,
+        confirmed_effects=tuple(confirmed),
+        unresolved_effects=tuple(unresolved),
+        fence_supersession=draw(supersessions(fence)) if state is ObservedState.REPLACED else None,
+    )
+
+
+ALL_TYPES: dict[type[Any], st.SearchStrategy[Any]] = {
+    AgentIdentity: agents,
+    ExecutorBinding: executors,
+    SchemaMismatch: schema_mismatches,
+    TaskCriterion: ids.flatmap(task_criteria),
+    NamedReference: named_references(),
+    InstructionEntrypoint: entrypoints(),
+    WorkflowTaskSubject: subjects,
+    WorkflowTask: tasks(),
+    InstructionEntrypointResponse: entrypoint_responses(),
+    TaskClaimRequest: claims,
+    TaskMutationRequest: mutations(),
+    TaskStatusRequest: status_requests,
+    InstructionsRequest: instructions_requests,
+    ReferenceFetchRequest: reference_requests,
+    ReferenceFetchResponse: reference_responses(),
+    WorkflowTaskAttempt: attempts,
+    CriterionResult: ids.flatmap(criterion_results),
+    ExecutorProvenance: provenances,
+    TaskResultAssertion: assertions(),
+    ExecutorEnrollment: enrollments,
+    ExecutorRevocation: revocations,
+    CommandRecipe: recipes,
+    CommandCollectorProfile: command_profiles,
+    FiniteReviewCollectorProfile: review_profiles,
+    FenceSupersession: supersessions(),
+    TaskRecoveryEnvelope: recovery_envelopes(),
+}
