@@ -38,15 +38,21 @@ __all__ = [
 
 @attrs.frozen(kw_only=True)
 class QueueCall:
-    """One verb call: the open transaction, the caller, the time, the lease length.
+    """One verb call: the open transaction, the caller, the time, the lease lengths.
 
-    ``now_ms`` is read once per call so every timestamp the call writes agrees.
+    ``now_ms`` is read once per call so every timestamp the call writes agrees. ``lease_ms``
+    is granted when a claim asks for no length; no claim gets more than ``lease_max_ms``.
     """
 
     tx: Transaction
     actor: Actor
     now_ms: int
     lease_ms: int
+    lease_max_ms: int
+
+    def lease_length(self, requested: int | None) -> int:
+        """The lease a claim gets: what it asked for (or the default), capped."""
+        return min(self.lease_ms if requested is None else requested, self.lease_max_ms)
 
     @property
     def workspace(self) -> str:

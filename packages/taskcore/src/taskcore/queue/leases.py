@@ -39,6 +39,7 @@ __all__ = [
     "effective_status",
     "granted_lease",
     "lease_is_live",
+    "lease_length",
     "renewed_lease",
     "require_fence",
     "require_holder",
@@ -123,11 +124,21 @@ def granted_lease(task: TaskRecord, actor: Actor, now_ms: int, lease_ms: int) ->
     )
 
 
-def renewed_lease(task: TaskRecord, now_ms: int, lease_ms: int) -> TaskRecord:
-    """The task after a non-terminal checkpoint: expiry and heartbeat move, one more extension."""
+def lease_length(task: TaskRecord, default_ms: int) -> int:
+    """The length of the task's current lease (granted at claim, kept by every renewal)."""
+    if task.lease_expires_at_ms is None or task.heartbeat_at_ms is None:
+        return default_ms
+    return task.lease_expires_at_ms - task.heartbeat_at_ms
+
+
+def renewed_lease(task: TaskRecord, now_ms: int, default_ms: int) -> TaskRecord:
+    """The task after a non-terminal checkpoint: expiry and heartbeat move, one more extension.
+
+    The renewed lease has the length the claim granted.
+    """
     return attrs.evolve(
         task,
-        lease_expires_at_ms=now_ms + lease_ms,
+        lease_expires_at_ms=now_ms + lease_length(task, default_ms),
         heartbeat_at_ms=now_ms,
         lease_extensions=task.lease_extensions + 1,
         updated_at_ms=now_ms,

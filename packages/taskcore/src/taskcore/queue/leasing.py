@@ -29,7 +29,7 @@ from taskcore.queue.leases import (
     require_holder,
     runaway_reason,
 )
-from taskcore.queue.requests import CheckpointIn, ClaimNextIn, EscalateIn, ReleaseIn, TaskRef
+from taskcore.queue.requests import CheckpointIn, ClaimIn, ClaimNextIn, EscalateIn, ReleaseIn
 from taskcore.queue.transitions import TaskAction, next_status
 from taskcore.queue.types import ClaimResult, EscalateResult, LeaseHandle, TaskStatus, TaskView
 from taskcore.queue.views import gate_view, phase_view, task_view
@@ -45,8 +45,9 @@ class Refused:
     error: TaskError
 
 
-def _take(call: QueueCall, task: TaskRecord) -> ClaimResult:
-    claimed = write_task(call, granted_lease(task, call.actor, call.now_ms, call.lease_ms))
+def _take(call: QueueCall, task: TaskRecord, lease_ms: int | None) -> ClaimResult:
+    length = call.lease_length(lease_ms)
+    claimed = write_task(call, granted_lease(task, call.actor, call.now_ms, length))
     grant = take_grant(call, claimed)
     phase = call.tx.queue.latest_phase(call.workspace, claimed.task_id)
     assert claimed.lease_owner is not None
@@ -65,7 +66,7 @@ def _take(call: QueueCall, task: TaskRecord) -> ClaimResult:
     )
 
 
-def claim(call: QueueCall, request: TaskRef) -> ClaimResult:
+def claim(call: QueueCall, request: ClaimIn) -> ClaimResult:
     """Lease one named task.
 
     Refusals: ``NOT_FOUND`` (missing or another workspace's), ``CONFLICT`` (someone holds a
@@ -88,7 +89,7 @@ def claim(call: QueueCall, request: TaskRef) -> ClaimResult:
             f"the task admits autonomy up to {task.autonomy_ceiling}; this token has "
             f"{call.actor.autonomy}",
         )
-    return _take(call, task)
+    return _take(call, task, request.lease_ms)
 
 
 def claim_next(call: QueueCall, request: ClaimNextIn) -> ClaimResult:
@@ -106,7 +107,7 @@ def claim_next(call: QueueCall, request: ClaimNextIn) -> ClaimResult:
     )
     if task is None:
         return ClaimResult(claimed=False)
-    return _take(call, task)
+    return _take(call, task, request.lease_ms)
 
 
 def checkpoint(call: QueueCall, request: CheckpointIn) -> TaskView | Refused:

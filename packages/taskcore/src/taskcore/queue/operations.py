@@ -27,12 +27,13 @@ from typing import Any, TypeVar
 
 from taskcore.actors import Actor, RiskClass, Tier
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import CHECKPOINT_WRITE_BODY_MAX_BYTES, LEASE_DEFAULT_MS
+from taskcore.limits import CHECKPOINT_WRITE_BODY_MAX_BYTES, LEASE_DEFAULT_MS, LEASE_MAX_MS
 from taskcore.queue import approval, checkpoints, ext, leasing, matters, tasks, verb_registry
 from taskcore.queue.common import QueueCall
 from taskcore.queue.requests import (
     CheckpointIn,
     CheckpointWriteIn,
+    ClaimIn,
     ClaimNextIn,
     CreateIn,
     EscalateIn,
@@ -107,7 +108,13 @@ def _lease_ms(ctx: CallContext) -> int:
 
 
 def _call(ctx: CallContext, tx: Transaction) -> QueueCall:
-    return QueueCall(tx=tx, actor=ctx.actor, now_ms=ctx.now_ms, lease_ms=_lease_ms(ctx))
+    return QueueCall(
+        tx=tx,
+        actor=ctx.actor,
+        now_ms=ctx.now_ms,
+        lease_ms=_lease_ms(ctx),
+        lease_max_ms=min(LEASE_MAX_MS, ctx.service.config.lease_max_ms),
+    )
 
 
 def _in_tx(fn: Callable[[QueueCall, Any], R]) -> Callable[[CallContext, Any], R]:
@@ -225,7 +232,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
         _spec(
             "agenttask.claim",
             "Lease one QUEUED task by id; returns payload, checkpoint, lease.",
-            TaskRef,
+            ClaimIn,
             ClaimResult,
             A,
             WRITE,

@@ -26,6 +26,8 @@ from taskcore.limits import (
     EXT_PROMPT_MAX_CHARS,
     EXT_TITLE_MAX_CHARS,
     ID_MAX_CHARS,
+    LEASE_MAX_MS,
+    LEASE_MIN_MS,
     QUEUE_LIST_MAX,
     QUEUE_PRIORITY_MAX,
     QUEUE_PRIORITY_MIN,
@@ -40,6 +42,7 @@ __all__ = [
     "VERB_PATTERN",
     "CheckpointIn",
     "CheckpointWriteIn",
+    "ClaimIn",
     "ClaimNextIn",
     "CreateIn",
     "EscalateIn",
@@ -85,7 +88,7 @@ class NoInput:
 
 @attrs.frozen(kw_only=True)
 class TaskRef:
-    """``{taskId}``: get, claim, requeue, cancel, rankByObjective, checkpoint.clear."""
+    """``{taskId}``: get, requeue, cancel, rankByObjective, checkpoint.clear."""
 
     task_id: str = _id("taskId", required=True)
 
@@ -112,11 +115,30 @@ class ListIn:
     limit: int | None = wire_field(default=None, lo=1, hi=QUEUE_LIST_MAX)
 
 
+def _lease_ms() -> Any:
+    return wire_field(
+        default=None,
+        wire="leaseMs",
+        lo=LEASE_MIN_MS,
+        hi=LEASE_MAX_MS,
+        doc="lease length in ms (default LEASE_DEFAULT_MS, capped by the service)",
+    )
+
+
+@attrs.frozen(kw_only=True)
+class ClaimIn:
+    """``agenttask.claim``: lease one task (``leaseMs`` is ours; renewals keep the length)."""
+
+    task_id: str = _id("taskId", required=True)
+    lease_ms: int | None = _lease_ms()
+
+
 @attrs.frozen(kw_only=True)
 class ClaimNextIn:
     """``agenttask.claimNext``: optionally only tasks of one carrier verb."""
 
     verb: str | None = wire_field(default=None, pattern=VERB_PATTERN)
+    lease_ms: int | None = _lease_ms()
 
 
 @attrs.frozen(kw_only=True)
