@@ -1,0 +1,323 @@
+import threading
+
+import attrs
+import pytest
+
+from taskcore.actors import Actor, RiskClass, Tier
+from taskcore.auth import issue_token, revoke_token
+from taskcore.clock import FakeClock
+from taskcore.codec import wire_field
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.service import (
+    WORKFLOW_PREFIX,
+    CallContext,
+    Door,
+    Operation,
+    RawJson,
+    Registry,
+    Route,
+    Service,
+    Surface,
+    TxMode,
+    default_registry,
+)
+from taskcore.store.audit_api import AuditEvent
+
+
+@attrs.frozen(kw_only=True)
+class TextIn:
+    text: str = wire_field(max_len=16)
+
+
+@attrs.frozen(kw_only=True)
+class NoIn:
+    pass
+
+
+def _op(name, handler, **kw):
+    base = dict(
+        name=name,
+        summary=f"{name} for tests.",
+        input_type=TextIn,
+        output_type=None,
+        min_tier=Tier.AGENT,
+        risk=RiskClass.READ,
+        idempotent=True,
+        mcp=False,
+        surface=Surface.QUEUE,
+        handler=handler,
+    )
+    base.update(kw)
+    return Operation(**base)
+
+
+def _note(ctx: CallContext, req: TextIn) -> dict:
+    # A visible write inside the call's transaction: an extra audit row.
+    ctx.transaction().audit.append(
+        AuditEvent(
+            at_ms=ctx.now_ms,
+            actor="note",
+            workspace=ctx.actor.workspace,
+            operation="note",
+            input_digest="0" * 64,
+            outcome=req.text,
+        )
+    )
+    if req.text == "boom":
+        raise TaskError(ErrorCode.CONFLICT, "refused after writing")
+    if req.text == "bug":
+        raise ValueError("a handler bug")
+    return {"text": req.text, "workspace": ctx.actor.workspace}
+
+
+def _route_echo(ctx: CallContext, req: TextIn) -> dict:
+    assert ctx.route is not None
+    return {"repository": ctx.route.repository, "profile": ctx.route.profile, "text": req.text}
+
+
+def _registry():
+    reg = Registry()
+    reg.register(_op("demo.note", _note, risk=RiskClass.WRITE))
+    reg.register(_op("demo.admin", lambda ctx, req: {}, min_tier=Tier.ADMIN, surface=Surface.ADMIN))
+    reg.register(_op("demo.destroy", lambda ctx, req: {}, risk=RiskClass.DESTRUCTIVE))
+    reg.register(_op("demo.tool", lambda ctx, req: {"ok": True}, mcp=True))
+    reg.register(
+        _op("demo.raw", lambda ctx, req: {"size": len(req)}, input_type=bytes, max_input_bytes=8)
+    )
+    reg.register(_op("demo.own", lambda ctx, req: {"tx": ctx.tx is None}, tx=TxMode.OWN))
+    reg.register(_op("demo.retained", lambda ctx, req: RawJson(b'{"b":1,"a":2}')))
+    reg.register(_op("workflow.echo", _route_echo, surface=Surface.WORKFLOW, route_required=True))
+    reg.register(
+        _op(
+            "workflow.upload",
+            lambda ctx, req: {"size": len(req)},
+            input_type=bytes,
+            surface=Surface.WORKFLOW,
+            route_required=True,
+        )
+    )
+    return reg
+
+
+@pytest.fixture
+def service(tmp_path):
+    svc = Service.open(tmp_path, clock=FakeClock(), registry=_registry())
+    yield svc
+    svc.close()
+
+
+AGENT = Actor(token_id="t-agent", workspace="w1", tier=Tier.AGENT, autonomy=1)
+ROUTE = Route(repository="acme/widgets", profile="default")
+
+
+def _code(fn, *args, **kwargs):
+    with pytest.raises(TaskError) as info:
+        fn(*args, **kwargs)
+    return info.value.code
+
+
+def test_success_returns_the_encoded_result_and_audits_once(service):
+    assert service.dispatch(AGENT, "demo.note", b'{"text": "hi"}').json() == {
+        "text": "hi",
+        "workspace": "w1",
+    }
+    assert service.audit_count(operation="demo.note") == 1
+
+
+@pytest.mark.parametrize(
+    ("name", "body", "actor", "code"),
+    [
+        ("demo.missing", b"{}", AGENT, ErrorCode.UNKNOWN_OPERATION),
+        ("demo.admin", b'{"text": "x"}', AGENT, ErrorCode.FORBIDDEN),
+        ("demo.destroy", b'{"text": "x"}', AGENT, ErrorCode.AUTONOMY_EXCEEDED),
+        ("demo.note", b'{"text": 1}', AGENT, ErrorCode.WRONG_TYPE),
+        ("demo.note", b'{"text": "x", "more": 1}', AGENT, ErrorCode.UNKNOWN_FIELD),
+        ("demo.note", b"{", AGENT, ErrorCode.MALFORMED_JSON),
+        ("demo.note", b'{"text": "boom"}', AGENT, ErrorCode.CONFLICT),
+        ("demo.note", b'{"text": "bug"}', AGENT, ErrorCode.INTERNAL),
+    ],
+)
+def test_every_refusal_is_audited_exactly_once(service, name, body, actor, code):
+    assert _code(service.dispatch, actor, name, body) is code
+    assert service.audit_count(operation=name) == 1
+
+
+def test_tier_and_autonomy_are_checked_before_the_body_is_decoded(service):
+    assert _code(service.dispatch, AGENT, "demo.admin", b"not json") is ErrorCode.FORBIDDEN
+    assert _code(service.dispatch, AGENT, "demo.destroy", b"{") is ErrorCode.AUTONOMY_EXCEEDED
+
+
+def test_a_refused_handler_leaves_no_effect(service):
+    _code(service.dispatch, AGENT, "demo.note", b'{"text": "boom"}')
+    _code(service.dispatch, AGENT, "demo.note", b'{"text": "bug"}')
+    # Only the two refusal events remain; the handler's own rows were rolled back.
+    assert service.audit_count() == 2
+    assert service.audit_count(operation="note") == 0
+
+
+def test_a_handler_bug_reports_internal_without_its_message(service):
+    with pytest.raises(TaskError) as info:
+        service.dispatch(AGENT, "demo.note", b'{"text": "bug"}')
+    assert "a handler bug" not in info.value.describe()
+    assert "not applied" in info.value.describe()
+
+
+def test_authentication_failures_are_audited_as_anonymous(service):
+    assert _code(service.call, None, "demo.note", b"{}") is ErrorCode.UNAUTHENTICATED
+    assert _code(service.call, "atk_nope", "demo.note", b"{}") is ErrorCode.UNAUTHENTICATED
+    assert service.audit_count(workspace="") == 2
+
+
+def test_a_token_revoked_after_authentication_is_refused_inside_the_transaction(service):
+    issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
+    actor = service.authenticate(issued.token)
+    revoke_token(service.storage, service.clock, issued.record.token_id)
+    assert _code(service.dispatch, actor, "demo.note", b'{"text": "x"}') is ErrorCode.TOKEN_REVOKED
+    assert service.audit_count(operation="note") == 0
+    assert (
+        _code(service.call, issued.token, "demo.note", b'{"text": "x"}') is ErrorCode.TOKEN_REVOKED
+    )
+
+
+def test_the_workspace_comes_from_the_token_never_the_body(service):
+    issued = issue_token(service.storage, service.clock, workspace="w2", tier=Tier.AGENT)
+    assert service.call(issued.token, "demo.note", b'{"text": "x"}').json()["workspace"] == "w2"
+    body = b'{"text": "x", "workspace": "w1"}'
+    assert _code(service.call, issued.token, "demo.note", body) is ErrorCode.UNKNOWN_FIELD
+
+
+def test_surfaces_restrict_what_a_route_serves(service):
+    code = _code(service.dispatch, AGENT, "workflow.echo", b"{}", surfaces=[Surface.QUEUE])
+    assert code is ErrorCode.UNKNOWN_OPERATION
+    assert service.dispatch(AGENT, "demo.note", b'{"text": "a"}', surfaces=[Surface.QUEUE])
+
+
+def test_mcp_calls_only_operations_offered_as_tools(service):
+    assert service.dispatch(AGENT, "demo.tool", b'{"text": "a"}', door=Door.MCP).json() == {
+        "ok": True
+    }
+    assert _code(service.dispatch, AGENT, "demo.note", b'{"text": "a"}', door=Door.MCP) is (
+        ErrorCode.NOT_FOUND
+    )
+
+
+def test_route_required_operations_refuse_a_call_without_a_route(service):
+    assert _code(service.dispatch, AGENT, "workflow.echo", b'{"text": "a"}') is ErrorCode.BAD_INPUT
+
+
+@pytest.mark.parametrize("repository", ["", "..", ".", "a/b/c", "a//b", "a b", "x" * 129, "/a"])
+def test_route_values_outside_the_identifier_pattern_are_refused(repository):
+    with pytest.raises(TaskError) as info:
+        Route(repository=repository, profile="p")
+    assert info.value.code is ErrorCode.INVALID_VALUE
+
+
+def test_workflow_envelope_is_decoded_strictly_and_wrapped(service):
+    body = service.call_workflow(
+        AGENT, b'{"operation": "echo", "request": {"text": "t"}}', route=ROUTE
+    ).json()
+    assert body == {
+        "capability": "agentscm.agent-workflow-tasks/v1",
+        "schema_version": 1,
+        "operation": "echo",
+        "result": {"repository": "acme/widgets", "profile": "default", "text": "t"},
+    }
+    bad = [
+        b'{"operation": "echo"}',
+        b'{"operation": "echo", "request": {"text": "t"}, "actor": "x"}',
+        b'{"operation": "echo", "request": []}',
+        b'{"operation": "Echo!", "request": {}}',
+        b"",
+    ]
+    codes = [_code(service.call_workflow, AGENT, raw, route=ROUTE) for raw in bad]
+    assert codes == [
+        ErrorCode.MISSING_FIELD,
+        ErrorCode.UNKNOWN_FIELD,
+        ErrorCode.WRONG_TYPE,
+        ErrorCode.INVALID_VALUE,
+        ErrorCode.MALFORMED_JSON,
+    ]
+    assert service.audit_count(operation="workflow") == len(bad)
+
+
+def test_workflow_envelope_cannot_reach_other_families(service):
+    raw = b'{"operation": "note", "request": {"text": "t"}}'
+    assert _code(service.call_workflow, AGENT, raw, route=ROUTE) is ErrorCode.UNKNOWN_OPERATION
+
+
+def test_raw_byte_operations_get_bytes_bounded_by_their_limit(service):
+    assert service.dispatch(AGENT, "demo.raw", b"\x00\xff").json() == {"size": 2}
+    assert _code(service.dispatch, AGENT, "demo.raw", b"123456789") is ErrorCode.PAYLOAD_TOO_LARGE
+    assert _code(service.dispatch, AGENT, "demo.raw", {"a": 1}) is ErrorCode.BAD_INPUT
+    up = service.call_workflow(AGENT, b"abc", route=ROUTE, operation="upload").json()
+    assert up["operation"] == "upload" and up["result"] == {"size": 3}
+    envelope = b'{"operation": "upload", "request": {}}'
+    assert _code(service.call_workflow, AGENT, envelope, route=ROUTE) is ErrorCode.BAD_INPUT
+
+
+def test_retained_raw_json_is_returned_byte_for_byte(service):
+    assert service.dispatch(AGENT, "demo.retained", b'{"text": "a"}').body == b'{"b":1,"a":2}'
+    wrapped = service.call_workflow(
+        AGENT, b'{"operation": "echo", "request": {"text": "a"}}', route=ROUTE
+    ).body
+    assert wrapped.endswith(
+        b',"result":{"repository":"acme/widgets","profile":"default","text":"a"}}'
+    )
+
+
+def test_own_transaction_handlers_run_outside_the_call_transaction(service):
+    assert service.dispatch(AGENT, "demo.own", b'{"text": "a"}').json() == {"tx": True}
+    assert service.audit_count(operation="demo.own") == 1
+
+
+def test_transport_refusals_are_audited_and_attributed_when_the_token_is_good(service):
+    issued = issue_token(service.storage, service.clock, workspace="w9", tier=Tier.AGENT)
+    err = TaskError(ErrorCode.PAYLOAD_TOO_LARGE, "too big")
+    assert service.refuse(issued.token, "demo.note", err) is err
+    service.refuse("atk_bad", "demo.note", err)
+    assert service.audit_count(workspace="w9") == 1
+    assert service.audit_count(workspace="") == 1
+
+
+def test_concurrent_calls_each_audit_once(service):
+    def worker():
+        for _ in range(20):
+            service.dispatch(AGENT, "demo.note", b'{"text": "c"}')
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert service.audit_count(operation="demo.note") == 80
+
+
+def test_registry_refuses_duplicates_malformed_names_and_misnamed_workflow_ops():
+    reg = Registry()
+    reg.register(_op("demo.a", lambda c, r: {}))
+    with pytest.raises(ValueError, match="twice"):
+        reg.register(_op("demo.a", lambda c, r: {}))
+    with pytest.raises(ValueError, match="malformed"):
+        reg.register(_op("Demo a", lambda c, r: {}))
+    with pytest.raises(ValueError, match="workflow"):
+        reg.register(_op("claim", lambda c, r: {}, surface=Surface.WORKFLOW))
+
+
+def test_registry_select_filters_by_surface_door_tool_and_input_kind():
+    reg = _registry()
+    assert [o.name for o in reg.select(surfaces=[Surface.WORKFLOW])] == [
+        "workflow.echo",
+        "workflow.upload",
+    ]
+    assert [o.name for o in reg.select(mcp=True)] == ["demo.tool"]
+    assert [o.name for o in reg.select(raw_input=True)] == ["demo.raw", "workflow.upload"]
+    assert reg.get("workflow.echo").local_name == "echo"
+    assert reg.get("workflow.echo").mcp_tool and not reg.get("workflow.upload").mcp_tool
+    assert not reg.get("demo.admin").mcp_tool
+
+
+def test_default_registry_names_are_unique_and_workflow_ops_are_prefixed():
+    reg = default_registry()
+    for op in reg.select(surfaces=[Surface.WORKFLOW]):
+        assert op.name.startswith(WORKFLOW_PREFIX)
+    assert len(reg.names()) == len(reg)
