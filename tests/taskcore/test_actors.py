@@ -1,5 +1,4 @@
 import pytest
-
 from taskcore.actors import MAX_AUTONOMY, Actor, RiskClass, Tier
 from taskcore.errors import ErrorCode, TaskError
 

@@ -3,7 +3,6 @@ import stat
 import threading
 
 import pytest
-
 from taskcore.actors import Tier
 from taskcore.auth import (
     FIRST_ADMIN_TOKEN_FILENAME,

@@ -7,11 +7,10 @@ from typing import Any, Literal
 
 import attrs
 import pytest
+import taskcore
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
-
-import taskcore
 from taskcore.codec import Codec, wire_field
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.schema import SchemaBuilder, error_schema, input_schema, json_schema
@@ -83,7 +82,8 @@ def test_required_fields_are_those_without_defaults_even_when_nullable():
 
 def test_wire_names_ranges_enums_literals_and_version_are_published():
     props = input_schema(Doc)["properties"]
-    assert "taskId" in props and "task_id" not in props
+    assert "taskId" in props
+    assert "task_id" not in props
     assert props["count"] == {"type": "integer", "minimum": -3, "maximum": 3, "default": 0}
     assert props["version"] == {"type": "integer", "const": 1}
     assert props["mode"] == {"enum": ["a", "b"], "default": "a"}
@@ -191,7 +191,7 @@ def _attrs_classes(package):
     for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
         try:
             module = importlib.import_module(info.name)
-        except Exception:  # noqa: BLE001 - a module another engineer is still writing
+        except Exception:
             continue
         for _, obj in inspect.getmembers(module, inspect.isclass):
             if (

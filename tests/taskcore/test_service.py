@@ -2,7 +2,6 @@ import threading
 
 import attrs
 import pytest
-
 from taskcore.actors import Actor, RiskClass, Tier
 from taskcore.auth import issue_token, revoke_token
 from taskcore.clock import FakeClock
@@ -250,7 +249,8 @@ def test_raw_byte_operations_get_bytes_bounded_by_their_limit(service):
     assert _code(service.dispatch, AGENT, "demo.raw", b"123456789") is ErrorCode.PAYLOAD_TOO_LARGE
     assert _code(service.dispatch, AGENT, "demo.raw", {"a": 1}) is ErrorCode.BAD_INPUT
     up = service.call_workflow(AGENT, b"abc", route=ROUTE, operation="upload").json()
-    assert up["operation"] == "upload" and up["result"] == {"size": 3}
+    assert up["operation"] == "upload"
+    assert up["result"] == {"size": 3}
     envelope = b'{"operation": "upload", "request": {}}'
     assert _code(service.call_workflow, AGENT, envelope, route=ROUTE) is ErrorCode.BAD_INPUT
 
@@ -312,7 +312,8 @@ def test_registry_select_filters_by_surface_door_tool_and_input_kind():
     assert [o.name for o in reg.select(mcp=True)] == ["demo.tool"]
     assert [o.name for o in reg.select(raw_input=True)] == ["demo.raw", "workflow.upload"]
     assert reg.get("workflow.echo").local_name == "echo"
-    assert reg.get("workflow.echo").mcp_tool and not reg.get("workflow.upload").mcp_tool
+    assert reg.get("workflow.echo").mcp_tool
+    assert not reg.get("workflow.upload").mcp_tool
     assert not reg.get("demo.admin").mcp_tool
 
 
