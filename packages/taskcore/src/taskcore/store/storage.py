@@ -31,6 +31,8 @@ from taskcore.store.sqlite import Component, SqliteDatabase
 
 if TYPE_CHECKING:
     from taskcore.store.audit_api import AuditStore
+    from taskcore.store.authority_api import AuthorityStore
+    from taskcore.store.journal_api import JournalStore
     from taskcore.store.queue_api import QueueStore
     from taskcore.store.tokens_api import TokenStore
 
@@ -47,7 +49,7 @@ __all__ = [
 JOURNAL_FILENAME = "journal.sqlite"
 
 # Each name is a module ``taskcore.store.sqlite_<name>`` exporting ``COMPONENT``.
-_COMPONENT_MODULES: tuple[str, ...] = ("audit", "tokens", "queue")
+_COMPONENT_MODULES: tuple[str, ...] = ("audit", "tokens", "queue", "authority", "journal")
 
 
 def journal_components() -> tuple[Component, ...]:
@@ -75,6 +77,16 @@ class Transaction(Protocol):
     @property
     def queue(self) -> QueueStore:
         """The agent task queue (tasks, verbs, matters, approval gates, checkpoints, ext)."""
+        ...
+
+    @property
+    def authority(self) -> AuthorityStore:
+        """Repositories, profiles, requirements, Changes, subjects, enrollments."""
+        ...
+
+    @property
+    def journal(self) -> JournalStore:
+        """Workflow tasks, attempts, retained results, idempotency rows, transitions."""
         ...
 
 
@@ -125,6 +137,20 @@ class SqliteTransaction:
         from taskcore.store.sqlite_queue import SqliteQueueStore
 
         return SqliteQueueStore(self.conn)
+
+    @cached_property
+    def authority(self) -> AuthorityStore:
+        """Repositories, profiles, requirements, Changes, subjects, enrollments."""
+        from taskcore.store.sqlite_authority import SqliteAuthorityStore
+
+        return SqliteAuthorityStore(self.conn)
+
+    @cached_property
+    def journal(self) -> JournalStore:
+        """Workflow tasks, attempts, retained results, idempotency rows, transitions."""
+        from taskcore.store.sqlite_journal import SqliteJournalStore
+
+        return SqliteJournalStore(self.conn)
 
 
 class SqliteStorage:

@@ -1,0 +1,438 @@
+"""SQLite implementation of :class:`~taskcore.store.authority_api.AuthorityStore`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+
+from taskcore.contract import ExecutorEnrollment, ExecutorRevocation
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.store.authority_api import (
+    PolicyRecord,
+    ProfileRecord,
+    RepositoryRecord,
+    RequirementRecord,
+    SubjectRecord,
+)
+from taskcore.store.sqlite import Component, Migration
+
+__all__ = ["COMPONENT", "SqliteAuthorityStore"]
+
+COMPONENT = Component(
+    "authority",
+    (
+        Migration(
+            1,
+            """
+            CREATE TABLE authority_repository (
+                repository_id TEXT PRIMARY KEY,
+                workspace TEXT NOT NULL,
+                work_tree TEXT NOT NULL,
+                registered_at_ms INTEGER NOT NULL,
+                policy_epoch INTEGER NOT NULL CHECK (policy_epoch >= 1),
+                policy_digest TEXT NOT NULL
+            ) STRICT;
+            CREATE TABLE authority_policy (
+                repository_id TEXT NOT NULL REFERENCES authority_repository(repository_id),
+                epoch INTEGER NOT NULL CHECK (epoch >= 1),
+                digest TEXT NOT NULL,
+                body BLOB NOT NULL,
+                recorded_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (repository_id, epoch)
+            ) STRICT;
+            CREATE TABLE authority_requirement (
+                repository_id TEXT NOT NULL REFERENCES authority_repository(repository_id),
+                requirement_digest TEXT NOT NULL,
+                requirement_id TEXT NOT NULL,
+                body BLOB NOT NULL,
+                plan_digest TEXT NOT NULL,
+                installed_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (repository_id, requirement_digest)
+            ) STRICT;
+            CREATE TABLE authority_profile (
+                repository_id TEXT NOT NULL REFERENCES authority_repository(repository_id),
+                profile_id TEXT NOT NULL,
+                target TEXT NOT NULL,
+                requirement_digest TEXT NOT NULL,
+                generation INTEGER NOT NULL CHECK (generation >= 1),
+                registered_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (repository_id, profile_id),
+                FOREIGN KEY (repository_id, requirement_digest)
+                    REFERENCES authority_requirement(repository_id, requirement_digest)
+            ) STRICT;
+            CREATE TABLE authority_subject (
+                subject_seq INTEGER PRIMARY KEY,
+                repository_id TEXT NOT NULL,
+                profile_id TEXT NOT NULL,
+                change_id TEXT NOT NULL,
+                change_version INTEGER NOT NULL,
+                revision TEXT NOT NULL,
+                commit_oid TEXT NOT NULL,
+                context BLOB NOT NULL,
+                context_digest TEXT NOT NULL,
+                target TEXT NOT NULL,
+                policy_epoch INTEGER NOT NULL,
+                policy_digest TEXT NOT NULL,
+                requirement_digest TEXT NOT NULL,
+                plan_digest TEXT NOT NULL,
+                refs BLOB NOT NULL,
+                binding_digest TEXT NOT NULL,
+                recorded_at_ms INTEGER NOT NULL,
+                superseded_at_ms INTEGER,
+                UNIQUE (repository_id, profile_id, change_id, change_version),
+                FOREIGN KEY (repository_id, profile_id)
+                    REFERENCES authority_profile(repository_id, profile_id)
+            ) STRICT;
+            CREATE INDEX authority_subject_change
+                ON authority_subject(repository_id, profile_id, change_id, subject_seq);
+            CREATE TABLE authority_enrollment (
+                registration_id TEXT NOT NULL,
+                registration_epoch INTEGER NOT NULL CHECK (registration_epoch >= 1),
+                executor_id TEXT NOT NULL,
+                repository_id TEXT NOT NULL REFERENCES authority_repository(repository_id),
+                step_id TEXT NOT NULL,
+                verification_key_id TEXT NOT NULL,
+                public_key TEXT NOT NULL,
+                enrolled_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (registration_id, registration_epoch)
+            ) STRICT;
+            CREATE TABLE authority_revocation (
+                registration_id TEXT NOT NULL,
+                registration_epoch INTEGER NOT NULL,
+                executor_id TEXT NOT NULL,
+                verification_key_id TEXT NOT NULL,
+                revoked_at_ms INTEGER NOT NULL,
+                reason TEXT NOT NULL,
+                PRIMARY KEY (registration_id, registration_epoch),
+                FOREIGN KEY (registration_id, registration_epoch)
+                    REFERENCES authority_enrollment(registration_id, registration_epoch)
+            ) STRICT;
+            """,
+        ),
+    ),
+)
+
+_SUBJECT_COLUMNS = (
+    "subject_seq, repository_id, profile_id, change_id, change_version, revision, commit_oid, "
+    "context, context_digest, target, policy_epoch, policy_digest, requirement_digest, "
+    "plan_digest, refs, binding_digest, recorded_at_ms, superseded_at_ms"
+)
+_ENROLLMENT_COLUMNS = (
+    "registration_id, registration_epoch, executor_id, repository_id, step_id, "
+    "verification_key_id, public_key, enrolled_at_ms"
+)
+_REVOCATION_COLUMNS = (
+    "registration_id, registration_epoch, executor_id, verification_key_id, revoked_at_ms, reason"
+)
+
+
+def _subject(row: Any) -> SubjectRecord:
+    return SubjectRecord(
+        subject_seq=int(row[0]),
+        repository_id=str(row[1]),
+        profile_id=str(row[2]),
+        change_id=str(row[3]),
+        change_version=int(row[4]),
+        revision=str(row[5]),
+        commit=str(row[6]),
+        context=bytes(row[7]),
+        context_digest=str(row[8]),
+        target=str(row[9]),
+        policy_epoch=int(row[10]),
+        policy_digest=str(row[11]),
+        requirement_digest=str(row[12]),
+        plan_digest=str(row[13]),
+        references=bytes(row[14]),
+        binding_digest=str(row[15]),
+        recorded_at_ms=int(row[16]),
+        superseded_at_ms=None if row[17] is None else int(row[17]),
+    )
+
+
+def _enrollment(row: Any) -> ExecutorEnrollment:
+    return ExecutorEnrollment(
+        version=1,
+        registration_id=str(row[0]),
+        registration_epoch=int(row[1]),
+        executor_id=str(row[2]),
+        repository_id=str(row[3]),
+        step_id=str(row[4]),
+        verification_key_id=str(row[5]),
+        public_key=str(row[6]),
+        enrolled_at_ms=int(row[7]),
+    )
+
+
+def _revocation(row: Any) -> ExecutorRevocation:
+    return ExecutorRevocation(
+        version=1,
+        registration_id=str(row[0]),
+        registration_epoch=int(row[1]),
+        executor_id=str(row[2]),
+        verification_key_id=str(row[3]),
+        revoked_at_ms=int(row[4]),
+        reason=str(row[5]),
+    )
+
+
+class SqliteAuthorityStore:
+    """Authority records in the ``authority_*`` tables."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self._conn = conn
+
+    def _insert(self, sql: str, args: tuple[Any, ...], what: str) -> None:
+        try:
+            self._conn.execute(sql, args)
+        except apsw.ConstraintError:
+            raise TaskError(ErrorCode.ALREADY_EXISTS, f"{what} already exists") from None
+
+    # -- repositories and policy ---------------------------------------------------------
+    def insert_repository(self, record: RepositoryRecord) -> None:
+        """Register a repository (``ALREADY_EXISTS`` if the ID is taken)."""
+        self._insert(
+            "INSERT INTO authority_repository(repository_id, workspace, work_tree, "
+            "registered_at_ms, policy_epoch, policy_digest) VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                record.repository_id,
+                record.workspace,
+                record.work_tree,
+                record.registered_at_ms,
+                record.policy_epoch,
+                record.policy_digest,
+            ),
+            f"repository {record.repository_id!r}",
+        )
+
+    def get_repository(self, repository_id: str) -> RepositoryRecord | None:
+        """Return the repository or ``None``."""
+        row = self._conn.execute(
+            "SELECT repository_id, workspace, work_tree, registered_at_ms, policy_epoch, "
+            "policy_digest FROM authority_repository WHERE repository_id = ?",
+            (repository_id,),
+        ).fetchone()
+        if row is None:
+            return None
+        return RepositoryRecord(
+            repository_id=str(row[0]),
+            workspace=str(row[1]),
+            work_tree=str(row[2]),
+            registered_at_ms=int(row[3]),
+            policy_epoch=int(row[4]),
+            policy_digest=str(row[5]),
+        )
+
+    def insert_policy(self, record: PolicyRecord) -> None:
+        """Record a policy epoch and make it the repository's current one."""
+        self._insert(
+            "INSERT INTO authority_policy(repository_id, epoch, digest, body, recorded_at_ms) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (record.repository_id, record.epoch, record.digest, record.body, record.recorded_at_ms),
+            f"policy epoch {record.epoch}",
+        )
+        self._conn.execute(
+            "UPDATE authority_repository SET policy_epoch = ?, policy_digest = ? "
+            "WHERE repository_id = ?",
+            (record.epoch, record.digest, record.repository_id),
+        )
+
+    def get_policy(self, repository_id: str, epoch: int) -> PolicyRecord | None:
+        """Return one policy epoch or ``None``."""
+        row = self._conn.execute(
+            "SELECT repository_id, epoch, digest, body, recorded_at_ms FROM authority_policy "
+            "WHERE repository_id = ? AND epoch = ?",
+            (repository_id, epoch),
+        ).fetchone()
+        if row is None:
+            return None
+        return PolicyRecord(
+            repository_id=str(row[0]),
+            epoch=int(row[1]),
+            digest=str(row[2]),
+            body=bytes(row[3]),
+            recorded_at_ms=int(row[4]),
+        )
+
+    # -- profiles and requirements -------------------------------------------------------
+    def put_profile(self, record: ProfileRecord) -> None:
+        """Insert or replace a profile registration."""
+        self._conn.execute(
+            "INSERT INTO authority_profile(repository_id, profile_id, target, requirement_digest, "
+            "generation, registered_at_ms) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(repository_id, profile_id) DO UPDATE SET target = excluded.target, "
+            "requirement_digest = excluded.requirement_digest, generation = excluded.generation, "
+            "registered_at_ms = excluded.registered_at_ms",
+            (
+                record.repository_id,
+                record.profile_id,
+                record.target,
+                record.requirement_digest,
+                record.generation,
+                record.registered_at_ms,
+            ),
+        )
+
+    def get_profile(self, repository_id: str, profile_id: str) -> ProfileRecord | None:
+        """Return the profile or ``None``."""
+        row = self._conn.execute(
+            "SELECT repository_id, profile_id, target, requirement_digest, generation, "
+            "registered_at_ms FROM authority_profile WHERE repository_id = ? AND profile_id = ?",
+            (repository_id, profile_id),
+        ).fetchone()
+        if row is None:
+            return None
+        return ProfileRecord(
+            repository_id=str(row[0]),
+            profile_id=str(row[1]),
+            target=str(row[2]),
+            requirement_digest=str(row[3]),
+            generation=int(row[4]),
+            registered_at_ms=int(row[5]),
+        )
+
+    def insert_requirement(self, record: RequirementRecord) -> bool:
+        """Install a requirement; return ``False`` if the same digest was already installed."""
+        self._conn.execute(
+            "INSERT INTO authority_requirement(repository_id, requirement_digest, requirement_id, "
+            "body, plan_digest, installed_at_ms) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT(repository_id, requirement_digest) DO NOTHING",
+            (
+                record.repository_id,
+                record.requirement_digest,
+                record.requirement_id,
+                record.body,
+                record.plan_digest,
+                record.installed_at_ms,
+            ),
+        )
+        return bool(self._conn.changes() == 1)
+
+    def get_requirement(self, repository_id: str, digest: str) -> RequirementRecord | None:
+        """Return an installed requirement or ``None``."""
+        row = self._conn.execute(
+            "SELECT repository_id, requirement_digest, requirement_id, body, plan_digest, "
+            "installed_at_ms FROM authority_requirement "
+            "WHERE repository_id = ? AND requirement_digest = ?",
+            (repository_id, digest),
+        ).fetchone()
+        if row is None:
+            return None
+        return RequirementRecord(
+            repository_id=str(row[0]),
+            requirement_digest=str(row[1]),
+            requirement_id=str(row[2]),
+            body=bytes(row[3]),
+            plan_digest=str(row[4]),
+            installed_at_ms=int(row[5]),
+        )
+
+    # -- changes and subjects ------------------------------------------------------------
+    def insert_subject(self, record: SubjectRecord) -> int:
+        """Record a subject (``subject_seq`` is assigned); return its sequence number."""
+        self._conn.execute(
+            f"INSERT INTO authority_subject({_SUBJECT_COLUMNS}) "  # noqa: S608 - constant
+            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.repository_id,
+                record.profile_id,
+                record.change_id,
+                record.change_version,
+                record.revision,
+                record.commit,
+                record.context,
+                record.context_digest,
+                record.target,
+                record.policy_epoch,
+                record.policy_digest,
+                record.requirement_digest,
+                record.plan_digest,
+                record.references,
+                record.binding_digest,
+                record.recorded_at_ms,
+                record.superseded_at_ms,
+            ),
+        )
+        return int(self._conn.last_insert_rowid())
+
+    def get_subject(self, subject_seq: int) -> SubjectRecord | None:
+        """Return a subject (superseded or not) or ``None``."""
+        row = self._conn.execute(
+            f"SELECT {_SUBJECT_COLUMNS} FROM authority_subject WHERE subject_seq = ?",  # noqa: S608
+            (subject_seq,),
+        ).fetchone()
+        return None if row is None else _subject(row)
+
+    def latest_subject(
+        self, repository_id: str, profile_id: str, change_id: str
+    ) -> SubjectRecord | None:
+        """Return the newest subject of a Change under a profile, or ``None``."""
+        row = self._conn.execute(
+            f"SELECT {_SUBJECT_COLUMNS} FROM authority_subject "  # noqa: S608 - constant
+            "WHERE repository_id = ? AND profile_id = ? AND change_id = ? "
+            "ORDER BY subject_seq DESC LIMIT 1",
+            (repository_id, profile_id, change_id),
+        ).fetchone()
+        return None if row is None else _subject(row)
+
+    def supersede_subject(self, subject_seq: int, at_ms: int) -> None:
+        """Mark a subject superseded (it stays readable)."""
+        self._conn.execute(
+            "UPDATE authority_subject SET superseded_at_ms = ? "
+            "WHERE subject_seq = ? AND superseded_at_ms IS NULL",
+            (at_ms, subject_seq),
+        )
+
+    # -- executor enrollment -------------------------------------------------------------
+    def insert_enrollment(self, enrollment: ExecutorEnrollment) -> None:
+        """Record an immutable enrollment epoch (``ALREADY_EXISTS`` on a duplicate epoch)."""
+        self._insert(
+            f"INSERT INTO authority_enrollment({_ENROLLMENT_COLUMNS}) "  # noqa: S608 - constant
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                enrollment.registration_id,
+                enrollment.registration_epoch,
+                enrollment.executor_id,
+                enrollment.repository_id,
+                enrollment.step_id,
+                enrollment.verification_key_id,
+                enrollment.public_key,
+                enrollment.enrolled_at_ms,
+            ),
+            f"enrollment epoch {enrollment.registration_epoch} of {enrollment.registration_id!r}",
+        )
+
+    def enrollments(self, registration_id: str) -> tuple[ExecutorEnrollment, ...]:
+        """Return every epoch of a registration, oldest first."""
+        rows = self._conn.execute(
+            f"SELECT {_ENROLLMENT_COLUMNS} FROM authority_enrollment "  # noqa: S608 - constant
+            "WHERE registration_id = ? ORDER BY registration_epoch",
+            (registration_id,),
+        ).fetchall()
+        return tuple(_enrollment(r) for r in rows)
+
+    def insert_revocation(self, revocation: ExecutorRevocation) -> None:
+        """Record a revocation of one epoch (``ALREADY_EXISTS`` if already revoked)."""
+        self._insert(
+            f"INSERT INTO authority_revocation({_REVOCATION_COLUMNS}) "  # noqa: S608 - constant
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                revocation.registration_id,
+                revocation.registration_epoch,
+                revocation.executor_id,
+                revocation.verification_key_id,
+                revocation.revoked_at_ms,
+                revocation.reason,
+            ),
+            f"revocation of epoch {revocation.registration_epoch} of "
+            f"{revocation.registration_id!r}",
+        )
+
+    def revocations(self, registration_id: str) -> tuple[ExecutorRevocation, ...]:
+        """Return every revocation of a registration, oldest first."""
+        rows = self._conn.execute(
+            f"SELECT {_REVOCATION_COLUMNS} FROM authority_revocation "  # noqa: S608 - constant
+            "WHERE registration_id = ? ORDER BY registration_epoch",
+            (registration_id,),
+        ).fetchall()
+        return tuple(_revocation(r) for r in rows)
