@@ -1,0 +1,72 @@
+"""The local collector: snapshot a revision, run a pinned recipe, record, sign, retain.
+
+* :mod:`~taskcore.collector.records`: ExecutionRequest / ExecutionRecord and their rules;
+* :mod:`~taskcore.collector.review`: ReviewRequest / ReviewRecord, the finite controller and
+  replay validation;
+* :mod:`~taskcore.collector.transfer`: the signed transfer envelope;
+* :mod:`~taskcore.collector.descriptor`: the server-derived descriptor and the pinned request;
+* :mod:`~taskcore.collector.state`: the owner-private state directory (key, reservations,
+  retained transfers);
+* :mod:`~taskcore.collector.snapshot`: exact materialization of a commit;
+* :mod:`~taskcore.collector.runtime`: the local process runtime and its identity;
+* :mod:`~taskcore.collector.collect`: one collection, end to end.
+
+``docs/collector.md`` describes the format and the trust it does (and does not) give.
+"""
+
+from taskcore.collector.collect import CollectResult, collect_command
+from taskcore.collector.descriptor import (
+    CollectorDescriptor,
+    PinnedBinding,
+    build_execution_request,
+    collector_profile_digest,
+)
+from taskcore.collector.records import (
+    ExecutionOutcome,
+    ExecutionRecord,
+    ExecutionRequest,
+    RuntimeIdentity,
+    SandboxMode,
+    check_execution_record,
+    runtime_identity_digest,
+)
+from taskcore.collector.runtime import detect_sandbox, probe_runtime, run_recipe
+from taskcore.collector.state import CollectorKey, CollectorState, default_state_dir
+from taskcore.collector.transfer import (
+    DecodedTransfer,
+    OriginGrant,
+    TransferHeader,
+    TransferKind,
+    decode_record,
+    decode_transfer,
+    encode_transfer,
+)
+
+__all__ = [
+    "CollectResult",
+    "CollectorDescriptor",
+    "CollectorKey",
+    "CollectorState",
+    "DecodedTransfer",
+    "ExecutionOutcome",
+    "ExecutionRecord",
+    "ExecutionRequest",
+    "OriginGrant",
+    "PinnedBinding",
+    "RuntimeIdentity",
+    "SandboxMode",
+    "TransferHeader",
+    "TransferKind",
+    "build_execution_request",
+    "check_execution_record",
+    "collect_command",
+    "collector_profile_digest",
+    "decode_record",
+    "decode_transfer",
+    "default_state_dir",
+    "detect_sandbox",
+    "encode_transfer",
+    "probe_runtime",
+    "run_recipe",
+    "runtime_identity_digest",
+]

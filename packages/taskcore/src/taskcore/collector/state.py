@@ -1,0 +1,366 @@
+"""The collector's private state directory: signing key, reservations, retained transfers.
+
+Layout (every directory mode 0700, every file 0600, owned by the collector's user)::
+
+    STATE_DIR/
+      key.json                       {"version", "seed", "public_key", "key_id"}
+      attempts/<digest>/             one directory per claimed attempt (a single digest component)
+        descriptor.json              the server-derived descriptor this collection follows
+        reservation.json             written (and fsynced) before the command starts
+        transfer.bin                 the signed bytes, fsynced before any upload
+        upload.json                  the authority's answer to the last upload
+      snapshots/<digest>/            the materialized revision while the command runs
+
+The state directory and each of its parents must not be a symlink; the state directory itself
+must be owned by this user and private (no group or other permission bits). A reservation
+without a transfer means the command may have run: reopening never runs it again
+(``EXECUTION_UNCERTAIN``), and a retained transfer is only ever re-sent byte for byte.
+
+>>> import tempfile, pathlib
+>>> state = CollectorState.open(pathlib.Path(tempfile.mkdtemp()) / "collector", create=True)
+>>> key = state.generate_key()
+>>> state.load_key().public_key == key.public_key
+True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any, Final
+
+import attrs
+
+from taskcore.canonical import canonical_json
+from taskcore.codec import wire_field
+from taskcore.contract.common import digest_field, id_field
+from taskcore.digest import domain_digest, is_hex64, sha256_hex
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES
+from taskcore.paths import user_data_root
+from taskcore.signing import generate_seed, public_key_hex
+
+__all__ = [
+    "ATTEMPT_DIR_DOMAIN",
+    "AttemptState",
+    "CollectorKey",
+    "CollectorState",
+    "default_state_dir",
+    "durable_write",
+    "key_id_for",
+]
+
+ATTEMPT_DIR_DOMAIN: Final = "agentscm.agent-workflow-collector-attempt-dir.v1"
+"""Domain of the digest that names an attempt's directory."""
+
+_STATE_ENV: Final = "AGENT_TASK_COLLECTOR_DIR"
+_KEY_FILE: Final = "key.json"
+
+
+def default_state_dir() -> Path:
+    """Return ``$AGENT_TASK_COLLECTOR_DIR`` or ``<user data root>/collector``."""
+    override = os.environ.get(_STATE_ENV)
+    return Path(override) if override else user_data_root() / "collector"
+
+
+def key_id_for(public_key: str) -> str:
+    """Return the verification key ID of a public key: ``ed25519-`` and 16 hex of its SHA-256.
+
+    >>> key_id_for("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")
+    'ed25519-21fe31dfa154a261'
+    """
+    return "ed25519-" + sha256_hex(bytes.fromhex(public_key))[:16]
+
+
+def _unsafe(message: str) -> TaskError:
+    return TaskError(ErrorCode.INVALID_PATH, message)
+
+
+def _check_parents(path: Path) -> None:
+    """Refuse a path any of whose existing components (including itself) is a symlink."""
+    current = Path(path.anchor) if path.is_absolute() else Path.cwd()
+    for part in path.parts[1:] if path.is_absolute() else path.parts:
+        current = current / part
+        try:
+            info = os.lstat(current)
+        except FileNotFoundError:
+            return
+        if stat.S_ISLNK(info.st_mode):
+            raise _unsafe(f"{current} is a symlink; collector state must not pass through one")
+
+
+def _check_private_dir(path: Path) -> None:
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode):
+        raise _unsafe(f"{path} is not a directory")
+    if info.st_uid != os.getuid():
+        raise _unsafe(f"{path} is owned by another user; collector state must be yours")
+    if info.st_mode & 0o077:
+        raise _unsafe(f"{path} is readable by others; run 'chmod 700 {path}'")
+
+
+def _private_mkdir(path: Path) -> None:
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    _check_private_dir(path)
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def durable_write(path: Path, data: bytes, *, exclusive: bool = True) -> None:
+    """Write ``data`` to ``path`` (0600) durably: temp file, fsync, rename, fsync the directory.
+
+    With ``exclusive`` an existing file is an ``ALREADY_EXISTS`` error and is never replaced.
+    """
+    if exclusive and os.path.lexists(path):
+        raise TaskError(ErrorCode.ALREADY_EXISTS, f"{path.name} is already retained; not replaced")
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            view = view[written:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    if exclusive:
+        try:
+            os.link(tmp, path)  # fails if another process retained first
+        except FileExistsError:
+            os.unlink(tmp)
+            raise TaskError(
+                ErrorCode.ALREADY_EXISTS, f"{path.name} is already retained; not replaced"
+            ) from None
+        os.unlink(tmp)
+    else:
+        os.replace(tmp, path)
+    _fsync_dir(path.parent)
+
+
+def _read_private(path: Path, max_bytes: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.getuid() or info.st_mode & 0o077:
+            raise _unsafe(f"{path} must be private to you (mode 0600)")
+        if info.st_size > max_bytes:
+            raise TaskError(ErrorCode.PAYLOAD_TOO_LARGE, f"{path.name} is larger than expected")
+        chunks = []
+        remaining = info.st_size + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise TaskError(ErrorCode.PAYLOAD_TOO_LARGE, f"{path.name} is larger than expected")
+    return data
+
+
+@attrs.frozen(kw_only=True)
+class CollectorKey:
+    """The collector's Ed25519 key: the private seed never leaves the state directory."""
+
+    version: int = wire_field(version=True)
+    seed: str = digest_field()
+    public_key: str = digest_field()
+    key_id: str = id_field()
+
+
+@attrs.frozen
+class AttemptState:
+    """The retained files of one attempt's collection."""
+
+    path: Path
+
+    @property
+    def descriptor_path(self) -> Path:
+        """The descriptor this collection follows."""
+        return self.path / "descriptor.json"
+
+    @property
+    def reservation_path(self) -> Path:
+        """Written before the command starts."""
+        return self.path / "reservation.json"
+
+    @property
+    def transfer_path(self) -> Path:
+        """The signed transfer bytes."""
+        return self.path / "transfer.bin"
+
+    @property
+    def upload_path(self) -> Path:
+        """The authority's last answer to an upload of the transfer."""
+        return self.path / "upload.json"
+
+    def has_reservation(self) -> bool:
+        """Whether a reservation was made (the command may have started)."""
+        return self.reservation_path.exists()
+
+    def has_transfer(self) -> bool:
+        """Whether signed bytes are retained."""
+        return self.transfer_path.exists()
+
+    def reserve(self, reservation: Any) -> None:
+        """Durably record that the command is about to run; refuse a second reservation."""
+        try:
+            durable_write(self.reservation_path, canonical_json(reservation))
+        except TaskError as err:
+            if err.code is ErrorCode.ALREADY_EXISTS:
+                raise TaskError(
+                    ErrorCode.EXECUTION_UNCERTAIN,
+                    "this attempt was already reserved by an earlier collection; the command "
+                    "is never run twice. Run 'agent-task retry-upload' if a transfer was "
+                    "retained, otherwise reconcile the task",
+                ) from None
+            raise
+
+    def retain_transfer(self, envelope: bytes) -> None:
+        """Durably retain the signed bytes (fsync) before any upload."""
+        durable_write(self.transfer_path, envelope)
+
+    def read_transfer(self) -> bytes:
+        """Return the retained signed bytes exactly."""
+        if not self.has_transfer():
+            raise TaskError(ErrorCode.NOT_FOUND, "no signed transfer is retained for this attempt")
+        return _read_private(self.transfer_path, COLLECTOR_ENVELOPE_MAX_BYTES)
+
+    def write_json(self, path: Path, value: Any) -> None:
+        """Replace a small JSON file durably (descriptor, upload answer)."""
+        durable_write(path, json.dumps(value, sort_keys=True).encode("utf-8"), exclusive=False)
+
+    def read_json(self, path: Path) -> Any:
+        """Read a small JSON file written by :meth:`write_json`, or ``None`` if absent."""
+        if not path.exists():
+            return None
+        return json.loads(_read_private(path, 1 << 20))
+
+
+class CollectorState:
+    """One collector state directory (see the module docstring for its layout)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @classmethod
+    def open(cls, root: Path | str | None = None, *, create: bool = False) -> CollectorState:
+        """Open (or with ``create`` make) the state directory, checking it is private.
+
+        Refuses a symlink anywhere on the path and a directory others can read.
+        """
+        path = Path(root) if root is not None else default_state_dir()
+        path = Path(os.path.abspath(path))
+        _check_parents(path)
+        if not os.path.lexists(path):
+            if not create:
+                raise TaskError(
+                    ErrorCode.NOT_FOUND,
+                    f"collector state {path} does not exist; run 'agent-task collector keygen'",
+                )
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            _check_parents(path)
+            _private_mkdir(path)
+        _check_private_dir(path)
+        state = cls(path)
+        for sub in ("attempts", "snapshots"):
+            if create or os.path.lexists(path / sub):
+                _private_mkdir(path / sub)
+        return state
+
+    # -- key --------------------------------------------------------------------------------
+    @property
+    def key_path(self) -> Path:
+        """Where the private key seed lives."""
+        return self.root / _KEY_FILE
+
+    def generate_key(self) -> CollectorKey:
+        """Create the signing key; an existing key is never replaced (``ALREADY_EXISTS``)."""
+        seed = generate_seed()
+        public = public_key_hex(seed)
+        key = CollectorKey(version=1, seed=seed, public_key=public, key_id=key_id_for(public))
+        try:
+            durable_write(self.key_path, canonical_json(key))
+        except TaskError as err:
+            if err.code is ErrorCode.ALREADY_EXISTS:
+                raise TaskError(
+                    ErrorCode.ALREADY_EXISTS,
+                    "a collector key already exists here; it is never replaced (enroll its "
+                    "public key, or use another --state-dir)",
+                ) from None
+            raise
+        return key
+
+    def load_key(self) -> CollectorKey:
+        """Return the signing key, checking the file is private and consistent."""
+        if not os.path.lexists(self.key_path):
+            raise TaskError(
+                ErrorCode.NOT_FOUND, "no collector key; run 'agent-task collector keygen' first"
+            )
+        raw = json.loads(_read_private(self.key_path, 4096))
+        if not isinstance(raw, dict) or not is_hex64(raw.get("seed")):
+            raise TaskError(ErrorCode.INTEGRITY_FAILURE, "the collector key file is damaged")
+        from taskcore.codec import default_codec
+
+        key = default_codec().structure(raw, CollectorKey)
+        if public_key_hex(key.seed) != key.public_key or key_id_for(key.public_key) != key.key_id:
+            raise TaskError(ErrorCode.INTEGRITY_FAILURE, "the collector key file is inconsistent")
+        return key
+
+    # -- attempts ---------------------------------------------------------------------------
+    @staticmethod
+    def attempt_component(
+        *, audience: str, task_id: str, attempt_id: str, attempt_digest: str, fence: int
+    ) -> str:
+        """Return the single digest path component of one attempt (never caller text)."""
+        material = canonical_json(
+            {
+                "audience": audience,
+                "task_id": task_id,
+                "attempt_id": attempt_id,
+                "attempt_digest": attempt_digest,
+                "fence": fence,
+            }
+        )
+        return domain_digest(ATTEMPT_DIR_DOMAIN, material)
+
+    def attempt(self, component: str, *, create: bool = False) -> AttemptState:
+        """Return the state of the attempt named by its digest component."""
+        if not is_hex64(component):
+            raise _unsafe("an attempt directory is named by one 64-hex digest")
+        path = self.root / "attempts" / component
+        if create:
+            _private_mkdir(self.root / "attempts")
+            _private_mkdir(path)
+        elif os.path.lexists(path):
+            _check_private_dir(path)
+        return AttemptState(path)
+
+    def attempts(self) -> tuple[AttemptState, ...]:
+        """Every attempt directory retained here."""
+        base = self.root / "attempts"
+        if not base.exists():
+            return ()
+        return tuple(
+            AttemptState(base / name) for name in sorted(os.listdir(base)) if is_hex64(name)
+        )
+
+    def snapshot_dir(self, component: str) -> Path:
+        """Return (not create) the snapshot path of an attempt: a single digest component."""
+        if not is_hex64(component):
+            raise _unsafe("a snapshot directory is named by one 64-hex digest")
+        _private_mkdir(self.root / "snapshots")
+        return self.root / "snapshots" / component

@@ -1,0 +1,152 @@
+"""Fixtures for collector tests: a real git repository, a collector state, descriptors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from taskcore.authority.gitrev import git_revision
+from taskcore.collector.descriptor import (
+    CollectorDescriptor,
+    PinnedBinding,
+    build_execution_request,
+    collector_profile_digest,
+    request_bytes,
+)
+from taskcore.collector.records import SandboxMode, runtime_identity_digest
+from taskcore.collector.runtime import probe_runtime
+from taskcore.collector.state import CollectorState
+from taskcore.collector.transfer import OriginGrant
+from taskcore.contract.collector import CommandCollectorProfile, CommandRecipe
+from taskcore.contract.common import ExecutorBinding
+from taskcore.digest import sha256_hex
+
+SH = "/bin/sh"
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {
+        "PATH": os.environ["PATH"],
+        "HOME": str(repo),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+    }
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, check=True, env=env)
+    return done.stdout.decode().strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "README.md").write_text("hello\n")
+    (path / "run.sh").write_text("#!/bin/sh\necho ran\n")
+    (path / "run.sh").chmod(0o755)
+    (path / "sub").mkdir()
+    (path / "sub" / "data.txt").write_text("data\n")
+    os.symlink("README.md", path / "link")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "one")
+    return path
+
+
+def commit_file(repo: Path, name: str, text: str) -> str:
+    (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", f"edit {name}")
+    return head(repo)
+
+
+def head(repo: Path) -> str:
+    return git(repo, "rev-parse", "HEAD")
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> CollectorState:
+    st = CollectorState.open(tmp_path / "state" / "collector", create=True)
+    st.generate_key()
+    return st
+
+
+def recipe(
+    script: str, *, timeout_ms: int = 20_000, limit: int = 4096, allow: tuple[str, ...] = ("PATH",)
+) -> CommandRecipe:
+    return CommandRecipe(
+        argv=(SH, "-c", script),
+        working_directory=".",
+        environment_allowlist=allow,
+        timeout_ms=timeout_ms,
+        output_limit_bytes=limit,
+    )
+
+
+DescriptorFactory = Callable[..., CollectorDescriptor]
+
+
+@pytest.fixture
+def make_descriptor(repo: Path, state: CollectorState) -> DescriptorFactory:
+    def build(
+        command: CommandRecipe | None = None,
+        *,
+        sandbox: SandboxMode = SandboxMode.NONE,
+        fence: int = 1,
+        attempt_id: str = "att-1",
+        commit: str | None = None,
+        runtime_sha: str | None = None,
+    ) -> CollectorDescriptor:
+        key = state.load_key()
+        rec = command or recipe("echo ok")
+        identity = probe_runtime(rec, sandbox=sandbox)
+        profile = CommandCollectorProfile(
+            version=1,
+            kind="command",
+            profile_id="cp-1",
+            repository_id="acme",
+            workflow_profile_id="default",
+            step_id="tests",
+            registration_id="reg-1",
+            registration_epoch=1,
+            recipe=rec,
+            runtime_identity_sha256=runtime_sha or runtime_identity_digest(identity),
+        )
+        the_commit = commit or head(repo)
+        binding = PinnedBinding(
+            audience="authority-1",
+            repository_id="acme",
+            workflow_profile_id="default",
+            step_id="tests",
+            task_id="task-1",
+            task_digest="a" * 64,
+            attempt_id=attempt_id,
+            attempt_digest=sha256_hex(attempt_id.encode()),
+            execution_operation_id="op-1",
+            fence=fence,
+            revision=git_revision(repo, the_commit),
+            commit=the_commit,
+        )
+        request = build_execution_request(binding, profile)
+        return CollectorDescriptor(
+            version=1,
+            kind="command",
+            binding=binding,
+            origin=OriginGrant(owner_id="w1", agent_id="tok1", grant_generation=1),
+            registration=ExecutorBinding(
+                registration_id="reg-1",
+                executor_id="collector-1",
+                registration_epoch=1,
+                verification_key_id=key.key_id,
+            ),
+            profile=profile,
+            profile_digest=collector_profile_digest(profile),
+            request=request,
+            request_sha256=sha256_hex(request_bytes(request)),
+        )
+
+    return build

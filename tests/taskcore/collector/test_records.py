@@ -1,0 +1,213 @@
+from __future__ import annotations
+
+import attrs
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from taskcore.canonical import canonical_json
+from taskcore.collector.descriptor import PinnedBinding, build_execution_request
+from taskcore.collector.records import (
+    CleanupEvidence,
+    ExecutionOutcome,
+    ExecutionRecord,
+    RuntimeIdentity,
+    SandboxMode,
+    SnapshotEvidence,
+    capture_output,
+    check_execution_record,
+    runtime_identity_digest,
+)
+from taskcore.collector.transfer import decode_record
+from taskcore.contract.collector import CommandCollectorProfile, CommandRecipe
+from taskcore.digest import sha256_hex
+from taskcore.errors import ErrorCode, TaskError
+
+IDENTITY = RuntimeIdentity(
+    version=1,
+    system="Linux",
+    machine="x86_64",
+    sandbox=SandboxMode.NETNS,
+    executable="/usr/bin/python3",
+    executable_sha256="e" * 64,
+    interpreter_sha256=None,
+    collector_version="taskcore-0.1.0",
+)
+RECIPE = CommandRecipe(
+    argv=("/usr/bin/python3", "-m", "pytest"),
+    working_directory=".",
+    environment_allowlist=("PATH", "LANG"),
+    timeout_ms=60_000,
+    output_limit_bytes=64,
+)
+PROFILE = CommandCollectorProfile(
+    version=1,
+    kind="command",
+    profile_id="cp",
+    repository_id="acme",
+    workflow_profile_id="default",
+    step_id="tests",
+    registration_id="reg",
+    registration_epoch=1,
+    recipe=RECIPE,
+    runtime_identity_sha256=runtime_identity_digest(IDENTITY),
+)
+BINDING = PinnedBinding(
+    audience="auth",
+    repository_id="acme",
+    workflow_profile_id="default",
+    step_id="tests",
+    task_id="t",
+    task_digest="a" * 64,
+    attempt_id="a",
+    attempt_digest="b" * 64,
+    execution_operation_id="op",
+    fence=2,
+    revision="c" * 64,
+    commit="d" * 40,
+)
+REQUEST = build_execution_request(BINDING, PROFILE)
+REQUEST_SHA = sha256_hex(canonical_json(REQUEST))
+
+
+def capture(data: bytes):
+    return capture_output(data, total_bytes=len(data), full_sha256=sha256_hex(data))
+
+
+def record(**changes) -> ExecutionRecord:
+    fields = dict(
+        version=1,
+        request_sha256=REQUEST_SHA,
+        outcome=ExecutionOutcome.PASSED,
+        exit_status=0,
+        signal=None,
+        duration_ms=10,
+        stdout=capture(b"3 passed\n"),
+        stderr=capture(b""),
+        runtime=IDENTITY,
+        runtime_identity_sha256=runtime_identity_digest(IDENTITY),
+        snapshot=SnapshotEvidence(
+            revision="c" * 64,
+            commit="d" * 40,
+            materialized_revision="c" * 64,
+            file_count=3,
+            total_bytes=9,
+        ),
+        environment_names=("PATH",),
+        cleanup=CleanupEvidence(process_group_ended=True, snapshot_removed=True),
+        started_at_ms=1,
+        finished_at_ms=11,
+    )
+    fields.update(changes)
+    return ExecutionRecord(**fields)
+
+
+def refused(rec: ExecutionRecord) -> ErrorCode:
+    with pytest.raises(TaskError) as err:
+        check_execution_record(rec, REQUEST, REQUEST_SHA)
+    return err.value.code
+
+
+def test_a_consistent_passing_record_is_accepted():
+    check_execution_record(record(), REQUEST, REQUEST_SHA)
+
+
+def test_a_failed_record_is_valid_evidence_of_failure():
+    check_execution_record(
+        record(outcome=ExecutionOutcome.FAILED, exit_status=1), REQUEST, REQUEST_SHA
+    )
+
+
+@pytest.mark.parametrize(
+    ("outcome", "exit_status", "signal"),
+    [
+        (ExecutionOutcome.PASSED, 1, None),
+        (ExecutionOutcome.PASSED, None, 9),
+        (ExecutionOutcome.FAILED, 0, None),
+        (ExecutionOutcome.START_FAILED, 0, None),
+        (ExecutionOutcome.TIMED_OUT, 0, None),
+    ],
+)
+def test_an_outcome_that_disagrees_with_the_exit_status_is_refused(outcome, exit_status, signal):
+    assert refused(record(outcome=outcome, exit_status=exit_status, signal=signal)) is (
+        ErrorCode.BINDING_MISMATCH
+    )
+
+
+def test_a_timeout_shorter_than_the_recipe_is_refused():
+    rec = record(outcome=ExecutionOutcome.TIMED_OUT, exit_status=None, duration_ms=5)
+    assert refused(rec) is ErrorCode.BINDING_MISMATCH
+
+
+def test_output_whose_digest_does_not_match_is_refused():
+    bad = attrs.evolve(capture(b"3 passed\n"), sha256="0" * 64)
+    assert refused(record(stdout=bad)) is ErrorCode.BINDING_MISMATCH
+
+
+def test_truncation_must_be_declared():
+    lying = attrs.evolve(capture(b"tail"), total_bytes=100)
+    assert refused(record(stdout=lying)) is ErrorCode.BINDING_MISMATCH
+
+
+def test_retained_output_above_the_recipe_bound_is_refused():
+    assert refused(record(stdout=capture(b"x" * 65))) is ErrorCode.BINDING_MISMATCH
+
+
+def test_a_truncated_tail_within_the_bound_is_accepted():
+    tail = b"y" * 60
+    out = capture_output(tail, total_bytes=10_000, full_sha256="f" * 64)
+    check_execution_record(record(stdout=out), REQUEST, REQUEST_SHA)
+
+
+def test_another_runtime_is_a_runtime_mismatch():
+    other = attrs.evolve(IDENTITY, sandbox=SandboxMode.NONE)
+    rec = record(runtime=other, runtime_identity_sha256=runtime_identity_digest(other))
+    assert refused(rec) is ErrorCode.RUNTIME_MISMATCH
+
+
+def test_a_runtime_digest_that_is_not_the_identitys_is_a_runtime_mismatch():
+    assert refused(record(runtime_identity_sha256="0" * 64)) is ErrorCode.RUNTIME_MISMATCH
+
+
+def test_another_revision_is_a_revision_mismatch():
+    snap = SnapshotEvidence(
+        revision="e" * 64,
+        commit="d" * 40,
+        materialized_revision="e" * 64,
+        file_count=1,
+        total_bytes=1,
+    )
+    assert refused(record(snapshot=snap)) is ErrorCode.REVISION_MISMATCH
+
+
+def test_a_materialized_tree_that_differs_is_a_revision_mismatch():
+    snap = SnapshotEvidence(
+        revision="c" * 64,
+        commit="d" * 40,
+        materialized_revision="e" * 64,
+        file_count=1,
+        total_bytes=1,
+    )
+    assert refused(record(snapshot=snap)) is ErrorCode.REVISION_MISMATCH
+
+
+def test_environment_outside_the_allow_list_is_refused():
+    assert refused(record(environment_names=("PATH", "AWS_SECRET"))) is ErrorCode.BINDING_MISMATCH
+
+
+@pytest.mark.parametrize("field", ["process_group_ended", "snapshot_removed"])
+def test_unconfirmed_cleanup_is_refused(field):
+    cleanup = attrs.evolve(
+        CleanupEvidence(process_group_ended=True, snapshot_removed=True), **{field: False}
+    )
+    assert refused(record(cleanup=cleanup)) is ErrorCode.BINDING_MISMATCH
+
+
+def test_a_record_for_another_request_is_refused():
+    assert refused(record(request_sha256="0" * 64)) is ErrorCode.BINDING_MISMATCH
+
+
+@given(st.binary(max_size=200), st.integers(0, 1000))
+def test_records_round_trip_through_their_canonical_bytes(data, extra):
+    out = capture_output(data, total_bytes=len(data) + extra, full_sha256=sha256_hex(data))
+    rec = record(stdout=out)
+    assert decode_record(ExecutionRecord, canonical_json(rec)) == rec

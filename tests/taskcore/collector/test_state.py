@@ -1,0 +1,119 @@
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+from taskcore.collector.state import CollectorState, durable_write, key_id_for
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.signing import public_key_hex
+
+
+def test_a_new_state_directory_is_owner_private(tmp_path):
+    state = CollectorState.open(tmp_path / "c", create=True)
+    assert stat.S_IMODE(os.stat(state.root).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(state.root / "attempts").st_mode) == 0o700
+
+
+def test_a_missing_state_directory_is_not_created_without_asking(tmp_path):
+    with pytest.raises(TaskError) as err:
+        CollectorState.open(tmp_path / "c")
+    assert err.value.code is ErrorCode.NOT_FOUND
+    assert not (tmp_path / "c").exists()
+
+
+def test_a_symlinked_state_directory_is_refused(tmp_path):
+    real = tmp_path / "real"
+    CollectorState.open(real, create=True)
+    os.symlink(real, tmp_path / "link")
+    with pytest.raises(TaskError) as err:
+        CollectorState.open(tmp_path / "link")
+    assert err.value.code is ErrorCode.INVALID_PATH
+
+
+def test_a_symlinked_parent_is_refused(tmp_path):
+    (tmp_path / "real").mkdir()
+    os.symlink(tmp_path / "real", tmp_path / "parent")
+    with pytest.raises(TaskError) as err:
+        CollectorState.open(tmp_path / "parent" / "c", create=True)
+    assert err.value.code is ErrorCode.INVALID_PATH
+    assert not (tmp_path / "real" / "c").exists()
+
+
+def test_a_group_readable_state_directory_is_refused(tmp_path):
+    state = CollectorState.open(tmp_path / "c", create=True)
+    os.chmod(state.root, 0o750)
+    with pytest.raises(TaskError) as err:
+        CollectorState.open(state.root)
+    assert err.value.code is ErrorCode.INVALID_PATH
+
+
+def test_keygen_writes_a_private_seed_and_loads_it_back(tmp_path):
+    state = CollectorState.open(tmp_path / "c", create=True)
+    key = state.generate_key()
+    assert stat.S_IMODE(os.stat(state.key_path).st_mode) == 0o600
+    assert public_key_hex(key.seed) == key.public_key
+    assert key.key_id == key_id_for(key.public_key)
+    assert state.load_key() == key
+
+
+def test_an_existing_key_is_never_replaced(tmp_path):
+    state = CollectorState.open(tmp_path / "c", create=True)
+    first = state.generate_key()
+    with pytest.raises(TaskError) as err:
+        state.generate_key()
+    assert err.value.code is ErrorCode.ALREADY_EXISTS
+    assert state.load_key() == first
+
+
+def test_a_key_file_readable_by_others_is_refused(tmp_path):
+    state = CollectorState.open(tmp_path / "c", create=True)
+    state.generate_key()
+    os.chmod(state.key_path, 0o644)
+    with pytest.raises(TaskError) as err:
+        state.load_key()
+    assert err.value.code is ErrorCode.INVALID_PATH
+
+
+def test_attempt_directories_are_one_digest_component(tmp_path):
+    state = CollectorState.open(tmp_path / "c", create=True)
+    component = state.attempt_component(
+        audience="a", task_id="../../etc", attempt_id="x/y", attempt_digest="b" * 64, fence=1
+    )
+    assert len(component) == 64
+    attempt = state.attempt(component, create=True)
+    assert attempt.path.parent == state.root / "attempts"
+    with pytest.raises(TaskError):
+        state.attempt("../escape", create=True)
+
+
+def test_attempt_components_differ_by_fence(tmp_path):
+    kwargs = dict(audience="a", task_id="t", attempt_id="x", attempt_digest="b" * 64)
+    assert CollectorState.attempt_component(fence=1, **kwargs) != (
+        CollectorState.attempt_component(fence=2, **kwargs)
+    )
+
+
+def test_a_second_reservation_is_execution_uncertain(tmp_path):
+    state = CollectorState.open(tmp_path / "c", create=True)
+    attempt = state.attempt("a" * 64, create=True)
+    attempt.reserve({"n": 1})
+    with pytest.raises(TaskError) as err:
+        attempt.reserve({"n": 2})
+    assert err.value.code is ErrorCode.EXECUTION_UNCERTAIN
+
+
+def test_retained_transfer_bytes_are_never_replaced(tmp_path):
+    state = CollectorState.open(tmp_path / "c", create=True)
+    attempt = state.attempt("a" * 64, create=True)
+    attempt.retain_transfer(b"first")
+    with pytest.raises(TaskError) as err:
+        attempt.retain_transfer(b"second")
+    assert err.value.code is ErrorCode.ALREADY_EXISTS
+    assert attempt.read_transfer() == b"first"
+
+
+def test_durable_write_leaves_no_temporary_file(tmp_path):
+    durable_write(tmp_path / "f", b"data")
+    assert sorted(os.listdir(tmp_path)) == ["f"]
+    assert (tmp_path / "f").read_bytes() == b"data"
