@@ -8,6 +8,7 @@ from the one ErrorCode -> exit table in taskcore (:attr:`taskcore.ErrorKind.exit
 from __future__ import annotations
 
 import importlib
+import sys
 
 import click
 
@@ -23,6 +24,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "queue_cmd",
     "task_cmd",
     "mcp_cmd",
+    "gate_cmd",
 )
 
 
@@ -49,4 +51,10 @@ def load_commands() -> click.Group:
 
 def main() -> None:
     """Entry point of the ``agent-task`` script."""
+    if sys.argv[1:2] == ["gate-stop"]:
+        # The Stop hook must start fast: dispatch it before any other command module (and
+        # the HTTP and MCP stacks they import) is loaded.
+        from taskcore.gate.hook import main as gate_stop
+
+        sys.exit(gate_stop(sys.argv[2:]))
     load_commands()()

@@ -1,0 +1,48 @@
+"""The front-door operation ``session_gate``: an MCP tool, an HTTP verb and a CLI call.
+
+A service caller is remote by definition: a ``transcript_path`` it sends is accepted only
+when, with symlinks resolved, it is a regular ``.jsonl`` file inside the Claude Code or Codex
+roots of the machine the service runs on; ``session_id`` and ``cwd`` are looked up in the
+index only. The operation reads transcripts and the gate index, never the journal.
+"""
+
+from __future__ import annotations
+
+from taskcore.actors import RiskClass, Tier
+from taskcore.gate.session_gate import SessionGateIn, SessionGateResult, session_gate
+from taskcore.service import CallContext, Operation, Registry, Surface, TxMode
+
+__all__ = ["SESSION_GATE", "register"]
+
+SESSION_GATE = "session_gate"
+
+
+def _handle(ctx: CallContext, request: SessionGateIn) -> SessionGateResult:
+    return session_gate(request, remote=True).result
+
+
+def register(registry: Registry) -> None:
+    """Register ``session_gate``."""
+    registry.register(
+        Operation(
+            name=SESSION_GATE,
+            summary="Where one coding-agent session stands on the evidence ladder, right now.",
+            description=(
+                "Name the session with exactly one of session_id, transcript_path (a .jsonl under "
+                "the Claude Code or Codex session roots) or cwd (the latest indexed session of that "
+                "repository). Returns rung (0-5), rung_name, below_line, missing (the one missing "
+                "condition), receipt_lines (at most six), budget_left (Stop-hook re-entries left "
+                "for the current prompt), stale (a check passed before the last change) and "
+                "indexed. Read-only: never calls a model, runs a command or edits a file."
+            ),
+            input_type=SessionGateIn,
+            output_type=SessionGateResult,
+            min_tier=Tier.AGENT,
+            risk=RiskClass.READ,
+            idempotent=True,
+            mcp=True,
+            surface=Surface.GATE,
+            handler=_handle,
+            tx=TxMode.OWN,
+        )
+    )
