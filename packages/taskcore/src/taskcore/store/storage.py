@@ -32,6 +32,7 @@ from taskcore.store.sqlite import Component, SqliteDatabase
 if TYPE_CHECKING:
     from taskcore.store.audit_api import AuditStore
     from taskcore.store.authority_api import AuthorityStore
+    from taskcore.store.collector_api import CollectorStore
     from taskcore.store.journal_api import JournalStore
     from taskcore.store.queue_api import QueueStore
     from taskcore.store.tokens_api import TokenStore
@@ -49,7 +50,14 @@ __all__ = [
 JOURNAL_FILENAME = "journal.sqlite"
 
 # Each name is a module ``taskcore.store.sqlite_<name>`` exporting ``COMPONENT``.
-_COMPONENT_MODULES: tuple[str, ...] = ("audit", "tokens", "queue", "authority", "journal")
+_COMPONENT_MODULES: tuple[str, ...] = (
+    "audit",
+    "tokens",
+    "queue",
+    "authority",
+    "journal",
+    "collector",
+)
 
 
 def journal_components() -> tuple[Component, ...]:
@@ -87,6 +95,11 @@ class Transaction(Protocol):
     @property
     def journal(self) -> JournalStore:
         """Workflow tasks, attempts, retained results, idempotency rows, transitions."""
+        ...
+
+    @property
+    def collector(self) -> CollectorStore:
+        """Collector profiles, retained signed transfers, receipts."""
         ...
 
 
@@ -151,6 +164,13 @@ class SqliteTransaction:
         from taskcore.store.sqlite_journal import SqliteJournalStore
 
         return SqliteJournalStore(self.conn)
+
+    @cached_property
+    def collector(self) -> CollectorStore:
+        """Collector profiles, retained signed transfers, receipts."""
+        from taskcore.store.sqlite_collector import SqliteCollectorStore
+
+        return SqliteCollectorStore(self.conn)
 
 
 class SqliteStorage:

@@ -1,0 +1,357 @@
+"""SQLite implementation of :class:`~taskcore.store.collector_api.CollectorStore`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import apsw
+
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.store.collector_api import CollectorProfileRecord, ReceiptRecord, TransferRecord
+from taskcore.store.sqlite import Component, Migration
+
+__all__ = ["COMPONENT", "SqliteCollectorStore"]
+
+COMPONENT = Component(
+    "collector",
+    (
+        Migration(
+            1,
+            """
+            CREATE TABLE collector_meta (
+                key TEXT PRIMARY KEY,
+                value TEXT NOT NULL
+            ) STRICT;
+            INSERT INTO collector_meta(key, value)
+                VALUES ('audience', 'authority-' || lower(hex(randomblob(16))));
+            CREATE TABLE collector_profile (
+                profile_id TEXT PRIMARY KEY,
+                digest TEXT NOT NULL UNIQUE,
+                kind TEXT NOT NULL CHECK (kind IN ('command', 'finite_review')),
+                repository_id TEXT NOT NULL,
+                workflow_profile_id TEXT NOT NULL,
+                step_id TEXT NOT NULL,
+                registration_id TEXT NOT NULL,
+                registration_epoch INTEGER NOT NULL CHECK (registration_epoch >= 1),
+                body BLOB NOT NULL,
+                installed_at_ms INTEGER NOT NULL,
+                superseded_at_ms INTEGER
+            ) STRICT;
+            CREATE UNIQUE INDEX collector_profile_current
+                ON collector_profile(repository_id, workflow_profile_id, step_id)
+                WHERE superseded_at_ms IS NULL;
+            CREATE TABLE collector_transfer (
+                transfer_digest TEXT PRIMARY KEY,
+                upload_request_id TEXT NOT NULL,
+                owner_id TEXT NOT NULL,
+                agent_id TEXT NOT NULL,
+                grant_generation INTEGER NOT NULL,
+                repository_id TEXT NOT NULL,
+                workflow_profile_id TEXT NOT NULL,
+                subject_seq INTEGER NOT NULL,
+                task_id TEXT NOT NULL,
+                task_digest TEXT NOT NULL,
+                attempt_id TEXT NOT NULL UNIQUE,
+                attempt_digest TEXT NOT NULL,
+                execution_operation_id TEXT NOT NULL,
+                fence INTEGER NOT NULL CHECK (fence >= 1),
+                registration_id TEXT NOT NULL,
+                registration_epoch INTEGER NOT NULL,
+                verification_key_id TEXT NOT NULL,
+                collector_profile_id TEXT NOT NULL REFERENCES collector_profile(profile_id),
+                collector_profile_digest TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                outcome TEXT NOT NULL,
+                passing INTEGER NOT NULL CHECK (passing IN (0, 1)),
+                envelope BLOB NOT NULL CHECK (length(envelope) <= 16777216),
+                view BLOB NOT NULL,
+                retained_at_ms INTEGER NOT NULL,
+                seq INTEGER NOT NULL UNIQUE,
+                UNIQUE (owner_id, agent_id, upload_request_id)
+            ) STRICT;
+            CREATE INDEX collector_transfer_subject ON collector_transfer(subject_seq, seq);
+            CREATE TABLE collector_receipt (
+                receipt_digest TEXT PRIMARY KEY,
+                subject_seq INTEGER NOT NULL,
+                repository_id TEXT NOT NULL,
+                workflow_profile_id TEXT NOT NULL,
+                change_id TEXT NOT NULL,
+                revision TEXT NOT NULL,
+                body BLOB NOT NULL,
+                created_at_ms INTEGER NOT NULL,
+                seq INTEGER NOT NULL UNIQUE
+            ) STRICT;
+            CREATE INDEX collector_receipt_subject ON collector_receipt(subject_seq, seq);
+            """,
+        ),
+    ),
+)
+
+_PROFILE_COLUMNS = (
+    "profile_id, digest, kind, repository_id, workflow_profile_id, step_id, registration_id, "
+    "registration_epoch, body, installed_at_ms, superseded_at_ms"
+)
+_TRANSFER_COLUMNS = (
+    "transfer_digest, upload_request_id, owner_id, agent_id, grant_generation, repository_id, "
+    "workflow_profile_id, subject_seq, task_id, task_digest, attempt_id, attempt_digest, "
+    "execution_operation_id, fence, registration_id, registration_epoch, verification_key_id, "
+    "collector_profile_id, collector_profile_digest, kind, outcome, passing, envelope, view, "
+    "retained_at_ms"
+)
+_RECEIPT_COLUMNS = (
+    "receipt_digest, subject_seq, repository_id, workflow_profile_id, change_id, revision, "
+    "body, created_at_ms"
+)
+
+
+def _profile(row: Any) -> CollectorProfileRecord:
+    return CollectorProfileRecord(
+        profile_id=str(row[0]),
+        digest=str(row[1]),
+        kind=str(row[2]),
+        repository_id=str(row[3]),
+        workflow_profile_id=str(row[4]),
+        step_id=str(row[5]),
+        registration_id=str(row[6]),
+        registration_epoch=int(row[7]),
+        body=bytes(row[8]),
+        installed_at_ms=int(row[9]),
+        superseded_at_ms=None if row[10] is None else int(row[10]),
+    )
+
+
+def _transfer(row: Any) -> TransferRecord:
+    return TransferRecord(
+        transfer_digest=str(row[0]),
+        upload_request_id=str(row[1]),
+        owner_id=str(row[2]),
+        agent_id=str(row[3]),
+        grant_generation=int(row[4]),
+        repository_id=str(row[5]),
+        workflow_profile_id=str(row[6]),
+        subject_seq=int(row[7]),
+        task_id=str(row[8]),
+        task_digest=str(row[9]),
+        attempt_id=str(row[10]),
+        attempt_digest=str(row[11]),
+        execution_operation_id=str(row[12]),
+        fence=int(row[13]),
+        registration_id=str(row[14]),
+        registration_epoch=int(row[15]),
+        verification_key_id=str(row[16]),
+        collector_profile_id=str(row[17]),
+        collector_profile_digest=str(row[18]),
+        kind=str(row[19]),
+        outcome=str(row[20]),
+        passing=bool(row[21]),
+        envelope=bytes(row[22]),
+        view=bytes(row[23]),
+        retained_at_ms=int(row[24]),
+    )
+
+
+def _receipt(row: Any) -> ReceiptRecord:
+    return ReceiptRecord(
+        receipt_digest=str(row[0]),
+        subject_seq=int(row[1]),
+        repository_id=str(row[2]),
+        workflow_profile_id=str(row[3]),
+        change_id=str(row[4]),
+        revision=str(row[5]),
+        body=bytes(row[6]),
+        created_at_ms=int(row[7]),
+    )
+
+
+class SqliteCollectorStore:
+    """Collector rows in the ``collector_*`` tables."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self._conn = conn
+
+    def audience(self) -> str:
+        """Return the audience identity of this authority."""
+        row = self._conn.execute(
+            "SELECT value FROM collector_meta WHERE key = 'audience'"
+        ).fetchone()
+        if row is None:
+            raise TaskError(ErrorCode.INTEGRITY_FAILURE, "the collector tables have no audience")
+        return str(row[0])
+
+    def _next_seq(self, table: str) -> int:
+        row = self._conn.execute(
+            f"SELECT coalesce(max(seq), 0) + 1 FROM {table}"  # noqa: S608 - constant names
+        ).fetchone()
+        return int(row[0]) if row is not None else 1
+
+    # -- profiles ------------------------------------------------------------------------
+    def insert_profile(self, record: CollectorProfileRecord) -> None:
+        """Install a profile, superseding the current one of its scope."""
+        if self.get_profile(record.profile_id) is not None:
+            raise TaskError(
+                ErrorCode.ALREADY_EXISTS,
+                f"collector profile {record.profile_id!r} is installed; profiles are immutable, "
+                "install a new one under a new profile ID",
+            )
+        self._conn.execute(
+            "UPDATE collector_profile SET superseded_at_ms = ? WHERE repository_id = ? "
+            "AND workflow_profile_id = ? AND step_id = ? AND superseded_at_ms IS NULL",
+            (
+                record.installed_at_ms,
+                record.repository_id,
+                record.workflow_profile_id,
+                record.step_id,
+            ),
+        )
+        try:
+            self._conn.execute(
+                f"INSERT INTO collector_profile({_PROFILE_COLUMNS}) "  # noqa: S608 - constant
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    record.profile_id,
+                    record.digest,
+                    record.kind,
+                    record.repository_id,
+                    record.workflow_profile_id,
+                    record.step_id,
+                    record.registration_id,
+                    record.registration_epoch,
+                    record.body,
+                    record.installed_at_ms,
+                    None,
+                ),
+            )
+        except apsw.ConstraintError:
+            raise TaskError(
+                ErrorCode.ALREADY_EXISTS,
+                "an identical collector profile is already installed under another ID",
+            ) from None
+
+    def get_profile(self, profile_id: str) -> CollectorProfileRecord | None:
+        """Return an installed profile or ``None``."""
+        row = self._conn.execute(
+            f"SELECT {_PROFILE_COLUMNS} FROM collector_profile WHERE profile_id = ?",  # noqa: S608
+            (profile_id,),
+        ).fetchone()
+        return None if row is None else _profile(row)
+
+    def current_profile(
+        self, repository_id: str, workflow_profile_id: str, step_id: str
+    ) -> CollectorProfileRecord | None:
+        """Return the current profile of a scope, or ``None``."""
+        row = self._conn.execute(
+            f"SELECT {_PROFILE_COLUMNS} FROM collector_profile "  # noqa: S608 - constant
+            "WHERE repository_id = ? AND workflow_profile_id = ? AND step_id = ? "
+            "AND superseded_at_ms IS NULL",
+            (repository_id, workflow_profile_id, step_id),
+        ).fetchone()
+        return None if row is None else _profile(row)
+
+    def profiles(self, repository_id: str) -> tuple[CollectorProfileRecord, ...]:
+        """Every profile of a repository, oldest first."""
+        rows = self._conn.execute(
+            f"SELECT {_PROFILE_COLUMNS} FROM collector_profile "  # noqa: S608 - constant
+            "WHERE repository_id = ? ORDER BY installed_at_ms, profile_id",
+            (repository_id,),
+        )
+        return tuple(_profile(r) for r in rows)
+
+    # -- transfers -----------------------------------------------------------------------
+    def insert_transfer(self, record: TransferRecord) -> None:
+        """Retain a validated transfer."""
+        seq = self._next_seq("collector_transfer")
+        self._conn.execute(
+            f"INSERT INTO collector_transfer({_TRANSFER_COLUMNS}, seq) "  # noqa: S608 - constant
+            f"VALUES ({', '.join('?' * 26)})",
+            (
+                record.transfer_digest,
+                record.upload_request_id,
+                record.owner_id,
+                record.agent_id,
+                record.grant_generation,
+                record.repository_id,
+                record.workflow_profile_id,
+                record.subject_seq,
+                record.task_id,
+                record.task_digest,
+                record.attempt_id,
+                record.attempt_digest,
+                record.execution_operation_id,
+                record.fence,
+                record.registration_id,
+                record.registration_epoch,
+                record.verification_key_id,
+                record.collector_profile_id,
+                record.collector_profile_digest,
+                record.kind,
+                record.outcome,
+                int(record.passing),
+                record.envelope,
+                record.view,
+                record.retained_at_ms,
+                int(seq),
+            ),
+        )
+
+    def transfer_of_attempt(self, attempt_id: str) -> TransferRecord | None:
+        """Return the transfer retained for an attempt, or ``None``."""
+        row = self._conn.execute(
+            f"SELECT {_TRANSFER_COLUMNS} FROM collector_transfer WHERE attempt_id = ?",  # noqa: S608
+            (attempt_id,),
+        ).fetchone()
+        return None if row is None else _transfer(row)
+
+    def transfer_by_upload(
+        self, owner_id: str, agent_id: str, upload_request_id: str
+    ) -> TransferRecord | None:
+        """Return the transfer uploaded under that owner, agent and request ID, or ``None``."""
+        row = self._conn.execute(
+            f"SELECT {_TRANSFER_COLUMNS} FROM collector_transfer "  # noqa: S608 - constant
+            "WHERE owner_id = ? AND agent_id = ? AND upload_request_id = ?",
+            (owner_id, agent_id, upload_request_id),
+        ).fetchone()
+        return None if row is None else _transfer(row)
+
+    def transfers_of_subject(self, subject_seq: int) -> tuple[TransferRecord, ...]:
+        """Every transfer of a subject, in retention order."""
+        rows = self._conn.execute(
+            f"SELECT {_TRANSFER_COLUMNS} FROM collector_transfer "  # noqa: S608 - constant
+            "WHERE subject_seq = ? ORDER BY seq",
+            (subject_seq,),
+        )
+        return tuple(_transfer(r) for r in rows)
+
+    # -- receipts ------------------------------------------------------------------------
+    def insert_receipt(self, record: ReceiptRecord) -> bool:
+        """Record a receipt; ``False`` if that digest exists."""
+        exists = self._conn.execute(
+            "SELECT 1 FROM collector_receipt WHERE receipt_digest = ?", (record.receipt_digest,)
+        ).fetchone()
+        if exists is not None:
+            return False
+        seq = self._next_seq("collector_receipt")
+        self._conn.execute(
+            f"INSERT INTO collector_receipt({_RECEIPT_COLUMNS}, seq) "  # noqa: S608 - constant
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                record.receipt_digest,
+                record.subject_seq,
+                record.repository_id,
+                record.workflow_profile_id,
+                record.change_id,
+                record.revision,
+                record.body,
+                record.created_at_ms,
+                int(seq),
+            ),
+        )
+        return True
+
+    def receipt_of_subject(self, subject_seq: int) -> ReceiptRecord | None:
+        """Return the newest receipt of a subject, or ``None``."""
+        row = self._conn.execute(
+            f"SELECT {_RECEIPT_COLUMNS} FROM collector_receipt "  # noqa: S608 - constant
+            "WHERE subject_seq = ? ORDER BY seq DESC LIMIT 1",
+            (subject_seq,),
+        ).fetchone()
+        return None if row is None else _receipt(row)
