@@ -88,7 +88,11 @@ WORKFLOW_OPERATION_PATTERN = r"[a-z][a-z0-9_]{0,63}"
 """The spelling of ``operation`` in the workflow envelope (``claim``, ``collector_upload``)."""
 
 # Modules that contribute operations: each exports ``register(registry)``.
-_OPERATION_MODULES: tuple[str, ...] = ("taskcore.queue.operations", "taskcore.gate.operations")
+_OPERATION_MODULES: tuple[str, ...] = (
+    "taskcore.queue.operations",
+    "taskcore.gate.operations",
+    "taskcore.workflow.operations",
+)
 
 
 class Surface(enum.Enum):
