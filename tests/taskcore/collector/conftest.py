@@ -150,3 +150,84 @@ def make_descriptor(repo: Path, state: CollectorState) -> DescriptorFactory:
         )
 
     return build
+
+
+# -- an authority in a data dir: repository, requirement, profile, enrollment -----------------
+
+
+class Authority:
+    """A data dir with ``repo`` registered as ``acme``, profile ``default`` and a test step."""
+
+    def __init__(self, data_dir: Path, repo: Path, public_key: str) -> None:
+        from taskcli.operator_cmd import test_requirement
+        from taskcore.authority import (
+            enroll_executor,
+            install_requirement,
+            register_profile,
+            register_repository,
+        )
+        from taskcore.clock import FakeClock
+        from taskcore.collector.state import key_id_for
+        from taskcore.store import open_storage
+
+        self.clock = FakeClock()
+        self.storage = open_storage(data_dir, create=True)
+        self.repo = repo
+        register_repository(
+            self.storage, self.clock, workspace="w1", repository_id="acme", work_tree=repo
+        )
+        installed = install_requirement(
+            self.storage,
+            self.clock,
+            repository_id="acme",
+            requirement=test_requirement("tests", "the tests pass"),
+        )
+        self.requirement_digest = installed.requirement_digest
+        register_profile(
+            self.storage,
+            self.clock,
+            repository_id="acme",
+            profile_id="default",
+            target="main",
+            requirement_digest=installed.requirement_digest,
+        )
+        self.enrollment = enroll_executor(
+            self.storage,
+            self.clock,
+            registration_id="reg-1",
+            executor_id="collector-1",
+            repository_id="acme",
+            step_id="tests",
+            verification_key_id=key_id_for(public_key),
+            public_key=public_key,
+        )
+
+    def profile(
+        self,
+        command: CommandRecipe | None = None,
+        *,
+        profile_id: str = "cp-1",
+        epoch: int = 1,
+        sandbox: SandboxMode = SandboxMode.NONE,
+        step: str = "tests",
+    ) -> CommandCollectorProfile:
+        rec = command or recipe("echo ok")
+        return CommandCollectorProfile(
+            version=1,
+            kind="command",
+            profile_id=profile_id,
+            repository_id="acme",
+            workflow_profile_id="default",
+            step_id=step,
+            registration_id="reg-1",
+            registration_epoch=epoch,
+            recipe=rec,
+            runtime_identity_sha256=runtime_identity_digest(probe_runtime(rec, sandbox=sandbox)),
+        )
+
+
+@pytest.fixture
+def authority(tmp_path: Path, repo: Path, state: CollectorState):
+    auth = Authority(tmp_path / "data", repo, state.load_key().public_key)
+    yield auth
+    auth.storage.close()

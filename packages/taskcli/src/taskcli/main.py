@@ -25,6 +25,8 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "task_cmd",
     "mcp_cmd",
     "gate_cmd",
+    "operator_cmd",
+    "collector_cmd",
 )
 
 

@@ -1,0 +1,140 @@
+"""``agent-task collector keygen|runtime-probe|status``: the collector's local state.
+
+``keygen`` writes the Ed25519 private seed into the owner-private state directory
+(``--state-dir``, default ``$AGENT_TASK_COLLECTOR_DIR`` or ``~/.local/share/agent-task/
+collector``) and prints only the public key and its key ID, which the operator enrolls.
+``runtime-probe`` prints the runtime identity this machine gives a recipe, which a command
+collector profile pins. ``status`` lists retained attempts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+from taskcore.codec import default_codec
+from taskcore.collector.records import runtime_identity_digest
+from taskcore.collector.runtime import probe_runtime
+from taskcore.collector.state import CollectorState
+from taskcore.contract import CommandRecipe
+
+from taskcli.common import emit, json_option, run
+
+__all__ = ["register", "state_dir_option"]
+
+state_dir_option = click.option(
+    "--state-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    envvar="AGENT_TASK_COLLECTOR_DIR",
+    help="Collector state directory [env AGENT_TASK_COLLECTOR_DIR; default "
+    "~/.local/share/agent-task/collector].",
+)
+
+
+@click.group("collector")
+def collector_group() -> None:
+    """The local collector: signing key, runtime identity, retained transfers."""
+
+
+@collector_group.command("keygen")
+@state_dir_option
+@json_option
+def keygen_command(state_dir: Path | None, as_json: bool) -> None:
+    """Create the collector's signing key; print only its public key.
+
+    The private seed stays in the owner-private state directory; an existing key is never
+    replaced.
+    """
+
+    def act() -> dict[str, Any]:
+        state = CollectorState.open(state_dir, create=True)
+        key = state.generate_key()
+        return {
+            "public_key": key.public_key,
+            "key_id": key.key_id,
+            "state_dir": str(state.root),
+        }
+
+    result = run(as_json, act)
+    if as_json:
+        emit(result, True)
+    else:
+        click.echo(result["public_key"])
+        click.echo(
+            f"key id {result['key_id']}; private seed kept in {result['state_dir']}. Enroll it "
+            "with 'agent-task operator enroll --public-key <the key above> ...'",
+            err=True,
+        )
+
+
+@collector_group.command("runtime-probe")
+@click.option("--arg", "argv", multiple=True, required=True, help="One argv item (repeat).")
+@click.option("--workdir", default=".", show_default=True)
+@click.option("--allow-env", multiple=True, help="Environment name passed through (repeat).")
+@click.option("--timeout-ms", type=int, default=600_000, show_default=True)
+@click.option("--output-limit", type=int, default=1 << 20, show_default=True)
+@json_option
+def runtime_probe_command(
+    argv: tuple[str, ...],
+    workdir: str,
+    allow_env: tuple[str, ...],
+    timeout_ms: int,
+    output_limit: int,
+    as_json: bool,
+) -> None:
+    """Print the runtime identity this machine gives a recipe (what a profile pins)."""
+
+    def act() -> dict[str, Any]:
+        recipe = default_codec().structure(
+            {
+                "argv": list(argv),
+                "working_directory": workdir,
+                "environment_allowlist": list(allow_env),
+                "timeout_ms": timeout_ms,
+                "output_limit_bytes": output_limit,
+            },
+            CommandRecipe,
+        )
+        identity = probe_runtime(recipe)
+        return {
+            "runtime_identity_sha256": runtime_identity_digest(identity),
+            "identity": json.loads(default_codec().dumps(identity)),
+        }
+
+    emit(run(as_json, act), as_json)
+
+
+@collector_group.command("status")
+@state_dir_option
+@json_option
+def status_command(state_dir: Path | None, as_json: bool) -> None:
+    """List retained attempts: reserved, signed, uploaded."""
+
+    def act() -> dict[str, Any]:
+        state = CollectorState.open(state_dir)
+        rows = []
+        for attempt in state.attempts():
+            descriptor = attempt.read_json(attempt.descriptor_path) or {}
+            upload = attempt.read_json(attempt.upload_path)
+            binding = descriptor.get("binding", {})
+            rows.append(
+                {
+                    "attempt": attempt.path.name,
+                    "task_id": binding.get("task_id"),
+                    "fence": binding.get("fence"),
+                    "reserved": attempt.has_reservation(),
+                    "signed": attempt.has_transfer(),
+                    "uploaded": upload is not None,
+                }
+            )
+        return {"state_dir": str(state.root), "attempts": rows}
+
+    emit(run(as_json, act), as_json)
+
+
+def register(group: click.Group) -> None:
+    """Add ``collector``."""
+    group.add_command(collector_group)

@@ -1,0 +1,137 @@
+"""Installing a collector profile: a trusted-local operator act, separate from enrollment.
+
+Enrollment (:func:`taskcore.authority.enroll_executor`) only retains a public key; it grants
+no receipt. An operator who wants that key's collector to count for a step installs a
+:class:`~taskcore.contract.CollectorProfile` here, for one exact *current* registration
+epoch, repository, workflow profile and step. Installing checks the step exists in the
+workflow profile's installed plan with the ``collector`` progression and a matching action
+class (``test``, ``build`` or ``lint`` for a command profile, ``review`` for finite review),
+that the registration epoch is enrolled for that repository and step, current and not
+revoked, and (for finite review) that the transport basis is qualified. Profiles are
+immutable; installing another profile for the same scope supersedes the older one, which
+never authorizes anything again.
+
+Like every operator act it is a function over the data dir (the ``agent-task operator``
+commands call it), audited as ``operator``; no request body can reach it.
+"""
+
+from __future__ import annotations
+
+from taskcore.authority.enrollment import current_registration
+from taskcore.authority.subjects import load_plan
+from taskcore.canonical import canonical_json
+from taskcore.clock import Clock
+from taskcore.collector.descriptor import collector_profile_digest
+from taskcore.contract import (
+    ActionClass,
+    CollectorProfile,
+    CommandCollectorProfile,
+    FiniteReviewCollectorProfile,
+    WorkflowProgression,
+)
+from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.store.audit_api import AuditEvent
+from taskcore.store.collector_api import CollectorProfileRecord
+from taskcore.store.storage import Storage, Transaction
+
+__all__ = ["COMMAND_ACTION_CLASSES", "install_collector_profile", "profile_scope_error"]
+
+COMMAND_ACTION_CLASSES = frozenset({ActionClass.TEST, ActionClass.BUILD, ActionClass.LINT})
+"""Action classes a command collector profile may serve."""
+
+
+def profile_scope_error(tx: Transaction, profile: CollectorProfile) -> TaskError | None:
+    """Return why ``profile`` cannot authorize its step now, or ``None`` if it can.
+
+    Checks the repository and workflow profile exist, the step is in the profile's installed
+    plan with the collector progression and a matching action class, and the registration
+    epoch is current for that repository and step (``current_registration``).
+    """
+    repository = tx.authority.get_repository(profile.repository_id)
+    if repository is None:
+        return TaskError(ErrorCode.NOT_FOUND, f"no repository {profile.repository_id!r}")
+    workflow = tx.authority.get_profile(profile.repository_id, profile.workflow_profile_id)
+    if workflow is None:
+        return TaskError(
+            ErrorCode.NOT_FOUND, f"no workflow profile {profile.workflow_profile_id!r}"
+        )
+    requirement = tx.authority.get_requirement(profile.repository_id, workflow.requirement_digest)
+    if requirement is None:
+        return TaskError(ErrorCode.INTEGRITY_FAILURE, "the profile's requirement is not installed")
+    try:
+        step = load_plan(requirement).step(profile.step_id).step
+    except TaskError as err:
+        return err
+    if step.progression is not WorkflowProgression.COLLECTOR:
+        return TaskError(
+            ErrorCode.INVALID_VALUE,
+            f"step {profile.step_id!r} progresses by {step.progression.value}, not by a collector",
+        )
+    if isinstance(profile, CommandCollectorProfile):
+        if step.action_class not in COMMAND_ACTION_CLASSES:
+            return TaskError(
+                ErrorCode.INVALID_VALUE,
+                f"a command collector cannot serve a {step.action_class.value} step",
+            )
+    elif step.action_class is not ActionClass.REVIEW:
+        return TaskError(ErrorCode.INVALID_VALUE, "a finite-review collector serves review steps")
+    epochs = [
+        e
+        for e in tx.authority.enrollments(profile.registration_id)
+        if e.registration_epoch == profile.registration_epoch
+    ]
+    if not epochs:
+        return TaskError(
+            ErrorCode.EXECUTOR_NOT_ENROLLED,
+            f"registration {profile.registration_id!r} has no epoch {profile.registration_epoch}",
+        )
+    try:
+        current_registration(
+            tx,
+            repository_id=profile.repository_id,
+            step_id=profile.step_id,
+            binding=epochs[0].binding,
+        )
+    except TaskError as err:
+        return err
+    return None
+
+
+def install_collector_profile(
+    storage: Storage, clock: Clock, *, profile: CollectorProfile
+) -> CollectorProfileRecord:
+    """Install ``profile`` (immutable) for its scope; return the stored record."""
+    if isinstance(profile, FiniteReviewCollectorProfile):
+        profile.validate_for_installation()
+    digest = collector_profile_digest(profile)
+    with storage.write() as tx:
+        problem = profile_scope_error(tx, profile)
+        if problem is not None:
+            raise problem
+        repository = tx.authority.get_repository(profile.repository_id)
+        assert repository is not None
+        record = CollectorProfileRecord(
+            profile_id=profile.profile_id,
+            digest=digest,
+            kind=profile.kind,
+            repository_id=profile.repository_id,
+            workflow_profile_id=profile.workflow_profile_id,
+            step_id=profile.step_id,
+            registration_id=profile.registration_id,
+            registration_epoch=profile.registration_epoch,
+            body=canonical_json(profile),
+            installed_at_ms=clock.now_ms(),
+        )
+        tx.collector.insert_profile(record)
+        tx.audit.append(
+            AuditEvent(
+                at_ms=clock.now_ms(),
+                actor="operator",
+                workspace=repository.workspace,
+                operation="collector.install_profile",
+                input_digest=domain_digest(AUDIT_INPUT_DOMAIN, record.body),
+                outcome="OK",
+            )
+        )
+        return record

@@ -1,0 +1,272 @@
+from __future__ import annotations
+
+import json
+import subprocess
+
+import click
+import pytest
+from click.testing import CliRunner
+from taskcli import collector_cmd, operator_cmd
+
+
+def load_commands():
+    group = click.Group()
+    operator_cmd.register(group)
+    collector_cmd.register(group)
+    return group
+
+
+def git(repo, *args):
+    subprocess.run(
+        ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@e", *args],
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.fixture
+def repo(tmp_path):
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    (path / "a.txt").write_text("a\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-qm", "one")
+    return path
+
+
+def invoke(*args):
+    result = CliRunner().invoke(load_commands(), [*args, "--json"], catch_exceptions=False)
+    return result
+
+
+def ok(*args):
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output + result.stderr
+    return json.loads(result.stdout)
+
+
+def setup(tmp_path, repo):
+    data = str(tmp_path / "data")
+    ok(
+        "operator",
+        "register-repository",
+        "--workspace",
+        "w1",
+        "--repository",
+        "acme",
+        str(repo),
+        "--data-dir",
+        data,
+    )
+    req = ok(
+        "operator",
+        "install-requirement",
+        "--repository",
+        "acme",
+        "--test-step",
+        "tests",
+        "--data-dir",
+        data,
+    )
+    ok(
+        "operator",
+        "register-profile",
+        "--repository",
+        "acme",
+        "--profile",
+        "default",
+        "--target",
+        "main",
+        "--requirement",
+        req["requirement_digest"],
+        "--data-dir",
+        data,
+    )
+    key = ok("collector", "keygen", "--state-dir", str(tmp_path / "collector"))
+    enrolled = ok(
+        "operator",
+        "enroll",
+        "--repository",
+        "acme",
+        "--step",
+        "tests",
+        "--registration",
+        "reg-1",
+        "--executor",
+        "ci-host",
+        "--public-key",
+        key["public_key"],
+        "--data-dir",
+        data,
+    )
+    return data, req, key, enrolled
+
+
+def test_the_operator_sets_up_a_repository_profile_and_enrollment(tmp_path, repo):
+    data, req, key, enrolled = setup(tmp_path, repo)
+    assert req["created"] is True
+    assert enrolled["registration_epoch"] == 1
+    assert enrolled["verification_key_id"] == key["key_id"]
+    shown = ok(
+        "operator", "show", "--repository", "acme", "--registration", "reg-1", "--data-dir", data
+    )
+    assert shown["collector_profiles"] == []  # enrollment alone grants nothing
+    assert shown["registrations"]["reg-1"][0]["revoked"] is False
+
+
+def test_installing_a_collector_profile_pins_the_probed_runtime(tmp_path, repo):
+    data, *_ = setup(tmp_path, repo)
+    installed = ok(
+        "operator",
+        "install-collector-profile",
+        "--profile-id",
+        "cp-1",
+        "--repository",
+        "acme",
+        "--profile",
+        "default",
+        "--step",
+        "tests",
+        "--registration",
+        "reg-1",
+        "--arg",
+        "/bin/sh",
+        "--arg",
+        "-c",
+        "--arg",
+        "true",
+        "--allow-env",
+        "PATH",
+        "--data-dir",
+        data,
+    )
+    assert installed["registration_epoch"] == 1
+    shown = ok("operator", "show", "--repository", "acme", "--data-dir", data)
+    assert shown["collector_profiles"][0]["current"] is True
+
+
+def test_reenrollment_is_a_new_epoch_and_revocation_is_recorded(tmp_path, repo):
+    data, _, key, _ = setup(tmp_path, repo)
+    again = ok(
+        "operator",
+        "enroll",
+        "--repository",
+        "acme",
+        "--step",
+        "tests",
+        "--registration",
+        "reg-1",
+        "--executor",
+        "ci-host",
+        "--public-key",
+        key["public_key"],
+        "--data-dir",
+        data,
+    )
+    assert again["registration_epoch"] == 2
+    revoked = ok(
+        "operator", "revoke", "--registration", "reg-1", "--reason", "rotated", "--data-dir", data
+    )
+    assert revoked["registration_epoch"] == 2
+    shown = ok(
+        "operator", "show", "--repository", "acme", "--registration", "reg-1", "--data-dir", data
+    )
+    assert [e["revoked"] for e in shown["registrations"]["reg-1"]] == [False, True]
+
+
+def test_a_config_file_registers_task_only_profiles(tmp_path, repo):
+    data = tmp_path / "data"
+    ok(
+        "operator",
+        "register-repository",
+        "--workspace",
+        "w1",
+        "--repository",
+        "acme",
+        str(repo),
+        "--data-dir",
+        str(data),
+    )
+    req = ok(
+        "operator",
+        "install-requirement",
+        "--repository",
+        "acme",
+        "--test-step",
+        "tests",
+        "--data-dir",
+        str(data),
+    )
+    config = tmp_path / "agent-task.json"
+    config.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "workspace": "w1",
+                "agent_task_profiles": [
+                    {
+                        "repository_id": "acme",
+                        "profile_id": "default",
+                        "native_repository": str(repo),
+                        "data_dir": str(data),
+                        "target": "main",
+                        "requirement_digest": req["requirement_digest"],
+                    }
+                ],
+            }
+        )
+    )
+    applied = ok("operator", "apply", str(config), "--data-dir", str(data))
+    assert applied == [{"repository_id": "acme", "profile_id": "default", "generation": 1}]
+
+
+def test_a_config_with_an_unknown_field_is_refused(tmp_path):
+    config = tmp_path / "agent-task.json"
+    config.write_text(
+        json.dumps(
+            {"version": 1, "workspace": "w1", "agent_task_profiles": [], "source_profiles": []}
+        )
+    )
+    result = invoke("operator", "apply", str(config), "--data-dir", str(tmp_path / "d"))
+    assert result.exit_code == 3
+    assert json.loads(result.stderr)["code"] == "UNKNOWN_FIELD"
+
+
+def test_a_config_for_another_data_dir_is_refused(tmp_path, repo):
+    config = tmp_path / "agent-task.json"
+    config.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "workspace": "w1",
+                "agent_task_profiles": [
+                    {
+                        "repository_id": "acme",
+                        "profile_id": "default",
+                        "native_repository": str(repo),
+                        "data_dir": "/elsewhere",
+                        "target": "main",
+                        "requirement_digest": "a" * 64,
+                    }
+                ],
+            }
+        )
+    )
+    result = invoke("operator", "apply", str(config), "--data-dir", str(tmp_path / "d"))
+    assert json.loads(result.stderr)["code"] == "INVALID_VALUE"
+
+
+def test_a_relative_repository_path_is_refused(tmp_path):
+    result = invoke(
+        "operator",
+        "register-repository",
+        "--workspace",
+        "w1",
+        "--repository",
+        "acme",
+        "relative/path",
+        "--data-dir",
+        str(tmp_path / "d"),
+    )
+    assert json.loads(result.stderr)["code"] == "INVALID_PATH"
