@@ -3,8 +3,9 @@
 Everything that decides which status a task (or an approval gate) may move to lives here,
 h11-style: :data:`TASK_TRANSITIONS` maps a status and an action to the next status, and a
 missing entry *is* the refusal: :func:`next_status` raises ``ILLEGAL_TRANSITION`` (a
-Conflict) and the caller has written nothing yet. Terminal statuses have no entries, so a
-terminal task refuses cancel, reorder and every lease operation; never a silent no-op.
+Conflict) and the caller has written nothing yet. Terminal statuses have no entries (but
+``FAILED -> requeue``), so a terminal task refuses cancel, reorder and every lease operation;
+never a silent no-op.
 
 The verbs apply the table to the task's *effective* status (a ``LEASED`` task whose lease
 expired reads as ``QUEUED``; see :mod:`taskcore.queue.leases`).
