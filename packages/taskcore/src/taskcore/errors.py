@@ -98,6 +98,7 @@ class ErrorCode(enum.Enum):
     SUBJECT_STALE = ("SUBJECT_STALE", ErrorKind.CONFLICT)
     DEPTH_EXCEEDED = ("DEPTH_EXCEEDED", ErrorKind.CONFLICT)
     EXECUTION_UNCERTAIN = ("EXECUTION_UNCERTAIN", ErrorKind.CONFLICT)
+    COLLECTOR_PROFILE_CHANGED = ("COLLECTOR_PROFILE_CHANGED", ErrorKind.CONFLICT)
 
     # -- the service cannot answer right now -----------------------------------------------
     BUSY = ("BUSY", ErrorKind.UNAVAILABLE)
