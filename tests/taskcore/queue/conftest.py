@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from taskcore import FakeClock, Service
+
 from tests.taskcore.queue.support import START_MS, Door
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from taskcore import Actor, FakeClock, Service, TaskError, Tier
 
 START_MS = 1_700_000_000_000

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from taskcore import Actor, ErrorCode, Tier
+
 from tests.taskcore.queue.support import ADMIN, MEMBER, OUTSIDER, START_MS, WORKER, WORKER2
 
 HASH = "b" * 64
@@ -28,7 +28,11 @@ def test_approval_requeues_the_task_and_the_next_claim_consumes_the_grant(door, 
     assert decided["task"]["finishedAtMs"] is None
     claim = door(WORKER2, "agenttask.claimNext")
     assert claim["task"]["taskId"] == task_id
-    assert claim["lease"]["grant"] == {"gateId": gate_id, "targetVerb": "repo.push", "inputHash": HASH}
+    assert claim["lease"]["grant"] == {
+        "gateId": gate_id,
+        "targetVerb": "repo.push",
+        "inputHash": HASH,
+    }
     gate = door(ADMIN, "agenttask.gate.get", {"gateId": gate_id})
     assert (gate["status"], gate["consumedBy"]) == ("CONSUMED", "worker2")
 

@@ -6,6 +6,7 @@ import threading
 
 from taskcore import Actor, ErrorCode, Tier
 from taskcore.limits import CHECKPOINT_STATE_MAX_BYTES
+
 from tests.taskcore.queue.support import ADMIN, MEMBER, MEMBER2, OUTSIDER, WORKER, WORKER2
 
 DAY_MS = 24 * 60 * 60 * 1000

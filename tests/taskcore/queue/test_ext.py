@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 
 import pytest
-
 from taskcore import ErrorCode
+
 from tests.taskcore.queue.support import MEMBER, OUTSIDER, START_MS, WORKER
 
 MISSING = "at_" + "e" * 32
@@ -86,7 +86,9 @@ def test_concurrent_parks_land_exactly_once(door, service):
 
 def test_set_waiting_of_a_missing_row_is_not_found(door):
     task_id = door.create()["taskId"]  # a task without an ext row
-    err = door.refused(WORKER, "agenttask.ext.setWaiting", {"agentTaskId": task_id, "waiting": True})
+    err = door.refused(
+        WORKER, "agenttask.ext.setWaiting", {"agentTaskId": task_id, "waiting": True}
+    )
     assert err.code is ErrorCode.NOT_FOUND
 
 
@@ -120,9 +122,7 @@ def test_update_stores_the_claim_token_hash_and_claimed_at(door):
     assert (view["claimTokenHash"], view["claimedAt"]) == (digest, START_MS)
 
 
-@pytest.mark.parametrize(
-    "token", ["atk_0123456789abcdef_secret", "A" * 64, "0" * 63, "g" * 64]
-)
+@pytest.mark.parametrize("token", ["atk_0123456789abcdef_secret", "A" * 64, "0" * 63, "g" * 64])
 def test_update_refuses_anything_but_a_sha256_claim_token_hash(door, token):
     task_id = _ext(door)["agentTaskId"]
     err = door.refused(

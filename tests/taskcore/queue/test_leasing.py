@@ -5,8 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-
-from taskcore import Actor, ErrorCode, Service, Tier
+from taskcore import Actor, ErrorCode, Service, TaskError, Tier
 from taskcore.auth import actor_from_record, issue_token, revoke_token
 from taskcore.limits import (
     LEASE_DEFAULT_MS,
@@ -14,6 +13,7 @@ from taskcore.limits import (
     MAX_LEASE_EXTENSIONS,
     QUEUE_PAYLOAD_MAX_BYTES,
 )
+
 from tests.taskcore.queue.support import (
     ADMIN,
     HIGH_WORKER,
@@ -397,7 +397,7 @@ def test_a_revoked_token_cannot_checkpoint(tmp_path, clock):
     task_id = service.dispatch(MEMBER, "agenttask.create", {"verb": "agent.run"}).json()["taskId"]
     service.dispatch(worker, "agenttask.claim", {"taskId": task_id})
     revoke_token(service.storage, clock, issued.record.token_id)
-    with pytest.raises(Exception) as info:
+    with pytest.raises(TaskError) as info:
         service.dispatch(worker, "agenttask.checkpoint", {"taskId": task_id, "status": "DONE"})
     assert info.value.code is ErrorCode.TOKEN_REVOKED
     with service.storage.read() as tx:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from taskcore import ErrorCode
 from taskcore.queue.matters import descriptor_tokens, tokens
+
 from tests.taskcore.queue.support import ADMIN, MEMBER, OUTSIDER
 
 

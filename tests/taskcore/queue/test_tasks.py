@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from taskcore import Actor, ErrorCode, Tier
 from taskcore.limits import (
     LEASE_DEFAULT_MS,
@@ -11,6 +10,7 @@ from taskcore.limits import (
     QUEUE_PAYLOAD_MAX_BYTES,
     QUEUE_PRIORITY_MAX,
 )
+
 from tests.taskcore.queue.support import (
     ADMIN,
     MEMBER,
@@ -67,7 +67,9 @@ def test_create_refuses_a_depth_over_the_limit_before_any_write(door):
         parent = door.create(parentTaskId=parent["taskId"])
     assert parent["depth"] == MAX_AGENT_TASK_DEPTH
     before = _count(door)
-    err = door.refused(MEMBER, "agenttask.create", {"verb": "agent.run", "parentTaskId": parent["taskId"]})
+    err = door.refused(
+        MEMBER, "agenttask.create", {"verb": "agent.run", "parentTaskId": parent["taskId"]}
+    )
     assert err.code is ErrorCode.DEPTH_EXCEEDED
     assert err.path == "$.parentTaskId"
     assert _count(door) == before
@@ -98,7 +100,9 @@ def test_create_with_a_foreign_or_missing_parent_is_the_same_not_found(door):
 def test_create_with_a_matter_needs_a_matter_the_creator_may_read(door):
     matter = door(ADMIN, "agenttask.matter.create", {"objective": "ship it"})["matterId"]
     err_unread = door.refused(MEMBER, "agenttask.create", {"verb": "agent.run", "matterId": matter})
-    err_missing = door.refused(MEMBER, "agenttask.create", {"verb": "agent.run", "matterId": "nope"})
+    err_missing = door.refused(
+        MEMBER, "agenttask.create", {"verb": "agent.run", "matterId": "nope"}
+    )
     assert err_unread.code is err_missing.code is ErrorCode.NOT_FOUND
     assert err_unread.message.replace(matter, "<id>") == err_missing.message.replace("nope", "<id>")
     door(ADMIN, "agenttask.matter.grant", {"matterId": matter, "reader": "member"})
@@ -128,7 +132,9 @@ def test_create_decodes_strictly_with_camel_case_keys(door, body, code, path):
 
 
 def test_an_agent_token_cannot_create_tasks(door):
-    assert door.refused(WORKER, "agenttask.create", {"verb": "agent.run"}).code is ErrorCode.FORBIDDEN
+    assert (
+        door.refused(WORKER, "agenttask.create", {"verb": "agent.run"}).code is ErrorCode.FORBIDDEN
+    )
 
 
 # -- get ----------------------------------------------------------------------------------------

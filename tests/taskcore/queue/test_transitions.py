@@ -21,7 +21,6 @@ import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
-
 from taskcore import Actor, ErrorCode, FakeClock, Service, TaskError, Tier
 from taskcore.limits import LEASE_DEFAULT_MS, LEASE_WALLCLOCK_CAP_SECONDS, MAX_LEASE_EXTENSIONS
 from taskcore.queue.transitions import (
@@ -223,7 +222,8 @@ class QueueMachine(RuleBasedStateMachine):
         result, code = self.call(who, "agenttask.claimNext", {})
         assert code is None
         claimable = [
-            t for t in self.tasks
+            t
+            for t in self.tasks
             if t.effective(self.now) == "QUEUED" and who.autonomy <= CREATOR.autonomy
         ]
         if not claimable:
@@ -243,8 +243,12 @@ class QueueMachine(RuleBasedStateMachine):
             body["status"] = status
         result, code = self.call(who, "agenttask.checkpoint", body)
         want = self.holder_error(task, who, fence_arg.get("fence"))
-        runaway = want is None and status is None and (
-            task.extensions + 1 > MAX_LEASE_EXTENSIONS or self.now - (task.first or 0) > CAP_MS
+        runaway = (
+            want is None
+            and status is None
+            and (
+                task.extensions + 1 > MAX_LEASE_EXTENSIONS or self.now - (task.first or 0) > CAP_MS
+            )
         )
         self.expect(task, code, ErrorCode.LEASE_RUNAWAY if runaway else want, before)
         if runaway:

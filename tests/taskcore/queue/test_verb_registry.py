@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from taskcore import ErrorCode
+
 from tests.taskcore.queue.support import ADMIN, MEMBER, OUTSIDER
 
 
