@@ -22,6 +22,7 @@ b'"tab\\there\\u0001\x7f"'
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -44,6 +45,19 @@ _ESCAPES = {
 _TABLE = {i: _ESCAPES.get(chr(i), f"\\u{i:04x}") for i in range(0x20)}
 _TABLE[ord('"')] = '\\"'
 _TABLE[ord("\\")] = "\\\\"
+# Most strings need no escaping at all; finding that out with one regex search is much
+# cheaper than running ``str.translate`` over every character.
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
+_FIELD_KEYS: dict[type, tuple[tuple[str, bytes], ...]] = {}
+
+
+def _field_keys(cls: type) -> tuple[tuple[str, bytes], ...]:
+    """The attribute names of an attrs class with their encoded keys, in declared order."""
+    keys = _FIELD_KEYS.get(cls)
+    if keys is None:
+        keys = tuple((f.name, encode_string(f.name) + b":") for f in attrs.fields(cls))
+        _FIELD_KEYS[cls] = keys
+    return keys
 
 
 def encode_string(text: str) -> bytes:
@@ -51,7 +65,7 @@ def encode_string(text: str) -> bytes:
 
     Lone surrogates cannot be encoded as UTF-8 and are refused with ``INVALID_VALUE``.
     """
-    escaped = '"' + text.translate(_TABLE) + '"'
+    escaped = '"' + (text.translate(_TABLE) if _NEEDS_ESCAPE.search(text) else text) + '"'
     try:
         return escaped.encode("utf-8")
     except UnicodeEncodeError:
@@ -91,12 +105,11 @@ def _emit(obj: Any, out: list[bytes]) -> None:
         _emit(obj.value, out)
     elif attrs.has(type(obj)):
         out.append(b"{")
-        for i, field in enumerate(attrs.fields(type(obj))):
+        for i, (name, key) in enumerate(_field_keys(type(obj))):
             if i:
                 out.append(b",")
-            out.append(encode_string(field.name))
-            out.append(b":")
-            _emit(getattr(obj, field.name), out)
+            out.append(key)
+            _emit(getattr(obj, name), out)
         out.append(b"}")
     elif isinstance(obj, Mapping):
         out.append(b"{")

@@ -321,6 +321,19 @@ def _is_dict(tp: Any) -> bool:
 # -- per-field rules --------------------------------------------------------------------------
 
 
+@cache
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
+@cache
+def _item_rules(rules: FieldRules) -> FieldRules:
+    """The rules each string item of an array field obeys (built once per field)."""
+    return FieldRules(
+        max_len=rules.item_max_len, min_len=rules.item_min_len, pattern=rules.item_pattern
+    )
+
+
 def _check_rules(value: Any, rules: FieldRules) -> None:
     """Check a raw JSON value against its field's rules, before it is structured."""
     if rules.version:
@@ -348,7 +361,7 @@ def _check_rules(value: Any, rules: FieldRules) -> None:
     if (
         isinstance(value, str)
         and rules.pattern is not None
-        and re.fullmatch(rules.pattern, value) is None
+        and _compiled(rules.pattern).fullmatch(value) is None
     ):
         raise TaskError(
             ErrorCode.INVALID_VALUE, f"value does not match the pattern {rules.pattern}"
@@ -363,14 +376,10 @@ def _check_rules(value: Any, rules: FieldRules) -> None:
         or rules.item_min_len is not None
         or rules.item_pattern is not None
     ):
+        item_rules = _item_rules(rules)
         for index, item in enumerate(value):
             if not isinstance(item, str):
                 continue  # the item hook reports the wrong type with its path
-            item_rules = FieldRules(
-                max_len=rules.item_max_len,
-                min_len=rules.item_min_len,
-                pattern=rules.item_pattern,
-            )
             try:
                 _check_rules(item, item_rules)
             except TaskError as err:
@@ -384,10 +393,11 @@ def _check_int_items(value: Any, rules: FieldRules) -> None:
     """
     if not isinstance(value, list):
         return
+    bounds = FieldRules(lo=rules.lo, hi=rules.hi)
     for index, item in enumerate(value):
         if type(item) is int:
             try:
-                _check_rules(item, FieldRules(lo=rules.lo, hi=rules.hi))
+                _check_rules(item, bounds)
             except TaskError as err:
                 raise err.at(f"$[{index}]") from None
 
