@@ -337,6 +337,10 @@ def _phase(row: Any) -> PhaseRecord:
     )
 
 
+def _is_unique(exc: apsw.ConstraintError) -> bool:
+    return "UNIQUE" in str(exc) or "PRIMARY KEY" in str(exc)
+
+
 def _rank(task: TaskRecord) -> tuple[int, int, int]:
     return (-task.priority, task.created_at_ms, task.seq)
 
@@ -387,7 +391,9 @@ class SqliteQueueStore:
                     task.version,
                 ),
             )
-        except apsw.ConstraintError:
+        except apsw.ConstraintError as exc:
+            if not _is_unique(exc):
+                raise  # a CHECK backstop tripped: a bug, never an input error
             raise TaskError(ErrorCode.ALREADY_EXISTS, "a task with this id exists") from None
         seq = int(self._conn.last_insert_rowid())
         return attrs.evolve(task, seq=seq)
@@ -536,7 +542,9 @@ class SqliteQueueStore:
                     record.created_at_ms,
                 ),
             )
-        except apsw.ConstraintError:
+        except apsw.ConstraintError as exc:
+            if not _is_unique(exc):
+                raise
             raise TaskError(ErrorCode.ALREADY_EXISTS, "a matter with this id exists") from None
 
     def get_matter(self, workspace: str, matter_id: str) -> MatterRecord | None:
@@ -679,7 +687,9 @@ class SqliteQueueStore:
                     record.created_at_ms,
                 ),
             )
-        except apsw.ConstraintError:
+        except apsw.ConstraintError as exc:
+            if not _is_unique(exc):
+                raise
             raise TaskError(
                 ErrorCode.CONFLICT, "another writer took this phase index; retry the write"
             ) from None
@@ -738,7 +748,13 @@ class SqliteQueueStore:
                     record.progress_text,
                 ),
             )
-        except apsw.ConstraintError:
+        except apsw.ConstraintError as exc:
+            if "FOREIGN KEY" in str(exc):
+                raise TaskError(
+                    ErrorCode.NOT_FOUND, "an ext row needs its task; create the task first"
+                ) from None
+            if not _is_unique(exc):
+                raise
             raise TaskError(
                 ErrorCode.ALREADY_EXISTS, "this task already has its ext row; update it instead"
             ) from None

@@ -1,0 +1,327 @@
+"""The SQLite queue store: constraints, compare-and-set, workspace predicates, query plans."""
+
+from __future__ import annotations
+
+import apsw
+import attrs
+import pytest
+from taskcore import ErrorCode, TaskError
+from taskcore.store import open_storage
+from taskcore.store.queue_api import (
+    ExtPatch,
+    ExtRecord,
+    MatterReaderRecord,
+    MatterRecord,
+    PhaseRecord,
+    TaskRecord,
+)
+
+
+@pytest.fixture
+def storage(tmp_path):
+    s = open_storage(tmp_path / "data", create=True)
+    yield s
+    s.close()
+
+
+def _task(task_id: str, workspace: str = "w", **over) -> TaskRecord:
+    base = {
+        "task_id": task_id,
+        "workspace": workspace,
+        "verb": "agent.run",
+        "payload_json": None,
+        "status": "QUEUED",
+        "priority": 0,
+        "autonomy_ceiling": 1,
+        "depth": 0,
+        "parent_task_id": None,
+        "run_id": None,
+        "matter_id": None,
+        "matter_step_id": None,
+        "created_by": "c",
+        "created_at_ms": 100,
+        "updated_at_ms": 100,
+    }
+    return TaskRecord(**{**base, **over})
+
+
+def _leased(task: TaskRecord, owner: str, expires: int) -> TaskRecord:
+    return attrs.evolve(
+        task,
+        status="LEASED",
+        lease_owner=owner,
+        lease_expires_at_ms=expires,
+        heartbeat_at_ms=0,
+        first_leased_at_ms=0,
+        fence=task.fence + 1,
+    )
+
+
+def _phase(task_id: str, index: int, at: int, workspace: str = "w") -> PhaseRecord:
+    return PhaseRecord(
+        workspace=workspace,
+        task_id=task_id,
+        phase_index=index,
+        phase_key="k",
+        state_json="{}",
+        outputs_json="[]",
+        written_by="x",
+        created_at_ms=at,
+    )
+
+
+def _ext(task_id: str, workspace: str = "w") -> ExtRecord:
+    return ExtRecord(
+        agent_task_id=task_id,
+        workspace=workspace,
+        title="t",
+        prompt="p",
+        source_type="s",
+        source_id=None,
+        source_matter_id=None,
+        source_step_id=None,
+        child_key=None,
+        priority=0,
+        requires_human_review=False,
+        created_at_ms=1,
+        updated_at_ms=1,
+    )
+
+
+# -- constraints ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "over",
+    [
+        {"status": "DONE"},  # terminal without finished_at
+        {"status": "QUEUED", "finished_at_ms": 5},  # finished_at without a terminal status
+        {"status": "LEASED"},  # leased without an owner
+        {"lease_owner": "x", "lease_expires_at_ms": 1, "first_leased_at_ms": 1},  # owner, QUEUED
+        {"status": "NOPE"},
+        {"depth": 6},
+    ],
+)
+def test_the_database_refuses_rows_that_break_the_invariants(storage, over):
+    with pytest.raises(apsw.ConstraintError), storage.write() as tx:
+        tx.queue.insert_task(_task("t1", **over))
+
+
+def test_insert_assigns_seq_and_get_is_workspace_scoped(storage):
+    with storage.write() as tx:
+        first = tx.queue.insert_task(_task("t1"))
+        second = tx.queue.insert_task(_task("t2"))
+        assert second.seq > first.seq
+        assert tx.queue.get_task("w", "t1") == first
+        assert tx.queue.get_task("other", "t1") is None
+
+
+def test_a_duplicate_task_id_is_already_exists(storage):
+    with storage.write() as tx:
+        tx.queue.insert_task(_task("t1"))
+        with pytest.raises(TaskError) as info:
+            tx.queue.insert_task(_task("t1", workspace="other"))
+    assert info.value.code is ErrorCode.ALREADY_EXISTS
+
+
+def test_update_is_a_compare_and_set_on_the_version(storage):
+    with storage.write() as tx:
+        stored = tx.queue.insert_task(_task("t1"))
+        assert tx.queue.update_task(attrs.evolve(stored, priority=5))
+        assert not tx.queue.update_task(attrs.evolve(stored, priority=9))  # stale version
+        assert not tx.queue.update_task(attrs.evolve(stored, workspace="other", version=1))
+        row = tx.queue.get_task("w", "t1")
+    assert (row.priority, row.version) == (5, 1)
+
+
+# -- claimNext selection ----------------------------------------------------------------------------
+
+
+def test_best_claimable_orders_by_priority_then_age_then_insertion(storage):
+    with storage.write() as tx:
+        q = tx.queue
+        q.insert_task(_task("old", created_at_ms=1))
+        q.insert_task(_task("tie-a", created_at_ms=2))
+        q.insert_task(_task("tie-b", created_at_ms=2))
+        q.insert_task(_task("urgent", created_at_ms=9, priority=3))
+        order = []
+        for _ in range(4):
+            best = q.best_claimable("w", max_autonomy=3, autonomy=1, verb=None, now_ms=0)
+            order.append(best.task_id)
+            q.update_task(_leased(best, "x", 10**15))
+        assert q.best_claimable("w", max_autonomy=3, autonomy=1, verb=None, now_ms=0) is None
+    assert order == ["urgent", "old", "tie-a", "tie-b"]
+
+
+def test_best_claimable_respects_the_ceiling_band_verb_and_workspace(storage):
+    with storage.write() as tx:
+        q = tx.queue
+        q.insert_task(_task("c0", autonomy_ceiling=0))
+        q.insert_task(_task("c2", autonomy_ceiling=2, verb="repo.review"))
+        q.insert_task(_task("elsewhere", workspace="other", autonomy_ceiling=3))
+
+        def best(autonomy, verb=None):
+            t = q.best_claimable("w", max_autonomy=3, autonomy=autonomy, verb=verb, now_ms=0)
+            return None if t is None else t.task_id
+
+        assert best(0) == "c0"
+        assert best(1) == "c2"
+        assert best(3) is None
+        assert best(0, "agent.run") == "c0"
+        assert best(0, "repo.review") == "c2"
+
+
+def test_best_claimable_merges_expired_leases_by_priority(storage):
+    with storage.write() as tx:
+        q = tx.queue
+        q.insert_task(_task("queued", created_at_ms=5))
+        stale = q.insert_task(_task("stale", created_at_ms=1, priority=1))
+        q.update_task(_leased(stale, "gone", expires=50))
+        live = q.insert_task(_task("live", created_at_ms=0, priority=9))
+        q.update_task(_leased(live, "busy", expires=500))
+        pick = q.best_claimable("w", max_autonomy=3, autonomy=1, verb=None, now_ms=50)
+        assert pick.task_id == "stale"
+        pick = q.best_claimable("w", max_autonomy=3, autonomy=1, verb=None, now_ms=49)
+        assert pick.task_id == "queued"
+
+
+def _plans(storage, sql: str, args: tuple) -> list[str]:
+    with storage.read() as tx:
+        return [str(r[3]) for r in tx.conn.execute("EXPLAIN QUERY PLAN " + sql, args)]
+
+
+def test_claim_next_probes_are_index_searches_with_no_sort(storage):
+    from taskcore.store import sqlite_queue
+
+    select = sqlite_queue._TASK_SELECT
+    order = sqlite_queue._ORDER
+    ready = _plans(
+        storage,
+        f"{select} INDEXED BY queue_task_ready WHERE workspace = ? AND status = 'QUEUED' "
+        f"AND autonomy_ceiling = ? {order}",
+        ("w", 1),
+    )
+    by_verb = _plans(
+        storage,
+        f"{select} INDEXED BY queue_task_ready_verb WHERE workspace = ? AND verb = ? "
+        f"AND status = 'QUEUED' AND autonomy_ceiling = ? {order}",
+        ("w", "agent.run", 1),
+    )
+    for plan in (ready, by_verb):
+        assert len(plan) == 1
+        assert plan[0].startswith("SEARCH queue_task USING INDEX queue_task_ready")
+        assert "TEMP B-TREE" not in plan[0]
+
+
+# -- listing --------------------------------------------------------------------------------------
+
+
+def test_list_filters_effective_status_matter_and_pages(storage):
+    with storage.write() as tx:
+        q = tx.queue
+        q.insert_task(_task("a", matter_id="m"))
+        b = q.insert_task(_task("b"))
+        q.update_task(_leased(b, "x", expires=10))
+        q.insert_task(_task("c", workspace="other"))
+
+        def ids(**kw):
+            args = {
+                "status": None,
+                "matter_id": None,
+                "non_matter_only": False,
+                "after_seq": None,
+                "limit": 10,
+                "now_ms": 5,
+                **kw,
+            }
+            return [t.task_id for t in q.list_tasks("w", **args)]
+
+        assert ids() == ["a", "b"]
+        assert ids(status="LEASED") == ["b"]
+        assert ids(status="QUEUED", now_ms=10) == ["a", "b"]
+        assert ids(matter_id="m") == ["a"]
+        assert ids(non_matter_only=True) == ["b"]
+        assert ids(limit=1) == ["a"]
+        assert ids(after_seq=q.get_task("w", "a").seq) == ["b"]
+
+
+# -- phases, matters, ext ---------------------------------------------------------------------------
+
+
+def test_phase_indexes_prune_and_clear(storage):
+    with storage.write() as tx:
+        q = tx.queue
+        q.insert_task(_task("t"))
+        q.insert_task(_task("u", workspace="other"))
+        assert q.next_phase_index("w", "t") == 0
+        q.insert_phase(_phase("t", 0, at=10))
+        q.insert_phase(_phase("t", 1, at=20))
+        q.insert_phase(_phase("u", 0, at=10, workspace="other"))
+        with pytest.raises(TaskError) as info:
+            q.insert_phase(_phase("t", 1, at=30))
+        assert info.value.code is ErrorCode.CONFLICT
+        assert q.next_phase_index("w", "t") == 2
+        assert q.latest_phase("w", "t").phase_index == 1
+        assert q.latest_phase("other", "t") is None
+        assert q.prune_phases(before_ms=15) == 2  # both workspaces
+        assert q.clear_phases("other", "t") == 0
+        assert q.clear_phases("w", "t") == 1
+
+
+def test_readers_are_idempotent_grants(storage):
+    with storage.write() as tx:
+        q = tx.queue
+        q.insert_matter(
+            MatterRecord(
+                workspace="w", matter_id="m", objective=None, created_by="a", created_at_ms=1
+            )
+        )
+        grant = MatterReaderRecord(
+            workspace="w", matter_id="m", reader="r", granted_by="a", granted_at_ms=1
+        )
+        assert q.add_reader(grant) is True
+        assert q.add_reader(grant) is False
+        assert q.is_reader("w", "m", "r")
+        assert not q.is_reader("other", "m", "r")
+        assert q.remove_reader("w", "m", "r") is True
+        assert q.remove_reader("w", "m", "r") is False
+
+
+def test_ext_rows_need_their_task_and_are_one_per_task(storage):
+    with storage.write() as tx:
+        q = tx.queue
+        with pytest.raises(TaskError) as info:
+            q.insert_ext(_ext("ghost"))
+        assert info.value.code is ErrorCode.NOT_FOUND
+        q.insert_task(_task("t"))
+        q.insert_ext(_ext("t"))
+        with pytest.raises(TaskError) as info:
+            q.insert_ext(_ext("t"))
+        assert info.value.code is ErrorCode.ALREADY_EXISTS
+
+
+def test_set_waiting_is_a_compare_and_set_and_patch_writes_only_given_fields(storage):
+    with storage.write() as tx:
+        q = tx.queue
+        q.insert_task(_task("t"))
+        q.insert_ext(_ext("t"))
+        assert q.set_waiting("w", "t", waiting=True, declared_child_keys_json='["a"]', now_ms=2)
+        assert not q.set_waiting("w", "t", waiting=True, declared_child_keys_json=None, now_ms=3)
+        assert not q.set_waiting(
+            "other", "t", waiting=False, declared_child_keys_json=None, now_ms=3
+        )
+        assert q.patch_ext("w", "t", ExtPatch(cost_usd=1.5), now_ms=4)
+        assert q.patch_ext("w", "t", ExtPatch(tool_call_count=2), now_ms=5)
+        assert not q.patch_ext("other", "t", ExtPatch(tool_call_count=9), now_ms=6)
+        row = q.get_ext("w", "t")
+    assert (row.waiting_for_children, row.declared_child_keys_json) == (True, '["a"]')
+    assert (row.cost_usd, row.tool_call_count, row.updated_at_ms) == (1.5, 2, 5)
+
+
+def test_the_database_refuses_a_plaintext_claim_token(storage):
+    with storage.write() as tx:
+        q = tx.queue
+        q.insert_task(_task("t"))
+        q.insert_ext(_ext("t"))
+        with pytest.raises(apsw.ConstraintError):
+            q.patch_ext("w", "t", ExtPatch(claim_token_hash="atk_secret"), now_ms=1)
