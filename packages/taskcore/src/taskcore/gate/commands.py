@@ -997,14 +997,24 @@ def _file_args(args: Sequence[str]) -> list[str]:
 def _shell_writes(name: str, args: Sequence[str]) -> list[str]:
     """Files a coreutils-style command writes."""
     if name == "sed" and any(
-        a == "-i"
-        or a.startswith(("-i", "--in-place"))
+        a.startswith(("-i", "--in-place"))
         or (a.startswith("-") and not a.startswith("--") and "i" in a[1:])
         for a in args
     ):
-        files = _file_args(args)
-        # The first non-option argument is the script unless ``-e``/``-f`` gave it.
-        if "-e" not in args and "-f" not in args and files:
+        files: list[str] = []
+        script_given = False
+        k = 0
+        while k < len(args):
+            a = args[k]
+            if a in ("-e", "-f", "--expression", "--file"):
+                script_given = True
+                k += 2
+                continue
+            if not a.startswith("-"):
+                files.append(a)
+            k += 1
+        # Without -e/-f the first operand is the script.
+        if not script_given and files:
             files = files[1:]
         return files or ["(sed -i)"]
     if name == "perl" and any(

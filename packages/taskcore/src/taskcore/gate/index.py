@@ -137,7 +137,7 @@ def _lines(f_path: Path, offset: int, size: int) -> Iterator[tuple[bytes, int]]:
                 nl = data.find(b"\n", start)
                 if nl < 0:
                     break
-                if skipping:
+                if skipping or nl - start > GATE_LINE_MAX_BYTES:
                     skipping = False
                     yield b"", base + nl + 1
                 else:
@@ -212,7 +212,14 @@ class GateIndex:
         self.clock: Clock = clock or SystemClock()
         if config.index_path.is_symlink():
             raise TaskError(ErrorCode.INVALID_PATH, "the gate index must not be a symlink")
-        self.db = GateIndexDatabase(config.index_path, busy_timeout_ms=busy_timeout_ms)
+        try:
+            self.db = GateIndexDatabase(config.index_path, busy_timeout_ms=busy_timeout_ms)
+        except OSError:
+            raise TaskError(
+                ErrorCode.STORAGE_UNAVAILABLE,
+                "the gate index cannot be created; "
+                "check the directory of --index or $AGENT_TASK_GATE_INDEX",
+            ) from None
 
     def close(self) -> None:
         """Release the index."""
@@ -438,14 +445,16 @@ class GateIndex:
     def latest_for(self, cwd: str, *, probe: bool = True) -> GateSessionRecord | None:
         """The most recently active indexed main session of the repository holding ``cwd``.
 
-        With ``probe`` the repository is found on disk (the nearest ``.git``); without it
-        (a remote caller's directory) only the index is consulted: the nearest ancestor of
-        ``cwd``, as a string, that is an indexed repository.
+        With ``probe`` the repository is first looked for on disk (the nearest ``.git``);
+        then, and always for a remote caller's directory, only the index is consulted: the
+        nearest ancestor of ``cwd``, as a string, that is an indexed repository.
         """
         norm = os.path.normpath(cwd)
         with self.db.read() as store:
             if probe:
-                return store.latest_in_repository(repository_of(norm))
+                rec = store.latest_in_repository(repository_of(norm))
+                if rec is not None:
+                    return rec
             probe_path = norm
             for _ in range(64):
                 rec = store.latest_in_repository(probe_path)

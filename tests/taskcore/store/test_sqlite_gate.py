@@ -1,0 +1,64 @@
+"""The gate index store: its own file and component, records round-trip."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from taskcore.store.gate_api import GateFileRecord, GateSessionRecord
+from taskcore.store.sqlite_gate import COMPONENT, GateIndexDatabase
+from taskcore.store.storage import journal_components
+
+
+def session(key: str, repo: str, rung: int, last: int, sub: bool = False) -> GateSessionRecord:
+    return GateSessionRecord(
+        session_key=key,
+        harness="codex",
+        session_id=key.split(":")[1],
+        parent_key="",
+        subagent=sub,
+        path=f"/s/{key}.jsonl",
+        cwd=repo,
+        repository=repo,
+        first_ms=1,
+        last_ms=last,
+        rung=rung,
+        rung_name="x",
+        prompts=1,
+        updated_at_ms=last,
+    )
+
+
+def test_not_part_of_the_journal() -> None:
+    assert COMPONENT.name not in {c.name for c in journal_components()}
+
+
+def test_records_round_trip_and_queries(tmp_path: Path) -> None:
+    db = GateIndexDatabase(tmp_path / "g.sqlite")
+    with db.write() as s:
+        s.put_file(
+            GateFileRecord(
+                path="/a.jsonl",
+                harness="codex",
+                session_key="codex:a",
+                offset=10,
+                size=12,
+                mtime_ns=5,
+                head="h",
+                state="{}",
+                updated_at_ms=1,
+            )
+        )
+        s.put_session(session("codex:a", "/r", 2, 10))
+        s.put_session(session("codex:b", "/r", 3, 20))
+        s.put_session(session("codex:c", "/r", 0, 30))
+        s.put_session(session("codex:d", "/r", 3, 40, sub=True))
+    with db.read() as s:
+        assert s.get_file("/a.jsonl") is not None
+        assert s.file_of_session("codex:a") is not None
+        latest = s.latest_in_repository("/r")
+        assert latest is not None
+        assert latest.session_key == "codex:c"
+        assert s.repository_history("/r", "codex:a") == (2, 2)
+        assert [r.session_key for r in s.sessions(since_ms=25)] == ["codex:c", "codex:d"]
+        assert s.counts() == (1, 4)
+    db.close()
