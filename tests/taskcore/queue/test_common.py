@@ -1,0 +1,56 @@
+"""Ids, the one not-found, bounded JSON, lease lengths."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from taskcore import Actor, ErrorCode, TaskError, Tier
+from taskcore.queue.common import QueueCall, json_text, new_id, parse_json_text, task_not_found
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def test_ids_are_prefixed_random_and_fit_the_id_pattern():
+    ids = {new_id("at") for _ in range(100)}
+    assert len(ids) == 100
+    assert all(re.fullmatch(r"at_[0-9a-f]{32}", i) for i in ids)
+
+
+def test_not_found_differs_only_by_the_id_the_caller_sent():
+    a, b = task_not_found("at_a"), task_not_found("at_b")
+    assert a.code is b.code is ErrorCode.NOT_FOUND
+    assert a.to_json()["error"].replace("at_a", "X") == b.to_json()["error"].replace("at_b", "X")
+
+
+@given(json_values)
+def test_json_text_round_trips(value):
+    assert parse_json_text(json_text(value, max_bytes=10**6, path="$.x")) == value
+
+
+def test_json_text_refuses_one_byte_over_the_bound():
+    assert json_text("ab", max_bytes=4, path="$.p") == '"ab"'
+    with pytest.raises(TaskError) as info:
+        json_text("abc", max_bytes=4, path="$.p")
+    assert (info.value.code, info.value.path) == (ErrorCode.PAYLOAD_TOO_LARGE, "$.p")
+
+
+def test_a_claim_gets_what_it_asks_for_up_to_the_cap():
+    call = QueueCall(
+        tx=None,  # type: ignore[arg-type] - lease arithmetic needs no transaction
+        actor=Actor(token_id="t", workspace="w", tier=Tier.AGENT),
+        now_ms=0,
+        lease_ms=300,
+        lease_max_ms=1000,
+    )
+    assert (call.lease_length(None), call.lease_length(600), call.lease_length(5000)) == (
+        300,
+        600,
+        1000,
+    )
