@@ -92,6 +92,7 @@ _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.queue.operations",
     "taskcore.gate.operations",
     "taskcore.workflow.operations",
+    "taskcore.collector.operations",
 )
 
 
