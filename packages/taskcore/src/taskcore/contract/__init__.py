@@ -3,6 +3,13 @@
 Capability ``agentscm.agent-workflow-tasks/v1``, schema version 1. Every type decodes
 strictly with :class:`taskcore.codec.Codec`; ``docs/contract.md`` lists every field, bound and
 digest domain.
+
+>>> CAPABILITY, SCHEMA_VERSION
+('agentscm.agent-workflow-tasks/v1', 1)
+>>> from taskcore.codec import decode
+>>> decode(AgentIdentity, b'{"owner_id": "acme", "agent_id": "agent-1", "admin": true}')
+Traceback (most recent call last):
+taskcore.errors.TaskError: unknown field 'admin'; version 1 accepts only documented fields at $.admin
 """
 
 from taskcore.contract.assertion import (

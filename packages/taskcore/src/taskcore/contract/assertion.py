@@ -1,4 +1,4 @@
-"""Results: :class:`TaskResultAssertion` with one criterion row per task criterion.
+r"""Results: :class:`TaskResultAssertion` with one criterion row per task criterion.
 
 Field order is the seed's declared struct order, which the observation signing bytes follow:
 version, task_id, task_digest, attempt_id, attempt_digest, request_id,
@@ -8,6 +8,20 @@ executor_provenance. Counts and completeness are derived, never submitted.
 Shape rules hold on decode; task-aware rules (:func:`validate_against_task`) and attempt
 binding (:func:`validate_against_attempt`) are checked by the journal against the stored
 canonical task and attempt.
+
+>>> from taskcore.codec import decode
+>>> row = decode(CriterionResult, {"criterion": "unit-tests", "outcome": "failed",
+...     "findings": ["1 failed", "tab\there"], "evidence_digests": []})
+>>> row.findings
+('1 failed', 'tab\there')
+>>> decode(CriterionResult, {"criterion": "unit-tests", "outcome": "failed",
+...     "findings": ["nul\x00"], "evidence_digests": []})
+Traceback (most recent call last):
+taskcore.errors.TaskError: findings may not contain NUL at $.findings[0]
+>>> decode(CriterionResult, {"criterion": "unit-tests", "outcome": "skipped",
+...     "findings": [], "evidence_digests": []})
+Traceback (most recent call last):
+taskcore.errors.TaskError: 'skipped' is not one of: passed, failed, uncertain, not_claimed at $.outcome
 """
 
 from __future__ import annotations

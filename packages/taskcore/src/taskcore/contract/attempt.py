@@ -4,6 +4,21 @@ The attempt digest covers the immutable binding only (task, attempt and claim id
 execution operation, agent, executor, fence, issued lease interval and issue time). Renewing a
 lease changes the attempt's current expiry, which the journal keeps beside the attempt, not
 its identity: requests keep naming the same attempt digest across heartbeats.
+
+>>> from taskcore.contract.common import AgentIdentity
+>>> agent = AgentIdentity(owner_id="acme", agent_id="agent-1")
+>>> claim = TaskClaimRequest(version=1, request_id="claim-1", task_id="t1",
+...     task_digest="a" * 64, execution_operation_id="exec-1", requested_lease_ms=60_000,
+...     executor=None)
+>>> attempt = WorkflowTaskAttempt(version=1, task_id="t1", task_digest="a" * 64,
+...     attempt_id="attempt-1", claim_request_id="claim-1", execution_operation_id="exec-1",
+...     agent=agent, executor=None, fence=1, lease_ms=60_000, issued_at_ms=0)
+>>> attempt.validate_for_claim(claim, agent)
+>>> attrs.evolve(attempt, lease_ms=60_001).validate_for_claim(claim, agent)
+Traceback (most recent call last):
+taskcore.errors.TaskError: the issued lease must be positive and no longer than requested at $.lease_ms
+>>> attrs.evolve(attempt, fence=2).digest != attempt.digest
+True
 """
 
 from __future__ import annotations

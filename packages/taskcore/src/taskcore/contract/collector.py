@@ -5,6 +5,18 @@ runtime identity; a finite-review profile pins the executable digest, provider s
 transport basis, model, policy digest, required path coverage and finite budgets. Candidate
 data can select none of these. Fixture and unqualified HTTP bases are refused at installation
 (:meth:`FiniteReviewCollectorProfile.validate_for_installation`), import and admission.
+
+>>> recipe = {"argv": ["pytest", "-q"], "working_directory": ".",
+...     "environment_allowlist": ["PATH"], "timeout_ms": 600000, "output_limit_bytes": 65536}
+>>> profile = decode_collector_profile({"version": 1, "kind": "command", "profile_id": "p",
+...     "repository_id": "acme.widgets", "workflow_profile_id": "default", "step_id": "tests",
+...     "registration_id": "reg-1", "registration_epoch": 1, "recipe": recipe,
+...     "runtime_identity_sha256": "c" * 64})
+>>> profile.recipe.argv
+('pytest', '-q')
+>>> decode_collector_profile({"kind": "script"})
+Traceback (most recent call last):
+taskcore.errors.TaskError: kind must be 'command' or 'finite_review' at $.kind
 """
 
 from __future__ import annotations

@@ -4,6 +4,22 @@ An enrollment is an immutable, repository- and step-scoped epoch; re-enrollment 
 epoch. :meth:`ExecutorEnrollment.validate_scope_and_binding` checks structure only and
 :meth:`ExecutorRevocation.matches_binding` only compares identities: neither is admission.
 The journal's current-registration lookup decides currency.
+
+>>> enrollment = ExecutorEnrollment(version=1, registration_id="reg-1", executor_id="laptop-1",
+...     repository_id="acme.widgets", step_id="tests", registration_epoch=1,
+...     verification_key_id="k1", public_key="d7" * 32, enrolled_at_ms=0)
+>>> enrollment.validate_scope_and_binding(repository_id="acme.widgets", step_id="tests",
+...     binding=enrollment.binding)
+>>> enrollment.validate_scope_and_binding(repository_id="acme.widgets", step_id="build",
+...     binding=enrollment.binding)
+Traceback (most recent call last):
+taskcore.errors.TaskError: the executor is not enrolled for this step
+>>> revocation = ExecutorRevocation(version=1, registration_id="reg-1", executor_id="laptop-1",
+...     registration_epoch=1, verification_key_id="k1", revoked_at_ms=5, reason="laptop lost")
+>>> revocation.matches_binding(enrollment.binding)
+True
+>>> revocation.matches_binding(attrs.evolve(enrollment, registration_epoch=2).binding)
+False
 """
 
 from __future__ import annotations

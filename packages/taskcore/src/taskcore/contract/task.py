@@ -4,6 +4,18 @@ A :class:`WorkflowTaskSubject` binds everything a task is about; a :class:`Workf
 the logical task ID, the graph status, the action class, the criteria and a compact
 :class:`InstructionEntrypoint`. The task digest is the domain-separated SHA-256 of the task's
 canonical bytes, so any changed bound input changes it.
+
+>>> from taskcore.codec import decode
+>>> ref = decode(NamedReference, {"name": "guide", "sha256": "7" * 64, "path": "docs/testing.md"})
+>>> ref.path
+'docs/testing.md'
+>>> decode(NamedReference, {"name": "guide", "sha256": "7" * 64, "path": "docs/../../etc"})
+Traceback (most recent call last):
+taskcore.errors.TaskError: path component '..' is not allowed at $.path
+>>> decode(TaskCriterion, {"criterion": "unit-tests", "description": "tests pass",
+...                        "mode": "controller_only", "required": 1})
+Traceback (most recent call last):
+taskcore.errors.TaskError: expected a boolean, got integer; send a boolean at $.required
 """
 
 from __future__ import annotations
