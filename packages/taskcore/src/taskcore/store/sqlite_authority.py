@@ -113,6 +113,8 @@ COMPONENT = Component(
     ),
 )
 
+_FOREIGN_KEY = 787  # SQLITE_CONSTRAINT_FOREIGNKEY
+
 _SUBJECT_COLUMNS = (
     "subject_seq, repository_id, profile_id, change_id, change_version, revision, commit_oid, "
     "context, context_digest, target, policy_epoch, policy_digest, requirement_digest, "
@@ -185,7 +187,11 @@ class SqliteAuthorityStore:
     def _insert(self, sql: str, args: tuple[Any, ...], what: str) -> None:
         try:
             self._conn.execute(sql, args)
-        except apsw.ConstraintError:
+        except apsw.ConstraintError as exc:
+            if getattr(exc, "extendedresult", None) == _FOREIGN_KEY:
+                raise TaskError(
+                    ErrorCode.NOT_FOUND, f"{what} refers to a record that does not exist"
+                ) from None
             raise TaskError(ErrorCode.ALREADY_EXISTS, f"{what} already exists") from None
 
     # -- repositories and policy ---------------------------------------------------------

@@ -1,0 +1,147 @@
+"""The SQLite authority store: constraints that keep the authority's records honest."""
+
+from pathlib import Path
+
+import apsw
+import pytest
+from taskcore.contract import ExecutorEnrollment, ExecutorRevocation
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.store import open_storage
+from taskcore.store.authority_api import (
+    PolicyRecord,
+    ProfileRecord,
+    RepositoryRecord,
+    RequirementRecord,
+    SubjectRecord,
+)
+
+HEX = "d" * 64
+
+
+@pytest.fixture
+def storage(tmp_path: Path):
+    s = open_storage(tmp_path / "data", create=True)
+    with s.write() as tx:
+        tx.authority.insert_repository(
+            RepositoryRecord(
+                repository_id="r",
+                workspace="w",
+                work_tree="/repo",
+                registered_at_ms=0,
+                policy_epoch=1,
+                policy_digest=HEX,
+            )
+        )
+        tx.authority.insert_policy(
+            PolicyRecord(repository_id="r", epoch=1, digest=HEX, body=b"{}", recorded_at_ms=0)
+        )
+        tx.authority.insert_requirement(
+            RequirementRecord(
+                repository_id="r",
+                requirement_digest=HEX,
+                requirement_id="ci",
+                body=b"{}",
+                plan_digest=HEX,
+                installed_at_ms=0,
+            )
+        )
+        tx.authority.put_profile(
+            ProfileRecord(
+                repository_id="r",
+                profile_id="p",
+                target="main",
+                requirement_digest=HEX,
+                generation=1,
+                registered_at_ms=0,
+            )
+        )
+    yield s
+    s.close()
+
+
+def _subject(version: int) -> SubjectRecord:
+    return SubjectRecord(
+        subject_seq=0,
+        repository_id="r",
+        profile_id="p",
+        change_id="c",
+        change_version=version,
+        revision=HEX,
+        commit="e" * 40,
+        context=b"",
+        context_digest=HEX,
+        target="main",
+        policy_epoch=1,
+        policy_digest=HEX,
+        requirement_digest=HEX,
+        plan_digest=HEX,
+        references=b"{}",
+        binding_digest=HEX,
+        recorded_at_ms=0,
+    )
+
+
+def test_a_change_version_names_one_subject(storage):
+    with storage.write() as tx:
+        seq = tx.authority.insert_subject(_subject(1))
+        assert tx.authority.latest_subject("r", "p", "c").subject_seq == seq
+        with pytest.raises(apsw.ConstraintError):
+            tx.authority.insert_subject(_subject(1))
+
+
+def test_requirements_are_content_addressed_and_installed_once(storage):
+    with storage.write() as tx:
+        again = RequirementRecord(
+            repository_id="r",
+            requirement_digest=HEX,
+            requirement_id="ci",
+            body=b"{}",
+            plan_digest=HEX,
+            installed_at_ms=5,
+        )
+        assert tx.authority.insert_requirement(again) is False
+
+
+def test_a_revocation_names_an_existing_enrollment_epoch(storage):
+    revocation = ExecutorRevocation(
+        version=1,
+        registration_id="reg",
+        executor_id="ex",
+        registration_epoch=1,
+        verification_key_id="k",
+        revoked_at_ms=0,
+        reason="x",
+    )
+    with pytest.raises(TaskError) as info, storage.write() as tx:
+        tx.authority.insert_revocation(revocation)
+    assert info.value.code is ErrorCode.NOT_FOUND
+
+
+def test_enrollment_epochs_are_immutable_rows(storage):
+    enrollment = ExecutorEnrollment(
+        version=1,
+        registration_id="reg",
+        executor_id="ex",
+        repository_id="r",
+        step_id="s",
+        registration_epoch=1,
+        verification_key_id="k",
+        public_key=HEX,
+        enrolled_at_ms=0,
+    )
+    with storage.write() as tx:
+        tx.authority.insert_enrollment(enrollment)
+        with pytest.raises(TaskError) as info:
+            tx.authority.insert_enrollment(enrollment)
+        assert info.value.code is ErrorCode.ALREADY_EXISTS
+        assert tx.authority.enrollments("reg") == (enrollment,)
+
+
+def test_policy_epochs_move_the_repository_current_epoch(storage):
+    with storage.write() as tx:
+        tx.authority.insert_policy(
+            PolicyRecord(repository_id="r", epoch=2, digest="f" * 64, body=b"{}", recorded_at_ms=1)
+        )
+        repo = tx.authority.get_repository("r")
+        assert (repo.policy_epoch, repo.policy_digest) == (2, "f" * 64)
+        assert tx.authority.get_policy("r", 1).digest == HEX
