@@ -156,16 +156,16 @@ def _no_constants(name: str) -> Any:
 
 
 def _depth(value: Any) -> int:
+    # Only containers add a level, so only containers are pushed.
     deepest = 0
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, level = stack.pop()
-        if isinstance(node, dict):
-            deepest = max(deepest, level)
-            stack.extend((v, level + 1) for v in node.values())
-        elif isinstance(node, list):
-            deepest = max(deepest, level)
-            stack.extend((v, level + 1) for v in node)
+        children = node.values() if type(node) is dict else node if type(node) is list else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((c, level + 1) for c in children if type(c) is dict or type(c) is list)
     return deepest
 
 
@@ -346,8 +346,9 @@ def _check_rules(value: Any, rules: FieldRules) -> None:
                 f"{SCHEMA_VERSION}",
             )
         return
-    if isinstance(value, str | list):
-        what = "characters" if isinstance(value, str) else "items"
+    kind = type(value)
+    if kind is str or kind is list:
+        what = "characters" if kind is str else "items"
         if rules.max_len is not None and len(value) > rules.max_len:
             raise TaskError(
                 ErrorCode.OUT_OF_BOUNDS,
@@ -358,32 +359,31 @@ def _check_rules(value: Any, rules: FieldRules) -> None:
                 ErrorCode.OUT_OF_BOUNDS,
                 f"{len(value)} {what}; at least {rules.min_len} are required",
             )
-    if (
-        isinstance(value, str)
-        and rules.pattern is not None
-        and _compiled(rules.pattern).fullmatch(value) is None
-    ):
-        raise TaskError(
-            ErrorCode.INVALID_VALUE, f"value does not match the pattern {rules.pattern}"
-        )
-    if type(value) is int:
+        if kind is str:
+            if rules.pattern is not None and _compiled(rules.pattern).fullmatch(value) is None:
+                raise TaskError(
+                    ErrorCode.INVALID_VALUE, f"value does not match the pattern {rules.pattern}"
+                )
+            return
+        if (
+            rules.item_max_len is not None
+            or rules.item_min_len is not None
+            or rules.item_pattern is not None
+        ):
+            item_rules = _item_rules(rules)
+            for index, item in enumerate(value):
+                if type(item) is not str:
+                    continue  # the item hook reports the wrong type with its path
+                try:
+                    _check_rules(item, item_rules)
+                except TaskError as err:
+                    raise err.at(f"$[{index}]") from None
+        return
+    if kind is int:
         if rules.lo is not None and value < rules.lo:
             raise TaskError(ErrorCode.OUT_OF_BOUNDS, f"{value} is below the minimum {rules.lo}")
         if rules.hi is not None and value > rules.hi:
             raise TaskError(ErrorCode.OUT_OF_BOUNDS, f"{value} is above the maximum {rules.hi}")
-    if isinstance(value, list) and (
-        rules.item_max_len is not None
-        or rules.item_min_len is not None
-        or rules.item_pattern is not None
-    ):
-        item_rules = _item_rules(rules)
-        for index, item in enumerate(value):
-            if not isinstance(item, str):
-                continue  # the item hook reports the wrong type with its path
-            try:
-                _check_rules(item, item_rules)
-            except TaskError as err:
-                raise err.at(f"$[{index}]") from None
 
 
 def _check_int_items(value: Any, rules: FieldRules) -> None:
