@@ -119,3 +119,36 @@ def test_only_ascii_controls_quote_and_backslash_are_escaped(text):
     for ch in text:
         if ord(ch) >= 0x20 and ch not in '"\\':
             assert ch in unescaped
+
+
+@pytest.mark.parametrize("code", range(0x20))
+def test_every_c0_control_has_exactly_one_escape(code):
+    named = {0x08: b"\\b", 0x09: b"\\t", 0x0A: b"\\n", 0x0C: b"\\f", 0x0D: b"\\r"}
+    expected = named.get(code, f"\\u{code:04x}".encode())
+    assert encode_string(chr(code)) == b'"' + expected + b'"'
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["\x7f", "\x80", "\u00a0", "\u2028", "\u2029", "\ufeff", "\U0001f600", "e\u0301", "/", "'"],
+)
+def test_everything_else_is_raw_utf8_without_normalization(text):
+    assert encode_string(text) == b'"' + text.encode("utf-8") + b'"'
+
+
+def test_zero_empty_arrays_and_empty_objects():
+    assert canonical_json({"n": 0, "a": [], "o": {}, "s": ""}) == b'{"n":0,"a":[],"o":{},"s":""}'
+
+
+def test_booleans_are_not_integers_and_integers_are_not_booleans():
+    assert canonical_json([True, False, 1, 0]) == b"[true,false,1,0]"
+
+
+def test_non_string_object_keys_are_refused():
+    with pytest.raises(TaskError) as info:
+        canonical_json({1: "x"})
+    assert info.value.code is ErrorCode.WRONG_TYPE
+
+
+def test_tuples_and_lists_are_arrays_in_order():
+    assert canonical_json((3, [2, 1])) == b"[3,[2,1]]"

@@ -1,4 +1,5 @@
 import enum
+import typing
 
 import attrs
 import pytest
@@ -239,3 +240,50 @@ def test_any_unknown_key_is_refused(doc, key):
     with pytest.raises(TaskError) as info:
         Codec().decode(Doc, dumps(doc))
     assert info.value.code is ErrorCode.UNKNOWN_FIELD
+
+
+@attrs.frozen(kw_only=True)
+class Tagged:
+    kind: typing.Literal["command"] = wire_field()
+    versions: tuple[int, ...] = wire_field(max_len=4)
+    names: tuple[str, ...] = wire_field(max_len=4, item_max_len=3)
+
+
+def _tagged_error(**changes):
+    doc = {"kind": "command", "versions": [1], "names": ["a"], **changes}
+    with pytest.raises(TaskError) as info:
+        Codec().decode(Tagged, doc)
+    return info.value.code, info.value.path
+
+
+def test_a_literal_of_the_wrong_json_type_is_wrong_type():
+    assert _tagged_error(kind=1) == (ErrorCode.WRONG_TYPE, "$.kind")
+    assert _tagged_error(kind=1.5) == (ErrorCode.WRONG_TYPE, "$.kind")
+
+
+def test_a_literal_with_another_string_is_invalid_value():
+    assert _tagged_error(kind="script") == (ErrorCode.INVALID_VALUE, "$.kind")
+
+
+@pytest.mark.parametrize("bad", [-1, 2**64])
+def test_integer_items_are_bounded_to_u64_with_their_path(bad):
+    assert _tagged_error(versions=[1, bad]) == (ErrorCode.OUT_OF_BOUNDS, "$.versions[1]")
+
+
+@pytest.mark.parametrize("bad", [True, "1", 1.0])
+def test_integer_items_of_another_type_are_wrong_type(bad):
+    assert _tagged_error(versions=[bad]) == (ErrorCode.WRONG_TYPE, "$.versions[0]")
+
+
+def test_a_negative_integer_among_strings_is_wrong_type_not_out_of_bounds():
+    assert _tagged_error(names=["a", -1]) == (ErrorCode.WRONG_TYPE, "$.names[1]")
+
+
+def test_depth_counts_containers_only():
+    deep = 1
+    for _ in range(JSON_MAX_DEPTH):
+        deep = [deep]
+    parse_json(dumps(deep))  # 64 arrays around a scalar: exactly the limit
+    with pytest.raises(TaskError) as info:
+        parse_json(dumps([deep]))
+    assert info.value.code is ErrorCode.OUT_OF_BOUNDS

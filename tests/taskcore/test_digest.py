@@ -47,3 +47,24 @@ def test_hex64_helpers():
     assert not is_hex64(good[:-1])
     with pytest.raises(TaskError):
         require_hex64("xyz", "digest")
+
+
+def test_the_length_is_eight_bytes_big_endian_even_past_one_byte():
+    data = b"x" * 0x1234
+    prefix = OBSERVATION_DOMAIN.encode() + b"\x00" + bytes([0, 0, 0, 0, 0, 0, 0x12, 0x34])
+    assert domain_digest(OBSERVATION_DOMAIN, data) == hashlib.sha256(prefix + data).hexdigest()
+
+
+def test_empty_data_still_hashes_domain_nul_and_zero_length():
+    expected = hashlib.sha256(OBSERVATION_DOMAIN.encode() + b"\x00" + b"\x00" * 8).hexdigest()
+    assert domain_digest(OBSERVATION_DOMAIN, b"") == expected
+
+
+def test_a_domain_containing_nul_is_refused():
+    with pytest.raises(TaskError):
+        domain_digest("a\x00b", b"")
+
+
+def test_the_digest_is_64_lowercase_hex():
+    value = domain_digest("d", b"data")
+    assert is_hex64(value)
