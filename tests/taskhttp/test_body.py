@@ -1,0 +1,82 @@
+import anyio
+import pytest
+from starlette.requests import Request
+from taskcore import ErrorCode, TaskError
+from taskhttp.body import JSON, OCTET_STREAM, read_body, require_media_type
+
+
+def _request(headers, chunks=()):
+    items = chunks if isinstance(chunks, list) else list(chunks)
+
+    async def receive():
+        if items:
+            return {"type": "http.request", "body": items.pop(0), "more_body": bool(items)}
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/",
+        "headers": [(k.lower().encode(), v.encode()) for k, v in headers.items()],
+    }
+    return Request(scope, receive)
+
+
+@pytest.mark.parametrize(
+    ("header", "expected", "ok"),
+    [
+        ("application/json", JSON, True),
+        ("Application/JSON", JSON, True),
+        ("application/json; charset=utf-8", JSON, True),
+        ('application/json; charset="UTF-8"', JSON, True),
+        ("application/json; charset=iso-8859-1", JSON, False),
+        ("application/octet-stream", OCTET_STREAM, True),
+        ("application/octet-stream; charset=utf-8", OCTET_STREAM, False),
+        ("text/json", JSON, False),
+    ],
+)
+def test_media_type_check(header, expected, ok):
+    request = _request({"content-type": header})
+    if ok:
+        require_media_type(request, expected)
+    else:
+        with pytest.raises(TaskError) as info:
+            require_media_type(request, expected)
+        assert info.value.code is ErrorCode.UNSUPPORTED_MEDIA_TYPE
+
+
+def test_missing_media_type_is_refused():
+    with pytest.raises(TaskError) as info:
+        require_media_type(_request({}), JSON)
+    assert info.value.code is ErrorCode.UNSUPPORTED_MEDIA_TYPE
+
+
+def _read(request, limit):
+    return anyio.run(read_body, request, limit)
+
+
+def test_body_within_the_bound_is_returned_whole():
+    assert _read(_request({}, [b"ab", b"cd"]), 4) == b"abcd"
+
+
+def test_declared_length_over_the_bound_is_refused_before_reading():
+    chunks = [b"never read"]
+    request = _request({"content-length": "11"}, chunks)
+    with pytest.raises(TaskError) as info:
+        _read(request, 10)
+    assert info.value.code is ErrorCode.PAYLOAD_TOO_LARGE
+    assert chunks == [b"never read"]
+
+
+def test_undeclared_body_is_refused_when_it_passes_the_bound():
+    chunks = [b"12345", b"67890", b"x", b"unread"]
+    with pytest.raises(TaskError) as info:
+        _read(_request({}, chunks), 10)
+    assert info.value.code is ErrorCode.PAYLOAD_TOO_LARGE
+    assert chunks == [b"unread"]
+
+
+def test_non_numeric_content_length_is_bad_input():
+    with pytest.raises(TaskError) as info:
+        _read(_request({"content-length": "ten"}), 10)
+    assert info.value.code is ErrorCode.BAD_INPUT
