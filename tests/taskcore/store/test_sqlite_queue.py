@@ -193,7 +193,7 @@ def _plans(storage, sql: str, args: tuple) -> list[str]:
 def test_claim_next_probes_are_index_searches_with_no_sort(storage):
     from taskcore.store import sqlite_queue
 
-    select = sqlite_queue._TASK_SELECT
+    select = f"SELECT {sqlite_queue._KEY} FROM queue_task"
     order = sqlite_queue._ORDER
     ready = _plans(
         storage,
@@ -209,7 +209,7 @@ def test_claim_next_probes_are_index_searches_with_no_sort(storage):
     )
     for plan in (ready, by_verb):
         assert len(plan) == 1
-        assert plan[0].startswith("SEARCH queue_task USING INDEX queue_task_ready")
+        assert plan[0].startswith("SEARCH queue_task USING COVERING INDEX queue_task_ready")
         assert "TEMP B-TREE" not in plan[0]
 
 

@@ -217,6 +217,7 @@ _TASK_UPDATE = (
     + ", version = version + 1 WHERE workspace = ? AND task_id = ? AND version = ?"
 )
 _ORDER = "ORDER BY priority DESC, created_at_ms, seq LIMIT 1"
+_KEY = "priority, created_at_ms, seq"  # the claimNext ordering key, covered by the indexes
 
 _GATE_COLUMNS = (
     "gate_id, workspace, task_id, target_verb, input_hash, reason, status, requested_by, "
@@ -341,10 +342,6 @@ def _is_unique(exc: apsw.ConstraintError) -> bool:
     return "UNIQUE" in str(exc) or "PRIMARY KEY" in str(exc)
 
 
-def _rank(task: TaskRecord) -> tuple[int, int, int]:
-    return (-task.priority, task.created_at_ms, task.seq)
-
-
 class SqliteQueueStore:
     """The queue tables on one apsw connection (inside the caller's transaction)."""
 
@@ -413,32 +410,38 @@ class SqliteQueueStore:
         self, workspace: str, *, max_autonomy: int, autonomy: int, verb: str | None, now_ms: int
     ) -> TaskRecord | None:
         """Return the task ``claimNext`` should take (see the protocol), or ``None``."""
-        candidates: list[TaskRecord] = []
+        # Probe with covering selects (the ordering key only) and fetch the one winner's row:
+        # fetching every candidate's full row costs more than the probes themselves.
+        keys: list[tuple[int, int, int]] = []
         for ceiling in range(autonomy, max_autonomy + 1):
             if verb is None:
                 row = self._one(
-                    f"{_TASK_SELECT} INDEXED BY queue_task_ready WHERE workspace = ? "
-                    f"AND status = 'QUEUED' AND autonomy_ceiling = ? {_ORDER}",
+                    f"SELECT {_KEY} FROM queue_task INDEXED BY queue_task_ready "
+                    f"WHERE workspace = ? AND status = 'QUEUED' AND autonomy_ceiling = ? {_ORDER}",
                     (workspace, ceiling),
                 )
             else:
                 row = self._one(
-                    f"{_TASK_SELECT} INDEXED BY queue_task_ready_verb WHERE workspace = ? "
-                    f"AND verb = ? AND status = 'QUEUED' AND autonomy_ceiling = ? {_ORDER}",
+                    f"SELECT {_KEY} FROM queue_task INDEXED BY queue_task_ready_verb "
+                    f"WHERE workspace = ? AND verb = ? AND status = 'QUEUED' "
+                    f"AND autonomy_ceiling = ? {_ORDER}",
                     (workspace, verb, ceiling),
                 )
             if row is not None:
-                candidates.append(_task(row))
+                keys.append((-int(row[0]), int(row[1]), int(row[2])))
         verb_clause = "" if verb is None else " AND verb = ?"
         row = self._one(
-            f"{_TASK_SELECT} INDEXED BY queue_task_leases WHERE workspace = ? "
+            f"SELECT {_KEY} FROM queue_task INDEXED BY queue_task_leases WHERE workspace = ? "
             f"AND status = 'LEASED' AND lease_expires_at_ms <= ? "
             f"AND autonomy_ceiling BETWEEN ? AND ?{verb_clause} {_ORDER}",
             (workspace, now_ms, autonomy, max_autonomy, *(() if verb is None else (verb,))),
         )
         if row is not None:
-            candidates.append(_task(row))
-        return min(candidates, key=_rank, default=None)
+            keys.append((-int(row[0]), int(row[1]), int(row[2])))
+        if not keys:
+            return None
+        best = self._one(f"{_TASK_SELECT} WHERE seq = ?", (min(keys)[2],))
+        return None if best is None else _task(best)
 
     def list_tasks(
         self,
