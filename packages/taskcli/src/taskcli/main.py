@@ -27,6 +27,8 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "gate_cmd",
     "operator_cmd",
     "collector_cmd",
+    "collect_cmd",
+    "stop_cmd",
 )
 
 
