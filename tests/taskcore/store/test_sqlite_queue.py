@@ -193,20 +193,8 @@ def _plans(storage, sql: str, args: tuple) -> list[str]:
 def test_claim_next_probes_are_index_searches_with_no_sort(storage):
     from taskcore.store import sqlite_queue
 
-    select = f"SELECT {sqlite_queue._KEY} FROM queue_task"
-    order = sqlite_queue._ORDER
-    ready = _plans(
-        storage,
-        f"{select} INDEXED BY queue_task_ready WHERE workspace = ? AND status = 'QUEUED' "
-        f"AND autonomy_ceiling = ? {order}",
-        ("w", 1),
-    )
-    by_verb = _plans(
-        storage,
-        f"{select} INDEXED BY queue_task_ready_verb WHERE workspace = ? AND verb = ? "
-        f"AND status = 'QUEUED' AND autonomy_ceiling = ? {order}",
-        ("w", "agent.run", 1),
-    )
+    ready = _plans(storage, sqlite_queue._READY_PROBE, ("w", 1))
+    by_verb = _plans(storage, sqlite_queue._READY_VERB_PROBE, ("w", "agent.run", 1))
     for plan in (ready, by_verb):
         assert len(plan) == 1
         assert plan[0].startswith("SEARCH queue_task USING COVERING INDEX queue_task_ready")

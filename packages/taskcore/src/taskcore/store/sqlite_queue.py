@@ -218,6 +218,21 @@ _TASK_UPDATE = (
 )
 _ORDER = "ORDER BY priority DESC, created_at_ms, seq LIMIT 1"
 _KEY = "priority, created_at_ms, seq"  # the claimNext ordering key, covered by the indexes
+_READY_PROBE = (
+    f"SELECT {_KEY} FROM queue_task INDEXED BY queue_task_ready "  # noqa: S608 - constant
+    f"WHERE workspace = ? AND status = 'QUEUED' AND autonomy_ceiling = ? {_ORDER}"
+)
+_READY_VERB_PROBE = (
+    f"SELECT {_KEY} FROM queue_task INDEXED BY queue_task_ready_verb "  # noqa: S608 - constant
+    f"WHERE workspace = ? AND verb = ? AND status = 'QUEUED' AND autonomy_ceiling = ? {_ORDER}"
+)
+_LEASE_PROBE_WHERE = (
+    f"SELECT {_KEY} FROM queue_task INDEXED BY queue_task_leases "  # noqa: S608 - constant
+    "WHERE workspace = ? AND status = 'LEASED' AND lease_expires_at_ms <= ? "
+    "AND autonomy_ceiling BETWEEN ? AND ?"
+)
+_LEASE_PROBE = f"{_LEASE_PROBE_WHERE} {_ORDER}"
+_LEASE_VERB_PROBE = f"{_LEASE_PROBE_WHERE} AND verb = ? {_ORDER}"
 
 _GATE_COLUMNS = (
     "gate_id, workspace, task_id, target_verb, input_hash, reason, status, requested_by, "
@@ -415,27 +430,15 @@ class SqliteQueueStore:
         keys: list[tuple[int, int, int]] = []
         for ceiling in range(autonomy, max_autonomy + 1):
             if verb is None:
-                row = self._one(
-                    f"SELECT {_KEY} FROM queue_task INDEXED BY queue_task_ready "
-                    f"WHERE workspace = ? AND status = 'QUEUED' AND autonomy_ceiling = ? {_ORDER}",
-                    (workspace, ceiling),
-                )
+                row = self._one(_READY_PROBE, (workspace, ceiling))
             else:
-                row = self._one(
-                    f"SELECT {_KEY} FROM queue_task INDEXED BY queue_task_ready_verb "
-                    f"WHERE workspace = ? AND verb = ? AND status = 'QUEUED' "
-                    f"AND autonomy_ceiling = ? {_ORDER}",
-                    (workspace, verb, ceiling),
-                )
+                row = self._one(_READY_VERB_PROBE, (workspace, verb, ceiling))
             if row is not None:
                 keys.append((-int(row[0]), int(row[1]), int(row[2])))
-        verb_clause = "" if verb is None else " AND verb = ?"
-        row = self._one(
-            f"SELECT {_KEY} FROM queue_task INDEXED BY queue_task_leases WHERE workspace = ? "
-            f"AND status = 'LEASED' AND lease_expires_at_ms <= ? "
-            f"AND autonomy_ceiling BETWEEN ? AND ?{verb_clause} {_ORDER}",
-            (workspace, now_ms, autonomy, max_autonomy, *(() if verb is None else (verb,))),
-        )
+        if verb is None:
+            row = self._one(_LEASE_PROBE, (workspace, now_ms, autonomy, max_autonomy))
+        else:
+            row = self._one(_LEASE_VERB_PROBE, (workspace, now_ms, autonomy, max_autonomy, verb))
         if row is not None:
             keys.append((-int(row[0]), int(row[1]), int(row[2])))
         if not keys:
