@@ -38,6 +38,7 @@ from taskcore.authority.enrollment import current_registration, registration_is_
 from taskcore.authority.requirement import CompiledPlan, RepositoryPolicy
 from taskcore.authority.subjects import (
     AuthorityView,
+    CompiledCheckpoint,
     check_current,
     compile_checkpoint,
     load_route,
@@ -478,21 +479,37 @@ class WorkflowJournal:
         (revision, reference hashes) happens before the writer transaction, which rechecks
         that the authority did not change meanwhile.
         """
+        compiled = self.compile_checkpoint(caller, request)
+        return self.record_checkpoint(caller, compiled)
+
+    def compile_checkpoint(self, caller: Caller, request: CheckpointRequest) -> CompiledCheckpoint:
+        """Compile a checkpoint from git (read transaction for the route, git outside it)."""
         with self._read() as tx:
             view = self._view(tx, caller)
             caller.guard.check(tx, caller.guard_request(GuardAction.CHECKPOINT))
-        compiled = compile_checkpoint(
+        return compile_checkpoint(
             view,
             change_id=request.change_id,
             commit=request.commit,
             context=request.context.encode("utf-8"),
         )
+
+    def record_checkpoint(self, caller: Caller, compiled: CompiledCheckpoint) -> CheckpointResponse:
+        """Record a compiled checkpoint and derive its tasks in one writer transaction.
+
+        Refuses (``CONFLICT``) if the authority changed since ``compiled`` was compiled.
+        """
+        if (compiled.repository_id, compiled.profile_id) != (
+            caller.repository_id,
+            caller.profile_id,
+        ):
+            raise TaskError(ErrorCode.BAD_INPUT, "the checkpoint was compiled for another route")
         with self._write(caller, GuardAction.CHECKPOINT) as tx:
             view = self._view(tx, caller)
             caller.guard.check(tx, caller.guard_request(GuardAction.CHECKPOINT))
             now = self.clock.now_ms()
             previous = tx.authority.latest_subject(
-                caller.repository_id, caller.profile_id, request.change_id
+                caller.repository_id, caller.profile_id, compiled.change_id
             )
             subject, created = record_subject(tx, compiled, now_ms=now)
             if created:
