@@ -1,0 +1,112 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from tests.taskcli.collector_world import World, cli, git
+
+
+@pytest.fixture
+def world(tmp_path):
+    w = World(tmp_path)
+    yield w
+    w.close()
+
+
+def invoke(world, *args):
+    return CliRunner().invoke(
+        cli("collector_cmd", "collect_cmd"), list(args), env=world.env(), catch_exceptions=False
+    )
+
+
+def ok(world, *args):
+    result = invoke(world, *args, "--json")
+    assert result.exit_code == 0, result.output + result.stderr
+    return json.loads(result.stdout)
+
+
+def test_checkpoint_records_the_clean_head(world):
+    out = ok(world, "checkpoint", "c1", "--workspace", str(world.repo))
+    assert out["subject"]["commit"] == git(world.repo, "rev-parse", "HEAD")
+    assert out["created"] is True
+
+
+def test_checkpoint_refuses_a_dirty_work_tree(world):
+    (world.repo / "calc.py").write_text("x = 2\n")
+    result = invoke(world, "checkpoint", "c1", "--workspace", str(world.repo))
+    assert result.exit_code == 6
+    assert "uncommitted" in result.stderr
+
+
+def test_checkpoint_refuses_untracked_files(world):
+    (world.repo / "new.txt").write_text("new\n")
+    result = invoke(world, "checkpoint", "c1", "--workspace", str(world.repo))
+    assert result.exit_code == 6
+
+
+def test_collect_claims_runs_uploads_and_finalizes_once(world):
+    ok(world, "checkpoint", "c1", "--workspace", str(world.repo))
+    out = ok(world, "collect", "c1")
+    assert out["collected"] is True
+    assert out["record_outcome"] == "passed"
+    assert out["qualification"]["qualified"] is True
+    assert out["qualification"]["next"] == {"operation": "none"}
+
+
+def test_collect_with_nothing_to_claim_is_a_conflict_and_claims_nothing(world):
+    ok(world, "checkpoint", "c1", "--workspace", str(world.repo))
+    ok(world, "collect", "c1")
+    again = invoke(world, "collect", "c1")
+    assert again.exit_code == 6
+    assert "nothing to collect" in again.stderr
+
+
+def test_collect_shows_progress_on_stderr(world):
+    ok(world, "checkpoint", "c1", "--workspace", str(world.repo))
+    result = invoke(world, "collect", "c1")
+    assert result.exit_code == 0
+    assert "claiming tests" in result.stderr
+    assert "signed and retained" in result.stderr
+    assert "qualified: true" in result.stdout
+
+
+def test_collect_against_another_data_dir_runs_nothing(world, tmp_path):
+    from taskcore.store import open_storage
+
+    other = tmp_path / "other-data"
+    open_storage(other, create=True).close()
+    ok(world, "checkpoint", "c1", "--workspace", str(world.repo))
+    result = invoke(world, "collect", "c1", "--data-dir", str(other))
+    assert result.exit_code == 3
+    assert "BINDING_MISMATCH" in result.stderr
+    assert all(not a.has_reservation() for a in world.state.attempts())
+
+
+def test_retry_upload_resends_identical_bytes_and_gets_the_historical_view(world):
+    ok(world, "checkpoint", "c1", "--workspace", str(world.repo))
+    first = ok(world, "collect", "c1")
+    [attempt] = world.state.attempts()
+    attempt.upload_path.unlink()  # as if the first upload's answer was lost
+    [again] = ok(world, "retry-upload")
+    assert {k: again[k] for k in first["upload"]} == first["upload"]
+    assert ok(world, "retry-upload") == []  # nothing left to send
+
+
+def test_a_failed_run_is_collected_and_exits_zero(tmp_path):
+    world = World(tmp_path, script="echo nope >&2; exit 3")
+    try:
+        ok(world, "checkpoint", "c1", "--workspace", str(world.repo))
+        out = ok(world, "collect", "c1")
+        assert out["record_outcome"] == "failed"
+        assert out["qualification"]["qualified"] is False
+        assert {f["code"] for f in out["qualification"]["failures"]} == {"collector_not_passed"}
+    finally:
+        world.close()
+
+
+def test_qualification_prints_the_answer(world):
+    ok(world, "checkpoint", "c1", "--workspace", str(world.repo))
+    out = ok(world, "qualification", "c1")
+    assert out["next"]["operation"] == "collector_claim"
