@@ -160,3 +160,15 @@ def test_only_the_index_is_written(roots: GateConfig, tmp_path: Path) -> None:
     after = {p: p.stat().st_mtime_ns for p in (tmp_path / "claude").rglob("*")}
     assert before == after
     assert oct(os.stat(roots.index_path).st_mode & 0o777) == "0o600"
+
+
+def test_scan_leaves_out_symlinks_that_point_outside_the_roots(
+    roots: GateConfig, tmp_path: Path
+) -> None:
+    outside = tmp_path / "private.jsonl"
+    outside.write_bytes(jl(EDIT, EDIT_OK))
+    (roots.claude_root / "-home-dev-src-acme-api" / "sneaky.jsonl").symlink_to(outside)
+    index = GateIndex(roots)
+    report = index.scan()
+    index.close()
+    assert report.files_seen == 31

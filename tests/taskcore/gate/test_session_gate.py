@@ -143,3 +143,21 @@ def test_without_a_usable_index_the_answer_is_direct_and_says_so(
     r = session_gate(SessionGateIn(transcript_path=str(path)), config=cfg).result
     assert (r.rung, r.indexed, r.budget_left) == (2, False, DONE_GATE_BUDGET)
     assert "could not be read" in r.receipt_lines[4]
+
+
+def test_remote_subagent_files_must_stay_inside_the_roots(
+    roots: GateConfig, tmp_path: Path
+) -> None:
+    main = roots.claude_root / "-home-dev-src-acme-api" / "2c3a5e93-3b66-4d20-9f90-4e7dab3a8c03"
+    (main / "subagents").mkdir(parents=True)
+    outside = tmp_path / "elsewhere.jsonl"
+    outside.write_text('{"type":"user","message":{"content":"x"}}\n')
+    (main / "subagents" / "agent-x.jsonl").symlink_to(outside)
+    ans = session_gate(
+        SessionGateIn(transcript_path=str(main) + ".jsonl"), config=roots, remote=True
+    )
+    assert ans.result.rung == 2
+    index = GateIndex(roots)
+    with index.db.read() as store:
+        assert store.get_file(str(outside)) is None
+    index.close()

@@ -380,7 +380,22 @@ class GateIndex:
 
     # -- scanning the roots -----------------------------------------------------------------
     def transcripts(self) -> Iterator[tuple[str, Path]]:
-        """Every transcript file under the roots (main sessions before subagents)."""
+        """Every transcript file under the roots (main sessions before subagents).
+
+        A symlinked file that resolves outside both roots is not a transcript of this machine's
+        harnesses and is left out (a scan can be started by a remote lookup).
+        """
+        for harness, path in self._candidates():
+            if path.is_symlink():
+                real = os.path.realpath(path)
+                if not any(
+                    real.startswith(os.path.realpath(r).rstrip(os.sep) + os.sep)
+                    for _h, r in self.config.roots()
+                ):
+                    continue
+            yield harness, path
+
+    def _candidates(self) -> Iterator[tuple[str, Path]]:
         claude_root, codex_root = self.config.claude_root, self.config.codex_root
         subagents: list[Path] = []
         if claude_root.is_dir():

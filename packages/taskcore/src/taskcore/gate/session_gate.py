@@ -164,15 +164,20 @@ def _claude_subagent_files(path: Path) -> list[Path]:
         return []
 
 
-def refresh_session(index: GateIndex, path: Path) -> ReadResult:
-    """Bring a transcript (and, for a Claude Code main session, its subagents) up to date."""
+def refresh_session(index: GateIndex, path: Path, *, remote: bool = False) -> ReadResult:
+    """Bring a transcript (and, for a Claude Code main session, its subagents) up to date.
+
+    For a remote caller every subagent file must pass the same root check as the main one.
+    """
     read = index.refresh(path)
     if read.harness == "claude-code" and not read.evidence.subagent:
         for sub in _claude_subagent_files(read.path):
             try:
+                if remote:
+                    sub = checked_transcript(str(sub), index.config)
                 index.refresh(sub, "claude-code")
             except TaskError as err:
-                if err.code is not ErrorCode.NOT_FOUND:
+                if err.code not in (ErrorCode.NOT_FOUND, ErrorCode.INVALID_PATH):
                     raise
     return read
 
@@ -222,7 +227,7 @@ def session_gate(
     try:
         if path is None:
             path = _locate(index, request, remote=remote)
-        read = refresh_session(index, path)
+        read = refresh_session(index, path, remote=remote)
         return answer(index, read, last_message=last_message)
     finally:
         if own:
