@@ -456,7 +456,10 @@ def test_without_a_collector_profile_nothing_can_be_claimed(authority, state, tm
         "checkpoint",
         {"version": 1, "change_id": "c1", "commit": head(authority.repo), "context": ""},
     )
-    task = call("qualification", {"version": 1, "change_id": "c1"})["tasks"][0]
+    answer = call("qualification", {"version": 1, "change_id": "c1"})
+    task = answer["tasks"][0]
+    assert answer["next"] == {"operation": "none"}
+    assert answer["failures"] == [{"task_id": task["task_id"], "code": "collector_profile_missing"}]
     with pytest.raises(TaskError) as err:
         call(
             "collector_claim",

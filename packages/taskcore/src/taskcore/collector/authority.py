@@ -915,7 +915,19 @@ def qualification(
                     state == "pending"
                     and wtask.entrypoint.progression is WorkflowProgression.COLLECTOR
                 ):
-                    claimable = claimable or task.task_id
+                    if (
+                        tx.collector.current_profile(
+                            task.repository_id, task.profile_id, task.step_id
+                        )
+                        is None
+                    ):
+                        failures.append(
+                            QualificationFailure(
+                                task_id=task.task_id, code="collector_profile_missing"
+                            )
+                        )
+                    else:
+                        claimable = claimable or task.task_id
             if state == "uncertain":
                 reconcile = reconcile or task.task_id
             if state == "claimed":
