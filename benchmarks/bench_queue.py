@@ -265,7 +265,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{'queued':>9} {'claimNext':>10} {'p99':>7} {'commit':>7} {'claim/commit':>13} "
         f"{'index probe':>12} {'litequeue.pop':>14} {'p99':>7} {'pop/claimNext':>14}"
     )
-    for size in (int(s) for s in args.sizes.split(",")):
+    for size in (int(s) for s in args.sizes.split(",") if s):
         claims, index, commits = latency_agent_task(size, args.probes)
         pops = latency_litequeue(size, args.probes)
         p50, commit = statistics.median(claims), statistics.median(commits)
