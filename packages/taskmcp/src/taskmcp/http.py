@@ -5,7 +5,8 @@ for the workspace family, reads ``repository`` and ``profile`` from the query st
 the SDK sees the request, answering ``{error, code}`` with the error's HTTP status otherwise,
 and leaves the actor and route in the request scope for :func:`~taskmcp.server.scope_principal`.
 The SDK's session manager runs stateless with JSON responses: every POST stands alone, so
-every POST is authenticated and a revoked token is refused on its next request.
+every POST is authenticated and a revoked token is refused on its next request. GET (a
+standalone event stream) and DELETE (ending a session) have nothing to serve and answer 405.
 """
 
 from __future__ import annotations
@@ -92,6 +93,14 @@ class McpEndpoint:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Authenticate, then hand the request to the SDK's streamable HTTP transport."""
         if scope["type"] != "http":
+            return
+        if scope["method"] != "POST":
+            # Stateless JSON responses: there is no standalone SSE stream to GET and no session
+            # to DELETE, which the MCP transport lets a server answer with 405.
+            err = TaskError(ErrorCode.METHOD_NOT_ALLOWED, "MCP over this endpoint is POST only")
+            response = error_response(err)
+            response.headers["Allow"] = "POST"
+            await response(scope, receive, send)
             return
         bearer = bearer_from_header(_header(scope, b"authorization"))
         try:
