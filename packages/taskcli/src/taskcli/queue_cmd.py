@@ -6,6 +6,7 @@ for programs). Anything not covered here is reachable with ``agent-task call age
 
 from __future__ import annotations
 
+import datetime
 import json
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,44 @@ from typing import Any
 import click
 from taskcore.codec import parse_json
 
-from taskcli.common import ServiceClient, client_options, emit, json_option, run
+from taskcli.common import ServiceClient, client_options, emit, human, json_option, run
 
-__all__ = ["register"]
+__all__ = ["readable", "register"]
+
+
+def _iso(ms: Any) -> str:
+    if not isinstance(ms, int):
+        return str(ms)
+    stamp = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _task_line(task: dict[str, Any]) -> str:
+    """One line for a task view: id, verb, status, fence and lease expiry when leased."""
+    parts = [str(task.get("taskId")), f"({task.get('verb')})", str(task.get("status"))]
+    if task.get("fence"):
+        parts.append(f"fence {task['fence']}")
+    lease = task.get("lease")
+    if isinstance(lease, dict) and isinstance(lease.get("expiresAtMs"), int):
+        parts.append(f"lease until {_iso(lease['expiresAtMs'])}")
+    return " ".join(parts)
+
+
+def readable(answer: Any) -> str:
+    """A summary line for the everyday answers, then the full answer, for people.
+
+    >>> readable({"claimed": False})
+    'nothing to claim: no queued task this token may run'
+    >>> readable({"taskId": "at_1", "verb": "agent.run", "status": "DONE"}).splitlines()[0]
+    'at_1 (agent.run) DONE'
+    """
+    if isinstance(answer, dict):
+        if answer.get("claimed") is False:
+            return "nothing to claim: no queued task this token may run"
+        task = answer.get("task") if answer.get("claimed") is True else answer
+        if isinstance(task, dict) and "taskId" in task and "status" in task:
+            return _task_line(task) + "\n" + human(answer)
+    return human(answer)
 
 
 def _send(
@@ -25,7 +61,7 @@ def _send(
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
         return ServiceClient(url, token_file).verb(verb, data)
 
-    emit(run(as_json, act), as_json)
+    emit(run(as_json, act), as_json, readable)
 
 
 def _json_value(text: str | None, as_json: bool) -> Any:

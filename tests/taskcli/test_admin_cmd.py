@@ -1,0 +1,114 @@
+import json
+import re
+
+import httpx
+
+from tests.taskcli.frontdoor import agent_task
+
+TOKEN = re.compile(r"atk_[0-9a-f]{16}_[0-9a-f]{64}")
+
+
+def test_create_prints_the_bare_token_and_stores_only_its_hash(tmp_path):
+    result = agent_task(
+        "admin",
+        "token",
+        "create",
+        "--workspace",
+        "w1",
+        "--tier",
+        "agent",
+        "--data-dir",
+        str(tmp_path),
+    )
+    assert result.exit_code == 0
+    assert TOKEN.fullmatch(result.stdout.strip())
+    assert result.stdout.count("\n") == 1
+    secret = result.stdout.strip().rsplit("_", 1)[1]
+    blob = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert secret.encode() not in blob
+
+
+def test_list_shows_bindings_and_revoke_marks_a_token(tmp_path):
+    data = str(tmp_path)
+    agent_task(
+        "admin",
+        "token",
+        "create",
+        "--workspace",
+        "w1",
+        "--tier",
+        "member",
+        "--autonomy",
+        "2",
+        "--name",
+        "ci",
+        "--data-dir",
+        data,
+    )
+    rows = json.loads(agent_task("admin", "token", "list", "--json", "--data-dir", data).stdout)
+    assert [(r["workspace"], r["tier"], r["autonomy"], r["name"]) for r in rows] == [
+        ("w1", "member", 2, "ci")
+    ]
+    table = agent_task("admin", "token", "list", "--data-dir", data).stdout
+    assert rows[0]["token_id"] in table
+    revoked = agent_task("admin", "token", "revoke", rows[0]["token_id"], "--data-dir", data)
+    assert revoked.exit_code == 0
+    assert f"revoked {rows[0]['token_id']}" in revoked.stdout
+    again = json.loads(agent_task("admin", "token", "list", "--json", "--data-dir", data).stdout)
+    assert again[0]["revoked_at_ms"] is not None
+
+
+def test_list_of_a_missing_data_dir_is_not_found_and_creates_nothing(tmp_path):
+    result = agent_task("admin", "token", "list", "--data-dir", str(tmp_path / "none"))
+    assert result.exit_code == 5
+    assert "[NOT_FOUND]" in result.stderr
+    assert not (tmp_path / "none").exists()
+
+
+def test_revoking_an_unknown_token_is_not_found(tmp_path):
+    agent_task(
+        "admin",
+        "token",
+        "create",
+        "--workspace",
+        "w",
+        "--tier",
+        "agent",
+        "--data-dir",
+        str(tmp_path),
+    )
+    assert (
+        agent_task("admin", "token", "revoke", "0" * 16, "--data-dir", str(tmp_path)).exit_code == 5
+    )
+
+
+def test_bad_bindings_are_refused(tmp_path):
+    data = str(tmp_path)
+    assert (
+        agent_task(
+            "admin", "token", "create", "--workspace", "w", "--tier", "root", "--data-dir", data
+        ).exit_code
+        == 2
+    )
+    bad = agent_task(
+        "admin", "token", "create", "--workspace", "a b", "--tier", "agent", "--data-dir", data
+    )
+    assert bad.exit_code == 3
+    assert "[INVALID_VALUE]" in bad.stderr
+
+
+def test_a_token_revoked_on_the_host_is_refused_by_the_running_service(tmp_path):
+    from tests.taskcli.frontdoor import RealLive
+
+    live = RealLive(tmp_path)
+    try:
+        token = live.token_files["agent"].read_text().strip()
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        url = live.url + "/v/agenttask.claimNext"
+        assert httpx.post(url, content=b"{}", headers=headers).status_code == 200
+        agent_task("admin", "token", "revoke", live.token_ids["agent"], "--data-dir", str(tmp_path))
+        refused = httpx.post(url, content=b"{}", headers=headers)
+        assert refused.status_code == 401
+        assert refused.json()["code"] == "TOKEN_REVOKED"
+    finally:
+        live.stop()

@@ -1,0 +1,124 @@
+import json
+
+import pytest
+
+from tests.taskcli.frontdoor import RealLive, agent_task
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    server = RealLive(tmp_path_factory.mktemp("call"))
+    yield server
+    server.stop()
+
+
+def test_call_sends_inline_json_and_prints_the_answer(live):
+    created = agent_task(
+        "call", "agenttask.create", "--json", '{"verb": "agent.run"}', *live.args()
+    )
+    assert created.exit_code == 0, created.stderr
+    task = json.loads(created.stdout)
+    assert task["status"] == "QUEUED"
+    got = agent_task(
+        "call",
+        "agenttask.get",
+        "--compact",
+        "--json",
+        json.dumps({"taskId": task["taskId"]}),
+        *live.args(),
+    )
+    assert got.stdout.count("\n") == 1
+    assert json.loads(got.stdout)["taskId"] == task["taskId"]
+
+
+def test_call_reads_the_request_from_a_file_or_stdin(live, tmp_path):
+    path = tmp_path / "req.json"
+    path.write_text('{"verb": "agent.run", "payload": {"from": "file"}}')
+    from_file = agent_task("call", "agenttask.create", "--json", f"@{path}", *live.args())
+    assert json.loads(from_file.stdout)["payload"] == {"from": "file"}
+    from_stdin = agent_task(
+        "call",
+        "agenttask.create",
+        "--json",
+        "-",
+        *live.args(),
+        input='{"verb": "agent.run", "payload": {"from": "stdin"}}',
+    )
+    assert json.loads(from_stdin.stdout)["payload"] == {"from": "stdin"}
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "code"),
+    [
+        (["agenttask.nope"], 5, "UNKNOWN_OPERATION"),
+        (["agenttask.get", "--json", "{"], 3, "MALFORMED_JSON"),
+        (["agenttask.get", "--json", '{"taskId": "at_1", "x": 1}'], 3, "UNKNOWN_FIELD"),
+        (["agenttask.get", "--json", '{"taskId": "at_missing"}'], 5, "NOT_FOUND"),
+    ],
+)
+def test_failures_exit_with_their_kinds_status(live, args, status, code):
+    result = agent_task("call", *args, *live.args())
+    assert result.exit_code == status
+    assert f"[{code}]" in result.stderr
+    assert result.stdout == ""
+
+
+def test_compact_failures_are_json_on_stderr(live):
+    result = agent_task("call", "agenttask.nope", "--compact", *live.args())
+    assert json.loads(result.stderr)["code"] == "UNKNOWN_OPERATION"
+
+
+def test_wrong_tier_and_missing_token_exit_4(live):
+    assert agent_task("call", "agenttask.list", *live.args("agent")).exit_code == 4
+    result = agent_task("call", "agenttask.list", "--url", live.url, env={"AGENT_TASK_TOKEN": ""})
+    assert result.exit_code == 4
+    assert "[UNAUTHENTICATED]" in result.stderr
+
+
+def test_url_and_token_come_from_the_environment(live):
+    env = {"AGENT_TASK_URL": live.url, "AGENT_TASK_TOKEN_FILE": str(live.token_files["admin"])}
+    result = agent_task("call", "agenttask.claimNext", env=env)
+    assert result.exit_code == 0, result.stderr
+
+
+def test_an_unreachable_service_exits_8():
+    result = agent_task(
+        "call",
+        "agenttask.claimNext",
+        "--url",
+        "http://127.0.0.1:1",
+        env={"AGENT_TASK_TOKEN": "atk_x"},
+    )
+    assert result.exit_code == 8
+    assert "[SERVICE_UNREACHABLE]" in result.stderr
+
+
+def test_workflow_operations_go_to_the_workflow_route(live):
+    result = agent_task(
+        "call",
+        "workflow.capabilities",
+        "--repository",
+        "acme",
+        "--profile",
+        "default",
+        *live.args(),
+    )
+    assert result.exit_code == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert body["capability"] == "agentscm.agent-workflow-tasks/v1"
+    assert body["operation"] == "capabilities"
+    missing = agent_task("call", "workflow.capabilities", *live.args())
+    assert missing.exit_code == 3
+
+
+def test_list_shows_every_registered_operation():
+    result = agent_task("call", "--list")
+    assert result.exit_code == 0
+    for name in ("agenttask.claimNext", "workflow.claim", "session_gate"):
+        assert name in result.stdout
+    rows = json.loads(agent_task("call", "--list", "--compact").stdout)
+    assert {r["name"] for r in rows} >= {"agenttask.checkpoint", "workflow.status"}
+
+
+def test_call_without_a_verb_is_a_usage_error():
+    assert agent_task("call").exit_code == 2

@@ -1,0 +1,134 @@
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+from taskcore import Service
+from taskcore.auth import FIRST_ADMIN_TOKEN_FILENAME
+
+# The installed console script, as a person or a supervisor runs it.
+AGENT_TASK = [str(Path(sys.executable).with_name("agent-task"))]
+
+
+class Served:
+    """``agent-task serve`` as a child process; ``url`` once it says it is serving."""
+
+    def __init__(self, *args, env=None):
+        self.proc = subprocess.Popen(
+            [*AGENT_TASK, "serve", "--port", "0", *args],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env if env is not None else dict(os.environ),
+        )
+        self.lines = []
+        self.url = None
+        for line in self.proc.stderr:
+            self.lines.append(line)
+            if "serving http://" in line:
+                self.url = line.split("serving ", 1)[1].split(" ", 1)[0]
+                break
+        if self.url is None:
+            self.proc.wait(30)
+            raise AssertionError("".join(self.lines))
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        _out, err = self.proc.communicate(timeout=60)
+        self.lines.append(err)
+        return self.proc.returncode
+
+
+@pytest.fixture
+def data(tmp_path):
+    return tmp_path / "data"
+
+
+def test_first_start_in_a_fresh_place_writes_the_admin_token_once(tmp_path):
+    env = {"XDG_DATA_HOME": str(tmp_path / "xdg")}
+    clean = {k: v for k, v in os.environ.items() if k != "AGENT_TASK_DATA_DIR"}
+    served = Served(env={**clean, **env})
+    token_file = tmp_path / "xdg" / "agent-task" / FIRST_ADMIN_TOKEN_FILENAME
+    try:
+        assert stat.S_IMODE(os.stat(token_file).st_mode) == 0o600
+        assert any(f"wrote the first admin token to {token_file}" in line for line in served.lines)
+        token = token_file.read_text().strip()
+        assert token not in "".join(served.lines)
+        assert httpx.get(served.url + "/v1/hub/health").json() == {"status": "ok"}
+        r = httpx.post(
+            served.url + "/v/agenttask.claimNext",
+            content=b"{}",
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        assert r.json() == {"claimed": False}
+    finally:
+        assert served.stop() == 0
+    assert "stopped" in served.lines[-1]
+    again = Served(env={**clean, **env})
+    try:
+        assert not any("wrote the first admin token" in line for line in again.lines)
+        assert token_file.read_text().strip() == token
+    finally:
+        again.stop()
+
+
+def test_sigterm_finishes_in_flight_requests_and_loses_nothing_acknowledged(data):
+    served = Served("--data-dir", str(data))
+    token = (data / FIRST_ADMIN_TOKEN_FILENAME).read_text().strip()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    acked: list[str] = []
+    lock = threading.Lock()
+    enough = threading.Event()
+
+    def writer(n):
+        with httpx.Client(headers=headers, timeout=30) as client:
+            for i in range(10_000):
+                body = json.dumps({"verb": "agent.run", "payload": {"writer": n, "i": i}})
+                try:
+                    r = client.post(served.url + "/v/agenttask.create", content=body)
+                except httpx.HTTPError:
+                    return  # the server stopped accepting
+                if r.status_code != 200:
+                    return
+                with lock:
+                    acked.append(r.json()["taskId"])
+                    if len(acked) >= 40:
+                        enough.set()
+
+    writers = [threading.Thread(target=writer, args=(n,)) for n in range(6)]
+    for w in writers:
+        w.start()
+    assert enough.wait(120)
+    assert served.stop() == 0
+    for w in writers:
+        w.join()
+    service = Service.open(data)
+    try:
+        actor = service.authenticate(token)
+        for task_id in acked:
+            got = service.dispatch(actor, "agenttask.get", {"taskId": task_id}).json()
+            assert got["taskId"] == task_id
+    finally:
+        service.close()
+
+
+def test_a_port_in_use_exits_8(data):
+    served = Served("--data-dir", str(data))
+    try:
+        port = served.url.rsplit(":", 1)[1]
+        second = subprocess.run(
+            [*AGENT_TASK, "serve", "--data-dir", str(data), "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert second.returncode == 8
+        assert "cannot listen" in second.stderr
+    finally:
+        served.stop()
