@@ -18,7 +18,6 @@ from typing import Any, NoReturn, TypeVar
 from urllib.parse import quote
 
 import click
-import httpx
 from taskcore import ErrorCode, ErrorKind, TaskError
 from taskcore.auth import read_token_file
 from taskcore.codec import parse_json
@@ -224,6 +223,8 @@ class ServiceClient:
         self.timeout = timeout
 
     def _post(self, path: str, body: bytes, content_type: str) -> Any:
+        import httpx  # imported when a command talks to the service, not for every command
+
         headers = {"Content-Type": content_type, "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
