@@ -10,6 +10,7 @@ from taskcore.errors import ErrorCode, TaskError
 from taskcore.service import (
     WORKFLOW_PREFIX,
     CallContext,
+    CommitThenRefuse,
     Door,
     Operation,
     RawJson,
@@ -69,6 +70,11 @@ def _note(ctx: CallContext, req: TextIn) -> dict:
     return {"text": req.text, "workspace": ctx.actor.workspace}
 
 
+def _keep_then_refuse(ctx: CallContext, req: TextIn):
+    _note(ctx, req)
+    return CommitThenRefuse(TaskError(ErrorCode.LEASE_RUNAWAY, "requeued; renewal refused"))
+
+
 def _route_echo(ctx: CallContext, req: TextIn) -> dict:
     assert ctx.route is not None
     return {"repository": ctx.route.repository, "profile": ctx.route.profile, "text": req.text}
@@ -84,6 +90,14 @@ def _registry():
         _op("demo.raw", lambda ctx, req: {"size": len(req)}, input_type=bytes, max_input_bytes=8)
     )
     reg.register(_op("demo.own", lambda ctx, req: {"tx": ctx.tx is None}, tx=TxMode.OWN))
+    reg.register(_op("demo.keep", _keep_then_refuse, risk=RiskClass.WRITE))
+    reg.register(
+        _op(
+            "demo.keep_own",
+            lambda ctx, req: CommitThenRefuse(TaskError(ErrorCode.CONFLICT, "own refusal")),
+            tx=TxMode.OWN,
+        )
+    )
     reg.register(_op("demo.retained", lambda ctx, req: RawJson(b'{"b":1,"a":2}')))
     reg.register(_op("workflow.echo", _route_echo, surface=Surface.WORKFLOW, route_required=True))
     reg.register(
@@ -322,3 +336,19 @@ def test_default_registry_names_are_unique_and_workflow_ops_are_prefixed():
     for op in reg.select(surfaces=[Surface.WORKFLOW]):
         assert op.name.startswith(WORKFLOW_PREFIX)
     assert len(reg.names()) == len(reg)
+
+
+def test_commit_then_refuse_keeps_the_effect_and_audits_the_refusal_once(service):
+    assert (
+        _code(service.dispatch, AGENT, "demo.keep", b'{"text": "kept"}') is ErrorCode.LEASE_RUNAWAY
+    )
+    assert service.audit_count(operation="note") == 1
+    assert service.audit_count(operation="demo.keep") == 1
+    with service.storage.read() as tx:
+        outcomes = [e.outcome for e in tx.audit.recent(workspace="w1", limit=5)]
+    assert "LEASE_RUNAWAY" in outcomes
+
+
+def test_commit_then_refuse_from_an_own_transaction_handler(service):
+    assert _code(service.dispatch, AGENT, "demo.keep_own", b'{"text": "x"}') is ErrorCode.CONFLICT
+    assert service.audit_count(operation="demo.keep_own") == 1

@@ -37,6 +37,7 @@ as ``{"capability", "schema_version", "operation", "result"}``.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import importlib
 import json
@@ -61,6 +62,7 @@ from taskcore.store.storage import SqliteStorage, Storage, Transaction, open_sto
 __all__ = [
     "WORKFLOW_PREFIX",
     "CallContext",
+    "CommitThenRefuse",
     "Door",
     "Operation",
     "RawJson",
@@ -188,6 +190,18 @@ class RawJson:
     """A handler result that is already encoded (a retained outcome returned byte for byte)."""
 
     body: bytes
+
+
+@attrs.frozen
+class CommitThenRefuse:
+    """A handler result: keep what the transaction wrote, yet answer the caller with ``error``.
+
+    For refusals that must leave a trace, such as the lease runaway guard that requeues the
+    task and refuses the renewal: the effects and the audit event (with the error's code)
+    commit together in the call's one transaction, then ``error`` is raised to the caller.
+    """
+
+    error: TaskError
 
 
 @attrs.frozen
@@ -411,6 +425,7 @@ class Service:
         self.clock: Clock = clock or SystemClock()
         self.registry = registry if registry is not None else default_registry()
         self.codec = Codec()
+        self._write_lock = threading.Lock()
 
     @classmethod
     def open(
@@ -431,6 +446,18 @@ class Service:
     def close(self) -> None:
         """Release storage."""
         self.storage.close()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Transaction]:
+        """A write transaction, queued behind this process's other writers.
+
+        SQLite admits one writer at a time; threads of one process that all try ``BEGIN
+        IMMEDIATE`` at once would wait in SQLite's sleeping busy handler and wake late. They
+        wait on a lock here instead and go in turn (other processes still meet the busy
+        timeout). ``TxMode.OWN`` handlers should open their writes here too.
+        """
+        with self._write_lock, self.storage.write() as tx:
+            yield tx
 
     def ping(self) -> None:
         """Raise ``STORAGE_UNAVAILABLE`` unless storage answers (the health check; no auth)."""
@@ -455,7 +482,7 @@ class Service:
         self, actor: str, workspace: str, name: str, digest: str, error: TaskError
     ) -> None:
         try:
-            with self.storage.write() as tx:
+            with self.write() as tx:
                 self._audit(tx, actor, workspace, name, digest, error.code.value)
         except TaskError:
             # Storage itself refused (busy, unavailable): the caller still gets the original
@@ -663,28 +690,44 @@ class Service:
         except TaskError as err:
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
             raise
+        refusal: TaskError | None = None
         try:
             if op.tx is TxMode.OWN:
                 ctx = CallContext(
                     service=self, actor=actor, tx=None, route=route, door=door, raw_digest=digest
                 )
-                body = self._encode(op.handler(ctx, request))
-                with self.storage.write() as tx:
-                    self._audit(tx, actor.token_id, actor.workspace, name, digest, "OK")
-                return Response(body)
-            with self.storage.write() as tx:
-                # The live authorization guard: the token must still be valid inside the
-                # transaction that acts on it (revocation serializes with this commit).
-                # In-process actors built by trusted code have no token record.
-                record = tx.tokens.get(actor.token_id)
-                if record is not None and record.revoked_at_ms is not None:
-                    raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
-                ctx = CallContext(
-                    service=self, actor=actor, tx=tx, route=route, door=door, raw_digest=digest
-                )
-                body = self._encode(op.handler(ctx, request))
-                self._audit(tx, actor.token_id, actor.workspace, name, digest, "OK")
-            return Response(body)
+                result = op.handler(ctx, request)
+                if isinstance(result, CommitThenRefuse):
+                    refusal = result.error
+                    self._audit_refusal(actor.token_id, actor.workspace, name, digest, refusal)
+                    body = b""
+                else:
+                    body = self._encode(result)
+                    with self.write() as tx:
+                        self._audit(tx, actor.token_id, actor.workspace, name, digest, "OK")
+            else:
+                with self.write() as tx:
+                    # The live authorization guard: the token must still be valid inside the
+                    # transaction that acts on it (revocation serializes with this commit).
+                    # In-process actors built by trusted code have no token record.
+                    record = tx.tokens.get(actor.token_id)
+                    if record is not None and record.revoked_at_ms is not None:
+                        raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
+                    ctx = CallContext(
+                        service=self,
+                        actor=actor,
+                        tx=tx,
+                        route=route,
+                        door=door,
+                        raw_digest=digest,
+                    )
+                    result = op.handler(ctx, request)
+                    if isinstance(result, CommitThenRefuse):
+                        refusal = result.error
+                        outcome, body = refusal.code.value, b""
+                    else:
+                        outcome, body = "OK", self._encode(result)
+                    self._audit(tx, actor.token_id, actor.workspace, name, digest, outcome)
         except TaskError as err:
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
             raise
@@ -695,3 +738,6 @@ class Service:
             )
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, failure)
             raise failure from exc
+        if refusal is not None:
+            raise refusal
+        return Response(body)
