@@ -1,3 +1,4 @@
+import json
 import sys
 from pathlib import Path
 
@@ -36,7 +37,7 @@ def test_local_actor_gets_the_queue_tools_and_calls_them(tmp_path):
     assert "session_gate" in names
     assert "agenttask.claimNext" not in names
     assert result.is_error
-    assert result.structured_content["code"] == "NOT_FOUND"
+    assert json.loads(result.content[0].text)["code"] == "NOT_FOUND"
     service = Service.open(data)
     try:
         assert service.audit_count(workspace="w1", operation="agenttask.cancel") == 1
@@ -55,7 +56,7 @@ def test_a_token_file_makes_the_caller_that_tokens_actor(tmp_path):
         return await client.call_tool("agenttask.reorder", {"taskId": "at_1", "priority": 1})
 
     result = _session(["--data-dir", str(data), "--token-file", str(token_file)], script)
-    assert result.structured_content["code"] == "FORBIDDEN"
+    assert json.loads(result.content[0].text)["code"] == "FORBIDDEN"
     service = Service.open(data)
     try:
         assert service.audit_count(workspace="w7") == 1

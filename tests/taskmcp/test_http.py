@@ -47,7 +47,8 @@ def test_sdk_client_initializes_lists_and_calls_over_http(live, mode):
     assert ok.structured_content == {"key": "m", "text": "over mcp", "workspace": "w1"}
     assert read.structured_content["text"] == "over mcp"
     assert bad.is_error
-    assert bad.structured_content == {
+    assert bad.structured_content is None
+    assert json.loads(bad.content[0].text) == {
         "error": "expected a string, got integer; send a string at $.key",
         "code": "WRONG_TYPE",
         "path": "$.key",
@@ -82,7 +83,7 @@ def test_tier_autonomy_and_workspace_come_from_the_token(live):
         )
 
     destroy, _read = _session(live, "/mcp", live.tokens["member"], script)
-    assert destroy.structured_content["code"] == "AUTONOMY_EXCEEDED"
+    assert json.loads(destroy.content[0].text)["code"] == "AUTONOMY_EXCEEDED"
     _session(
         live,
         "/mcp",
@@ -92,7 +93,7 @@ def test_tier_autonomy_and_workspace_come_from_the_token(live):
     other = _session(
         live, "/mcp", live.tokens["other"], lambda c: c.call_tool("demo.read", {"key": "ws"})
     )
-    assert other.structured_content["code"] == "NOT_FOUND"
+    assert json.loads(other.content[0].text)["code"] == "NOT_FOUND"
 
 
 def _raw(live, path, body, token="agent", **headers):

@@ -1,3 +1,5 @@
+import json
+
 import anyio
 import pytest
 from mcp import Client
@@ -54,7 +56,7 @@ def test_refusals_are_tool_errors_carrying_the_code(service):
         ]
 
     results = _run(service, Family.QUEUE, None, script)
-    codes = [r.structured_content["code"] for r in results]
+    codes = [json.loads(r.content[0].text)["code"] for r in results]
     assert all(r.is_error for r in results)
     assert codes == [
         "MISSING_FIELD",
@@ -64,7 +66,7 @@ def test_refusals_are_tool_errors_carrying_the_code(service):
         "UNKNOWN_OPERATION",
         "UNKNOWN_OPERATION",
     ]
-    assert results[0].content[0].text.startswith('{"error":')
+    assert all(r.structured_content is None for r in results)
     assert service.audit_count() == len(results)
 
 
@@ -83,7 +85,7 @@ def test_workspace_tools_cannot_reach_queue_operations(service):
 
     result = _run(service, Family.WORKSPACE, ROUTE, script)
     assert result.is_error
-    assert result.structured_content["code"] == "INVALID_VALUE"
+    assert json.loads(result.content[0].text)["code"] == "INVALID_VALUE"
 
 
 def test_workspace_tools_without_a_route_are_refused(service):
@@ -92,4 +94,4 @@ def test_workspace_tools_without_a_route_are_refused(service):
 
     result = _run(service, Family.WORKSPACE, None, script)
     assert result.is_error
-    assert result.structured_content["code"] == "BAD_INPUT"
+    assert json.loads(result.content[0].text)["code"] == "BAD_INPUT"

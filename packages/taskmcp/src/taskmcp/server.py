@@ -4,8 +4,7 @@ A server lists the tools of one :class:`~taskmcp.tools.Family` and runs every ca
 :meth:`taskcore.Service.dispatch` (or :meth:`~taskcore.Service.call_workflow`) for the actor a
 *principal* function names: over HTTP the actor the bearer token authenticated, on stdio the
 local actor the command was started with. A refused call is an MCP tool error
-(``isError: true``) whose text and structured content are the ``{error, code}`` body every
-transport sends; nothing here decides anything a taskcore operation decides.
+(``isError: true``) whose text is the ``{error, code}`` JSON body every transport sends; nothing here decides anything a taskcore operation decides.
 
 >>> import tempfile
 >>> from taskcore import Actor, Registry, Service, Tier
@@ -99,12 +98,10 @@ def _success(response: Response) -> types.CallToolResult:
 
 
 def _failure(err: TaskError) -> types.CallToolResult:
-    body = err.to_json()
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
-        structured_content=body,
-        is_error=True,
-    )
+    # The {error, code} body travels as the text content only: a tool's outputSchema describes
+    # its success, and strict clients check structuredContent against it even on errors.
+    body = json.dumps(err.to_json(), ensure_ascii=False, separators=(",", ":"))
+    return types.CallToolResult(content=[types.TextContent(type="text", text=body)], is_error=True)
 
 
 def _call(
