@@ -192,8 +192,10 @@ def main() -> None:
     try:
         assert child.stdout is not None
         url = child.stdout.readline().strip()
-        print(f"server {url}, data dir {data}, {args.cycles} cycles per round, "
-              f"{args.rounds} rounds (median reported)")
+        print(
+            f"server {url}, data dir {data}, {args.cycles} cycles per round, "
+            f"{args.rounds} rounds (median reported)"
+        )
         print()
         header = (
             f"{'clients':>7}  {'queue cycles/s':>14}  {'queue req/s':>11}  {'p50 ms':>7}  "
