@@ -191,10 +191,7 @@ def _attrs_classes(package):
     for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
         module = importlib.import_module(info.name)
         for _, obj in inspect.getmembers(module, inspect.isclass):
-            if (
-                attrs.has(obj)
-                and obj.__module__ == module.__name__
-            ):
+            if attrs.has(obj) and obj.__module__ == module.__name__:
                 seen.append(obj)
     return seen
 
