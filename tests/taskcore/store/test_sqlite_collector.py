@@ -53,7 +53,7 @@ def transfer(attempt="att-1", upload="up-1", digest="d" * 64) -> TransferRecord:
         kind="command",
         outcome="passed",
         passing=True,
-        envelope=b"ATCT...",
+        length=7,
         view=b'{"ok":1}',
         retained_at_ms=3,
     )
@@ -97,7 +97,7 @@ def test_profiles_are_immutable(storage):
 def test_transfers_are_found_by_attempt_and_by_upload_request(storage):
     with storage.write() as tx:
         tx.collector.insert_profile(profile())
-        tx.collector.insert_transfer(transfer())
+        tx.collector.insert_transfer(transfer(), b"ATCT...")
     with storage.read() as tx:
         assert tx.collector.transfer_of_attempt("att-1") == transfer()
         assert tx.collector.transfer_by_upload("w", "tok", "up-1") == transfer()
@@ -108,9 +108,9 @@ def test_transfers_are_found_by_attempt_and_by_upload_request(storage):
 def test_one_transfer_per_attempt(storage):
     with storage.write() as tx:
         tx.collector.insert_profile(profile())
-        tx.collector.insert_transfer(transfer())
+        tx.collector.insert_transfer(transfer(), b"ATCT...")
     with pytest.raises(apsw.ConstraintError), storage.write() as tx:
-        tx.collector.insert_transfer(transfer(upload="up-2", digest="e" * 64))
+        tx.collector.insert_transfer(transfer(upload="up-2", digest="e" * 64), b"ATCT...")
 
 
 def test_receipts_are_recorded_once_and_the_newest_is_returned(storage):
@@ -141,3 +141,24 @@ def test_receipts_are_recorded_once_and_the_newest_is_returned(storage):
     with storage.read() as tx:
         assert tx.collector.receipt_of_subject(1) == second
         assert tx.collector.receipt_of_subject(2) is None
+
+
+def test_envelope_bytes_are_read_only_within_the_bound(storage):
+    with storage.write() as tx:
+        tx.collector.insert_profile(profile())
+        tx.collector.insert_transfer(transfer(), b"ATCT...")
+    with storage.read() as tx:
+        assert tx.collector.envelope("d" * 64, max_bytes=7) == b"ATCT..."
+        with pytest.raises(TaskError) as err:
+            tx.collector.envelope("d" * 64, max_bytes=6)
+        assert err.value.code is ErrorCode.INTEGRITY_FAILURE
+        with pytest.raises(TaskError) as missing:
+            tx.collector.envelope("0" * 64, max_bytes=7)
+        assert missing.value.code is ErrorCode.NOT_FOUND
+
+
+def test_a_record_whose_length_is_not_its_bytes_is_refused(storage):
+    with storage.write() as tx:
+        tx.collector.insert_profile(profile())
+    with pytest.raises(TaskError), storage.write() as tx:
+        tx.collector.insert_transfer(transfer(), b"other length")

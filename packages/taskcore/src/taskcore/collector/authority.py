@@ -623,10 +623,11 @@ def collector_upload(storage: Storage, clock: Clock, caller: Caller, envelope: b
                 kind=header.kind.value,
                 outcome=record.outcome.value,
                 passing=passing,
-                envelope=envelope,
+                length=len(envelope),
                 view=view,
                 retained_at_ms=now,
-            )
+            ),
+            envelope,
         )
         tx.journal.update_attempt(attrs.evolve(stored, state=new_attempt.value, updated_at_ms=now))
         tx.journal.update_task(
@@ -768,9 +769,11 @@ def receipt_digest(receipt: ReceiptV2) -> str:
 
 
 def _reverify(tx: Transaction, transfer: TransferRecord, public_key: str) -> None:
-    if len(transfer.envelope) > COLLECTOR_ENVELOPE_MAX_BYTES:
-        raise TaskError(ErrorCode.INTEGRITY_FAILURE, "a retained transfer exceeds 16 MiB")
-    decoded = decode_transfer(transfer.envelope)
+    # Streamed one at a time; the stored length is checked before any byte is read.
+    envelope = tx.collector.envelope(
+        transfer.transfer_digest, max_bytes=COLLECTOR_ENVELOPE_MAX_BYTES
+    )
+    decoded = decode_transfer(envelope)
     if decoded.digest != transfer.transfer_digest:
         raise TaskError(ErrorCode.INTEGRITY_FAILURE, "a retained transfer changed on disk")
     decoded.verify(public_key)

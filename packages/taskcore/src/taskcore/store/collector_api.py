@@ -43,11 +43,13 @@ class CollectorProfileRecord:
 
 @attrs.frozen(kw_only=True)
 class TransferRecord:
-    """A validated, retained signed transfer (its exact original bytes in ``envelope``).
+    """A validated, retained signed transfer: its metadata (the bytes are read separately).
 
     ``outcome`` is the record's outcome (``passed``, ``failed``, ``timed_out``, ...);
     ``passing`` whether it completed the task's dependency. ``view`` is the exact answer the
-    first upload got, returned byte for byte to an identical retry.
+    first upload got, returned byte for byte to an identical retry. ``length`` is the stored
+    envelope's length: the original bytes are read only through
+    :meth:`CollectorStore.envelope`, which checks it first.
     """
 
     transfer_digest: str
@@ -72,7 +74,7 @@ class TransferRecord:
     kind: str
     outcome: str
     passing: bool
-    envelope: bytes
+    length: int
     view: bytes
     retained_at_ms: int
 
@@ -121,8 +123,16 @@ class CollectorStore(Protocol):
         ...
 
     # -- transfers -----------------------------------------------------------------------
-    def insert_transfer(self, record: TransferRecord) -> None:
-        """Retain a validated transfer (one per attempt)."""
+    def insert_transfer(self, record: TransferRecord, envelope: bytes) -> None:
+        """Retain a validated transfer and its exact original bytes (one per attempt)."""
+        ...
+
+    def envelope(self, transfer_digest: str, *, max_bytes: int) -> bytes:
+        """Return a retained transfer's original bytes.
+
+        The stored length is checked against ``max_bytes`` before any byte is read
+        (``INTEGRITY_FAILURE`` above it, ``NOT_FOUND`` for an unknown digest).
+        """
         ...
 
     def transfer_of_attempt(self, attempt_id: str) -> TransferRecord | None:

@@ -95,9 +95,10 @@ _TRANSFER_COLUMNS = (
     "transfer_digest, upload_request_id, owner_id, agent_id, grant_generation, repository_id, "
     "workflow_profile_id, subject_seq, task_id, task_digest, attempt_id, attempt_digest, "
     "execution_operation_id, fence, registration_id, registration_epoch, verification_key_id, "
-    "collector_profile_id, collector_profile_digest, kind, outcome, passing, envelope, view, "
+    "collector_profile_id, collector_profile_digest, kind, outcome, passing, view, "
     "retained_at_ms"
 )
+_TRANSFER_SELECT = _TRANSFER_COLUMNS + ", length(envelope)"
 _RECEIPT_COLUMNS = (
     "receipt_digest, subject_seq, repository_id, workflow_profile_id, change_id, revision, "
     "body, created_at_ms"
@@ -144,9 +145,9 @@ def _transfer(row: Any) -> TransferRecord:
         kind=str(row[19]),
         outcome=str(row[20]),
         passing=bool(row[21]),
-        envelope=bytes(row[22]),
-        view=bytes(row[23]),
-        retained_at_ms=int(row[24]),
+        view=bytes(row[22]),
+        retained_at_ms=int(row[23]),
+        length=int(row[24]),
     )
 
 
@@ -257,11 +258,13 @@ class SqliteCollectorStore:
         return tuple(_profile(r) for r in rows)
 
     # -- transfers -----------------------------------------------------------------------
-    def insert_transfer(self, record: TransferRecord) -> None:
-        """Retain a validated transfer."""
+    def insert_transfer(self, record: TransferRecord, envelope: bytes) -> None:
+        """Retain a validated transfer and its original bytes."""
+        if len(envelope) != record.length:
+            raise TaskError(ErrorCode.INTERNAL, "the transfer record's length is not its bytes'")
         seq = self._next_seq("collector_transfer")
         self._conn.execute(
-            f"INSERT INTO collector_transfer({_TRANSFER_COLUMNS}, seq) "  # noqa: S608 - constant
+            f"INSERT INTO collector_transfer({_TRANSFER_COLUMNS}, envelope, seq) "  # noqa: S608
             f"VALUES ({', '.join('?' * 26)})",
             (
                 record.transfer_digest,
@@ -286,9 +289,9 @@ class SqliteCollectorStore:
                 record.kind,
                 record.outcome,
                 int(record.passing),
-                record.envelope,
                 record.view,
                 record.retained_at_ms,
+                envelope,
                 int(seq),
             ),
         )
@@ -296,7 +299,7 @@ class SqliteCollectorStore:
     def transfer_of_attempt(self, attempt_id: str) -> TransferRecord | None:
         """Return the transfer retained for an attempt, or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_TRANSFER_COLUMNS} FROM collector_transfer WHERE attempt_id = ?",  # noqa: S608
+            f"SELECT {_TRANSFER_SELECT} FROM collector_transfer WHERE attempt_id = ?",  # noqa: S608
             (attempt_id,),
         ).fetchone()
         return None if row is None else _transfer(row)
@@ -306,7 +309,7 @@ class SqliteCollectorStore:
     ) -> TransferRecord | None:
         """Return the transfer uploaded under that owner, agent and request ID, or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_TRANSFER_COLUMNS} FROM collector_transfer "  # noqa: S608 - constant
+            f"SELECT {_TRANSFER_SELECT} FROM collector_transfer "  # noqa: S608 - constant
             "WHERE owner_id = ? AND agent_id = ? AND upload_request_id = ?",
             (owner_id, agent_id, upload_request_id),
         ).fetchone()
@@ -315,11 +318,30 @@ class SqliteCollectorStore:
     def transfers_of_subject(self, subject_seq: int) -> tuple[TransferRecord, ...]:
         """Every transfer of a subject, in retention order."""
         rows = self._conn.execute(
-            f"SELECT {_TRANSFER_COLUMNS} FROM collector_transfer "  # noqa: S608 - constant
+            f"SELECT {_TRANSFER_SELECT} FROM collector_transfer "  # noqa: S608 - constant
             "WHERE subject_seq = ? ORDER BY seq",
             (subject_seq,),
         )
         return tuple(_transfer(r) for r in rows)
+
+    def envelope(self, transfer_digest: str, *, max_bytes: int) -> bytes:
+        """Return a retained transfer's original bytes, checking the stored length first."""
+        row = self._conn.execute(
+            "SELECT length(envelope) FROM collector_transfer WHERE transfer_digest = ?",
+            (transfer_digest,),
+        ).fetchone()
+        if row is None:
+            raise TaskError(ErrorCode.NOT_FOUND, "no such retained transfer")
+        if int(row[0]) > max_bytes:
+            raise TaskError(
+                ErrorCode.INTEGRITY_FAILURE, "a retained transfer is larger than its bound"
+            )
+        data = self._conn.execute(
+            "SELECT envelope FROM collector_transfer WHERE transfer_digest = ?",
+            (transfer_digest,),
+        ).fetchone()
+        assert data is not None
+        return bytes(data[0])
 
     # -- receipts ------------------------------------------------------------------------
     def insert_receipt(self, record: ReceiptRecord) -> bool:
