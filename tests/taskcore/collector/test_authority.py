@@ -483,3 +483,17 @@ def test_qualification_never_writes_journal_rows(flow):
     flow.qualification()
     with flow.service.storage.read() as tx:
         assert tx.collector.receipt_of_subject(1) == before is None
+
+
+def test_concurrent_identical_uploads_import_once_and_answer_alike(flow):
+    from concurrent.futures import ThreadPoolExecutor
+
+    flow.checkpoint()
+    _, descriptor = flow.claim_next()
+    envelope = flow.collect(descriptor)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        views = list(pool.map(lambda _: flow.upload(envelope), range(8)))
+    assert all(view == views[0] for view in views)
+    with flow.service.storage.read() as tx:
+        subject_seq = tx.journal.get_task(views[0]["task_id"]).subject_seq
+        assert len(tx.collector.transfers_of_subject(subject_seq)) == 1
