@@ -31,8 +31,11 @@ done
 [ -n "$url" ] || { echo "the service did not start" >&2; cat "$log" >&2; exit 1; }
 token="$(cat "$work/data/admin.token")"
 
-# The MCP endpoints speak JSON-RPC (tested with the MCP SDK's own client instead).
-.venv/bin/schemathesis run "$url/openapi.json" \
+# The MCP endpoints speak JSON-RPC (tested with the MCP SDK's own client instead). Run from the
+# work directory so schemathesis's own state (.schemathesis/) never lands in the checkout.
+st="$PWD/.venv/bin/schemathesis"
+cd "$work"
+"$st" run "$url/openapi.json" \
   --header "Authorization: Bearer $token" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
   --exclude-path-regex '/mcp$' \
