@@ -333,6 +333,8 @@ def test_the_fifth_renewal_is_lease_runaway_and_requeues_the_task(door, service)
     assert row.lease_extensions == 0
     assert row.checkpoint_json == '{"saved":1}'  # the refused renewal's state is not kept
     assert service.audit_count(operation="agenttask.checkpoint") == MAX_LEASE_EXTENSIONS + 1
+    with service.storage.read() as tx:
+        assert tx.audit.recent(workspace="w", limit=1)[0].outcome == "LEASE_RUNAWAY"
     again = door(WORKER2, "agenttask.claim", {"taskId": task_id})
     assert again["task"]["checkpoint"] == {"saved": 1}
     assert again["lease"]["fence"] == 2

@@ -5,11 +5,10 @@ the tier and the autonomy (from ``risk``), decodes the input strictly, runs the 
 one ``BEGIN IMMEDIATE`` transaction and appends one audit event; the handlers here only call
 the queue domain. ``docs/queue.md`` has the table of tiers, risks and MCP exposure.
 
-``agenttask.checkpoint`` is the one operation that manages its own transaction
-(:attr:`~taskcore.service.TxMode.OWN`): the runaway guard must *commit* the force-requeue and
-still refuse the call with ``LEASE_RUNAWAY``, and the front door rolls back a transaction
-whose handler raises. Its handler therefore commits first and raises after; the front door
-audits the refusal as usual.
+``agenttask.checkpoint`` can refuse *and* keep an effect: the runaway guard force-requeues the
+task and refuses the renewal with ``LEASE_RUNAWAY``. Its handler returns
+:class:`~taskcore.service.CommitThenRefuse`, so the requeue and the audit event (with the
+refusal's code) commit in the call's one transaction before the error reaches the caller.
 
 >>> from taskcore.service import Registry, Surface
 >>> registry = Registry()
@@ -25,8 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from taskcore.actors import Actor, RiskClass, Tier
-from taskcore.errors import ErrorCode, TaskError
+from taskcore.actors import RiskClass, Tier
 from taskcore.limits import CHECKPOINT_WRITE_BODY_MAX_BYTES, LEASE_DEFAULT_MS, LEASE_MAX_MS
 from taskcore.queue import approval, checkpoints, ext, leasing, matters, tasks, verb_registry
 from taskcore.queue.common import QueueCall
@@ -72,7 +70,7 @@ from taskcore.queue.types import (
     VerbList,
     VerbRegistered,
 )
-from taskcore.service import CallContext, Operation, Registry, Surface, TxMode
+from taskcore.service import CallContext, CommitThenRefuse, Operation, Registry, Surface, TxMode
 from taskcore.store.storage import Transaction
 
 __all__ = ["QUEUE_VERBS", "register"]
@@ -124,20 +122,10 @@ def _in_tx(fn: Callable[[QueueCall, Any], R]) -> Callable[[CallContext, Any], R]
     return handler
 
 
-def _require_live_token(tx: Transaction, actor: Actor) -> None:
-    # The front door makes this check inside WRITE transactions; an OWN handler repeats it so
-    # a revoked token cannot act between authentication and commit.
-    record = tx.tokens.get(actor.token_id)
-    if record is not None and record.revoked_at_ms is not None:
-        raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
-
-
-def _checkpoint_handler(ctx: CallContext, request: CheckpointIn) -> TaskView:
-    with ctx.service.storage.write() as tx:
-        _require_live_token(tx, ctx.actor)
-        outcome = leasing.checkpoint(_call(ctx, tx), request)
+def _checkpoint_handler(ctx: CallContext, request: CheckpointIn) -> TaskView | CommitThenRefuse:
+    outcome = leasing.checkpoint(_call(ctx, ctx.transaction()), request)
     if isinstance(outcome, leasing.Refused):
-        raise outcome.error
+        return CommitThenRefuse(outcome.error)
     return outcome
 
 
@@ -267,7 +255,6 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             idempotent=False,
             mcp=False,
             handler=_checkpoint_handler,
-            tx=TxMode.OWN,
             description="Lease holder only (LEASE_NOT_HELD). status DONE|FAILED ends the lease "
             "and stamps finishedAtMs. A 5th renewal, or one past the wall-clock cap, is refused "
             "with LEASE_RUNAWAY and the task is requeued." + _FENCE_NOTE,
