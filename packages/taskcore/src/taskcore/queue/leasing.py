@@ -3,8 +3,9 @@
 Each function runs inside the caller's one write transaction and either returns its result
 or raises a :class:`~taskcore.errors.TaskError` having written nothing. The one exception is
 the runaway guard: a refused renewal force-requeues the task *and* refuses the call, so
-:func:`checkpoint` returns :class:`Refused` (the effect to keep, the error to raise after the
-commit) and its operation commits before raising.
+:func:`checkpoint` returns :class:`Refused` (the effect to keep, the error to answer with); its
+operation hands that to the front door as ``CommitThenRefuse``, which commits the requeue with
+the call's audit event and then raises the error.
 
 Claims are single-winner compare-and-set transitions (:func:`taskcore.queue.common.write_task`
 on the row version, inside ``BEGIN IMMEDIATE``): two claimers never both win a task, and
