@@ -110,3 +110,18 @@ def test_qualification_prints_the_answer(world):
     ok(world, "checkpoint", "c1", "--workspace", str(world.repo))
     out = ok(world, "qualification", "c1")
     assert out["next"]["operation"] == "collector_claim"
+
+
+def test_a_long_run_renews_its_lease_while_the_command_runs(tmp_path):
+    world = World(tmp_path, script="sleep 2.5")
+    try:
+        ok(world, "checkpoint", "c1", "--workspace", str(world.repo))
+        out = ok(world, "collect", "c1", "--lease-ms", "1000")
+        assert out["qualification"]["qualified"] is True
+        with world.service.storage.read() as tx:
+            task = tx.journal.get_task(out["upload"]["task_id"])
+            events = [t.event for t in tx.journal.transitions_of_task(task.task_id)]
+        assert events.count("heartbeat") >= 2
+        assert events[-1] == "collector_upload"
+    finally:
+        world.close()

@@ -300,3 +300,12 @@ def test_init_repo_writes_every_instruction_file(tmp_path):
     again = CliRunner().invoke(cli("stop_cmd"), ["init-repo", "--path", str(tmp_path), "--json"])
     assert set(json.loads(again.stdout)["files"].values()) == {False}
     assert os.path.exists(tmp_path / "AGENTS.md")
+
+
+def test_an_operation_in_progress_is_not_clean(world):
+    collect(world)
+    git_dir = world.repo / ".git"
+    (git_dir / "MERGE_HEAD").write_text(git(world.repo, "rev-parse", "HEAD") + "\n")
+    assert feedback(hook(world)[1])["next"] == {"operation": "checkpoint"}
+    (git_dir / "MERGE_HEAD").unlink()
+    assert hook(world) == (0, "")

@@ -32,7 +32,8 @@ GOOD = {
     "failures": [],
     "next": {"operation": "none"},
 }
-CLEAN = LocalRead(subject=(1, 1, REV, "d" * 40), head="d" * 40, clean=True, base_revision=REV)
+SUBJECT = (1, 1, REV, "d" * 40, "e" * 64, "f" * 64)
+CLEAN = LocalRead(subject=SUBJECT, head="d" * 40, clean=True, base_revision=REV)
 
 
 def changed(**kw):
@@ -110,7 +111,12 @@ def test_a_different_base_blocks_with_next_checkpoint():
 
 
 def test_a_change_during_the_run_blocks():
-    after = LocalRead(subject=(2, 2, REV, "d" * 40), head="d" * 40, clean=True, base_revision=REV)
+    after = LocalRead(
+        subject=(2, 2, REV, "d" * 40, "e" * 64, "f" * 64),
+        head="d" * 40,
+        clean=True,
+        base_revision=REV,
+    )
     decision = decide(validate_answer(GOOD, local_revision=REV), CLEAN, after)
     assert decision.error is Category.CHANGED_DURING_RUN
     assert decision.next == {"operation": "checkpoint"}

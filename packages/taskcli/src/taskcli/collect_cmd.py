@@ -168,7 +168,14 @@ def _check_local(descriptor: CollectorDescriptor, data_dir: Path, change: str) -
         storage.close()
 
 
-def _progress_printer(quiet: bool) -> Any:
+def _progress(
+    quiet: bool,
+    heartbeat: Any,
+    every_ms: int,
+) -> Any:
+    """Print progress each second and renew the lease every ``every_ms`` while it runs."""
+    last = [0]
+
     def tick(progress: Progress) -> None:
         if not quiet:
             click.echo(
@@ -176,6 +183,13 @@ def _progress_printer(quiet: bool) -> Any:
                 f"{progress.output_bytes} bytes of output",
                 err=True,
             )
+        if progress.elapsed_ms - last[0] >= every_ms:
+            last[0] = progress.elapsed_ms
+            try:
+                heartbeat()
+            except TaskError as err:
+                # The run continues; the authority judges the upload on its own rules.
+                _say(f"  lease renewal failed ({err.code.value}); the run continues", quiet)
 
     return tick
 
@@ -288,8 +302,35 @@ def collect_once(
         )
     recipe = descriptor.profile.recipe
     _say(f"collecting on {descriptor.binding.commit[:12]}: {' '.join(recipe.argv)[:200]}", quiet)
+    attempt = claimed["attempt"]
+
+    def heartbeat() -> None:
+        client.workflow(
+            repository,
+            profile,
+            "heartbeat",
+            _body(
+                {
+                    "version": 1,
+                    "request_id": "beat-" + secrets.token_hex(12),
+                    "action": "heartbeat",
+                    "task_id": claimed["task_id"],
+                    "task_digest": claimed["task_digest"],
+                    "attempt_id": attempt_id,
+                    "attempt_digest": claimed["attempt_digest"],
+                    "execution_operation_id": attempt["execution_operation_id"],
+                    "executor": attempt["executor"],
+                    "fence": attempt["fence"],
+                    "reason": None,
+                }
+            ),
+        )
+
     result = collect_command(
-        descriptor, state=state, repository=work_tree, progress=_progress_printer(quiet)
+        descriptor,
+        state=state,
+        repository=work_tree,
+        progress=_progress(quiet, heartbeat, max(attempt["lease_ms"] // 3, 1000)),
     )
     record = result.record
     if record is not None:

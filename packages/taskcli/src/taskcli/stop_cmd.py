@@ -33,6 +33,7 @@ import hashlib
 import json
 import os
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any, Final
@@ -130,10 +131,18 @@ def _read_local(
     subject = (
         None
         if record is None
-        else (record.subject_seq, record.change_version, record.revision, record.commit)
+        else (
+            record.subject_seq,
+            record.change_version,
+            record.revision,
+            record.commit,
+            record.context_digest,
+            record.requirement_digest,
+        )
     )
     try:
         state = work_tree_state(workspace)
+        clean = state.clean and not _operation_in_progress(workspace)
         base: str | None = None
         if state.head is not None:
             base = (
@@ -143,7 +152,35 @@ def _read_local(
             )
     except TaskError:
         raise _BlockedError(error_decision(Category.WORKSPACE_UNAVAILABLE)) from None
-    return LocalRead(subject=subject, head=state.head, clean=state.clean, base_revision=base)
+    return LocalRead(subject=subject, head=state.head, clean=clean, base_revision=base)
+
+
+_IN_PROGRESS: Final = (
+    "MERGE_HEAD",
+    "CHERRY_PICK_HEAD",
+    "REVERT_HEAD",
+    "BISECT_LOG",
+    "rebase-merge",
+    "rebase-apply",
+)
+
+
+def _operation_in_progress(workspace: Path) -> bool:
+    """Whether a merge, rebase, cherry-pick, revert or bisect is in progress (read-only)."""
+    try:
+        done = subprocess.run(  # noqa: S603 - fixed argv, no shell
+            ["git", "-C", str(workspace), "rev-parse", "--absolute-git-dir"],  # noqa: S607
+            capture_output=True,
+            timeout=30,
+            check=False,
+            env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        raise TaskError(ErrorCode.STORAGE_UNAVAILABLE, "git did not answer") from None
+    if done.returncode != 0:
+        raise TaskError(ErrorCode.STORAGE_UNAVAILABLE, "not a git work tree")
+    git_dir = Path(done.stdout.decode("utf-8", "surrogateescape").strip())
+    return any((git_dir / name).exists() for name in _IN_PROGRESS)
 
 
 def _ask(endpoint: str, token_file: Path, repository: str, profile: str, change: str) -> Any:
@@ -188,7 +225,7 @@ def evaluate(
             return StopDecision(passed=False, next={"operation": "checkpoint"})
         raw = _ask(endpoint, token_file, repository, profile, change)
         after = _read_local(data_dir, repository, profile, change, workspace)
-        dirty = not after.clean or after.base_revision != (after.subject or (0, 0, "", ""))[2]
+        dirty = not after.clean or after.subject is None or after.base_revision != after.subject[2]
         try:
             answer = validate_answer(raw, local_revision=before.subject[2])
         except TaskError:

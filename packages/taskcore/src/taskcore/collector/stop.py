@@ -100,11 +100,13 @@ class Answer:
 class LocalRead:
     """One read of the local state: the Change's subject and the workspace.
 
-    ``subject`` is ``(subject_seq, change_version, revision, commit)`` or ``None``; ``head``
-    the workspace's HEAD commit; ``base_revision`` the revision of that commit.
+    ``subject`` is ``(subject_seq, change_version, revision, commit, context_digest,
+    requirement_digest)`` or ``None``; ``head`` the workspace's HEAD commit; ``clean`` means
+    no change, no untracked file and no operation in progress (merge, rebase, cherry-pick,
+    revert, bisect); ``base_revision`` is the revision of HEAD.
     """
 
-    subject: tuple[int, int, str, str] | None
+    subject: tuple[int, int, str, str, str, str] | None
     head: str | None
     clean: bool
     base_revision: str | None
