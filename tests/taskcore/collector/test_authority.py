@@ -497,3 +497,13 @@ def test_concurrent_identical_uploads_import_once_and_answer_alike(flow):
     with flow.service.storage.read() as tx:
         subject_seq = tx.journal.get_task(views[0]["task_id"]).subject_seq
         assert len(tx.collector.transfers_of_subject(subject_seq)) == 1
+
+
+def test_a_transfer_for_a_superseded_subject_is_refused_and_finalizes_nothing(flow):
+    flow.checkpoint()
+    _, descriptor = flow.claim_next()
+    envelope = flow.collect(descriptor)
+    commit_file(flow.authority.repo, "README.md", "moved on\n")
+    flow.checkpoint()
+    assert refused(flow.upload, envelope) is ErrorCode.SUBJECT_STALE
+    assert refused(flow.finalize) is ErrorCode.DEPENDENCY_INCOMPLETE
