@@ -130,3 +130,12 @@ def test_prune_is_admin_only_and_bounded(door):
     assert door.refused(MEMBER, "agenttask.checkpoint.prune").code is ErrorCode.FORBIDDEN
     err = door.refused(ADMIN, "agenttask.checkpoint.prune", {"olderThanDays": 0})
     assert (err.code, err.path) == (ErrorCode.OUT_OF_BOUNDS, "$.olderThanDays")
+
+
+def test_prune_longer_than_the_epoch_is_old_cuts_off_at_the_epoch(door):
+    # Found by schemathesis: a cutoff before 1970 was negative and broke the output schema.
+    from taskcore.limits import CHECKPOINT_PRUNE_MAX_DAYS
+
+    result = door(ADMIN, "agenttask.checkpoint.prune", {"olderThanDays": CHECKPOINT_PRUNE_MAX_DAYS})
+    assert result["cutoffMs"] == 0
+    assert result["pruned"] == 0

@@ -138,3 +138,14 @@ def test_update_refuses_a_negative_cost_and_a_missing_row(door):
     bare = door.create(MEMBER)["taskId"]
     err = door.refused(WORKER, "agenttask.ext.update", {"agentTaskId": bare, "durationMs": 5})
     assert err.code is ErrorCode.NOT_FOUND
+
+
+def test_an_integer_storage_cannot_hold_is_out_of_bounds_and_changes_nothing(door):
+    # Found by schemathesis: toolCallCount 2^64-2 overflowed SQLite's signed 64-bit integer.
+    task_id = _ext(door)["agentTaskId"]
+    err = door.refused(
+        WORKER, "agenttask.ext.update", {"agentTaskId": task_id, "toolCallCount": 2**64 - 2}
+    )
+    assert err.code is ErrorCode.OUT_OF_BOUNDS
+    view = door(WORKER, "agenttask.ext.update", {"agentTaskId": task_id})
+    assert view["toolCallCount"] is None

@@ -3,7 +3,6 @@ import os
 import stat
 
 import pytest
-
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.sqlite import Component, Migration, SqliteDatabase
 
@@ -65,9 +64,14 @@ def test_readonly_refuses_unmigrated_schema(tmp_path):
 
 def test_exception_rolls_back(tmp_path):
     db = SqliteDatabase(tmp_path / "x.sqlite", (NOTES_V1,), create=True)
-    with pytest.raises(RuntimeError), db.write() as conn:
-        conn.execute("INSERT INTO note(b) VALUES ('gone')")
-        raise RuntimeError("boom")
+
+    def insert_then_fail() -> None:
+        with db.write() as conn:
+            conn.execute("INSERT INTO note(b) VALUES ('gone')")
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        insert_then_fail()
     with db.read() as conn:
         assert conn.execute("SELECT COUNT(*) FROM note").fetchone()[0] == 0
     db.close()
@@ -114,4 +118,20 @@ def test_processes_serialize_writers(tmp_path):
         ids = [r[0] for r in conn.execute("SELECT id FROM note ORDER BY id")]
     # A read-then-insert in each transaction only works if writers never interleave.
     assert ids == list(range(1, 201))
+    db.close()
+
+
+def test_integer_above_signed_64_bit_is_out_of_bounds_and_rolls_back(tmp_path):
+    db = SqliteDatabase(tmp_path / "x.sqlite", (NOTES_V1,), create=True)
+
+    def insert_then_overflow() -> None:
+        with db.write() as conn:
+            conn.execute("INSERT INTO note(b) VALUES ('kept?')")
+            conn.execute("SELECT * FROM note WHERE id = ?", (2**64 - 1,))
+
+    with pytest.raises(TaskError) as info:
+        insert_then_overflow()
+    assert info.value.code is ErrorCode.OUT_OF_BOUNDS
+    with db.read() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM note").fetchone()[0] == 0
     db.close()

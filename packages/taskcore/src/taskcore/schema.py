@@ -254,8 +254,11 @@ def input_schema(cls: type[Any]) -> dict[str, Any]:
     return root
 
 
-def json_schema(cls: type[Any]) -> dict[str, Any]:
+def json_schema(cls: Any) -> dict[str, Any]:
     """Return a complete draft 2020-12 document for ``cls`` (``$schema`` plus :func:`input_schema`).
+
+    ``cls`` may also be a union of attrs classes (an output that is one of several shapes); its
+    schema is then an ``anyOf`` with every class under ``$defs``.
 
     >>> import attrs
     >>> @attrs.frozen(kw_only=True)
@@ -264,7 +267,13 @@ def json_schema(cls: type[Any]) -> dict[str, Any]:
     >>> json_schema(Empty)["$schema"]
     'https://json-schema.org/draft/2020-12/schema'
     """
-    return {"$schema": DIALECT, **input_schema(cls)}
+    if attrs.has(cls):
+        return {"$schema": DIALECT, **input_schema(cls)}
+    builder = SchemaBuilder()
+    root = builder.of(cls)
+    if builder.defs:
+        root["$defs"] = builder.defs
+    return {"$schema": DIALECT, **root}
 
 
 def error_schema() -> dict[str, Any]:

@@ -68,5 +68,6 @@ def clear_phases(call: QueueCall, request: TaskRef) -> ClearResult:
 
 def prune_phases(call: QueueCall, request: PruneIn) -> PruneResult:
     """Delete phase checkpoints older than ``olderThanDays`` across every workspace."""
-    cutoff = call.now_ms - request.older_than_days * _DAY_MS
+    # A retention longer than the epoch is old reaches back to the epoch, not before it.
+    cutoff = max(0, call.now_ms - request.older_than_days * _DAY_MS)
     return PruneResult(pruned=call.tx.queue.prune_phases(cutoff), cutoff_ms=cutoff)

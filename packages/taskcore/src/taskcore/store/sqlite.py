@@ -238,6 +238,17 @@ class SqliteDatabase:
             ) from None
         try:
             yield conn
+        except OverflowError:
+            # SQLite integers are signed 64-bit; the contract's are unsigned 64-bit. A value
+            # above 2^63-1 cannot be stored or matched, so it is refused as out of bounds
+            # (a PostgreSQL bigint has the same range).
+            if not conn.get_autocommit():
+                conn.execute("ROLLBACK")
+            raise TaskError(
+                ErrorCode.OUT_OF_BOUNDS,
+                "an integer is above 2^63-1, the largest value storage can hold; send a "
+                "smaller value",
+            ) from None
         except BaseException:
             if not conn.get_autocommit():
                 conn.execute("ROLLBACK")

@@ -21,6 +21,7 @@ from taskcore.contract import (
     InstructionsRequest,
     ReferenceFetchRequest,
     ReferenceFetchResponse,
+    SchemaMismatch,
     TaskClaimRequest,
     TaskMutationRequest,
     TaskRecoveryEnvelope,
@@ -143,9 +144,7 @@ def _result(ctx: CallContext, req: TaskResultAssertion) -> RawJson:
 _READ = (RiskClass.READ, True)
 _WRITE = (RiskClass.WRITE, True)
 
-_OPERATIONS: tuple[
-    tuple[str, str, type[Any], type[Any] | None, Any, tuple[RiskClass, bool], str], ...
-] = (
+_OPERATIONS: tuple[tuple[str, str, type[Any], Any, Any, tuple[RiskClass, bool], str], ...] = (
     (
         "capabilities",
         "Schema discovery: the capability, supported schema versions and operation names.",
@@ -186,7 +185,7 @@ _OPERATIONS: tuple[
         "reference",
         "Fetch one named reference of a stored task (available, missing, denied, uncertain, limit).",
         ReferenceFetchRequest,
-        ReferenceFetchResponse,
+        ReferenceFetchResponse | SchemaMismatch,
         _reference,
         _READ,
         "Read-only. Repository, revision and path come from the stored task; bodies above "
