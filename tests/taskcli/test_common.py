@@ -43,10 +43,10 @@ def test_unreachable_service_is_service_unreachable():
 
 
 def _client_answering(monkeypatch, status, content):
-    def fake_post(url, **kwargs):
+    def fake_post(self, url, **kwargs):
         return httpx.Response(status, content=content)
 
-    monkeypatch.setattr(httpx, "post", fake_post)
+    monkeypatch.setattr(httpx.Client, "post", fake_post)
     return ServiceClient("http://service", None)
 
 

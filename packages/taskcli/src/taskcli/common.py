@@ -221,17 +221,28 @@ class ServiceClient:
         self.url = url.rstrip("/")
         self.token = _token(token_file)
         self.timeout = timeout
+        self._http: Any = None
+
+    def _client(self) -> Any:
+        """One connection-pooling client per ServiceClient (collect makes several calls).
+
+        A plain ``http://`` service never negotiates TLS, so the client skips building a
+        certificate store for it (about 60 ms per process); ``https://`` verifies as usual.
+        """
+        import httpx  # imported when a command talks to the service, not for every command
+
+        if self._http is None:
+            self._http = httpx.Client(timeout=self.timeout, verify=self.url.startswith("https://"))
+        return self._http
 
     def _post(self, path: str, body: bytes, content_type: str) -> Any:
-        import httpx  # imported when a command talks to the service, not for every command
+        import httpx
 
         headers = {"Content-Type": content_type, "Accept": "application/json"}
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         try:
-            response = httpx.post(
-                self.url + path, content=body, headers=headers, timeout=self.timeout
-            )
+            response = self._client().post(self.url + path, content=body, headers=headers)
         except httpx.HTTPError as exc:
             raise TaskError(
                 ErrorCode.SERVICE_UNREACHABLE,

@@ -43,6 +43,9 @@ def cli() -> None:
 
 _loaded: list[str] = []
 
+# Stop hooks and the one module each lives in (see main()).
+_HOOK_MODULES = {"task-stop": "stop_cmd", "task-codex-stop": "stop_cmd"}
+
 
 def load_commands() -> click.Group:
     """Register every command module's commands on :data:`cli` (once) and return it."""
@@ -61,4 +64,11 @@ def main() -> None:
         from taskcore.gate.hook import main as gate_stop
 
         sys.exit(gate_stop(sys.argv[2:]))
+    hook_module = _HOOK_MODULES.get(sys.argv[1] if len(sys.argv) > 1 else "")
+    if hook_module is not None:
+        # The task-stop hooks run at every agent stop: load only the module defining them.
+        importlib.import_module(f"taskcli.{hook_module}").register(cli)
+        _loaded.append(hook_module)
+        cli()
+        return
     load_commands()()
