@@ -92,7 +92,6 @@ from taskcore.limits import (
     COLLECTOR_ENVELOPE_MAX_BYTES,
     FINALIZE_TRANSFERS_MAX,
     QUALIFICATION_FAILURES_MAX,
-    RETAINED_SUBJECT_SCAN_MAX,
 )
 from taskcore.store.authority_api import SubjectRecord
 from taskcore.store.collector_api import CollectorProfileRecord, ReceiptRecord, TransferRecord
@@ -109,6 +108,7 @@ from taskcore.workflow.journal import (
     Caller,
     WorkflowJournal,
     dependency_complete,
+    unresolved_prior_task,
 )
 from taskcore.workflow.states import (
     AttemptState,
@@ -901,14 +901,7 @@ def qualification(
             if code is not None:
                 failures.append(QualificationFailure(task_id=task.task_id, code=code))
             if state in ("pending", "blocked"):
-                prior = tx.journal.unresolved_prior_task(
-                    repository_id=task.repository_id,
-                    change_id=task.change_id,
-                    profile_id=task.profile_id,
-                    step_id=task.step_id,
-                    before_subject_seq=task.subject_seq,
-                    scan_limit=RETAINED_SUBJECT_SCAN_MAX,
-                )
+                prior = unresolved_prior_task(tx, task)
                 if prior is not None:
                     failures.append(
                         QualificationFailure(task_id=task.task_id, code="prior_subject_unresolved")

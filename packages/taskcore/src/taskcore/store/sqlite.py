@@ -35,16 +35,27 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import apsw
 import attrs
 
 from taskcore.errors import ErrorCode, TaskError
 
-__all__ = ["Component", "Migration", "SqliteDatabase"]
+__all__ = ["Component", "Migration", "SqliteDatabase", "opt_int", "opt_str"]
 
 _CHECKED_PATHS: set[str] = set()
 _CHECKED_LOCK = threading.Lock()
+
+
+def opt_int(value: Any) -> int | None:
+    """Read a nullable INTEGER column."""
+    return None if value is None else int(value)
+
+
+def opt_str(value: Any) -> str | None:
+    """Read a nullable TEXT column."""
+    return None if value is None else str(value)
 
 
 @attrs.frozen

@@ -19,7 +19,7 @@ from taskcore.store.journal_api import (
     TaskRecord,
     TransitionRecord,
 )
-from taskcore.store.sqlite import Component, Migration
+from taskcore.store.sqlite import Component, Migration, opt_int, opt_str
 
 __all__ = ["COMPONENT", "SqliteJournalStore"]
 
@@ -137,14 +137,6 @@ _TRANSITION_COLUMNS = (
 )
 
 
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def _opt_str(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
 def _task(row: Any) -> TaskRecord:
     return TaskRecord(
         task_id=str(row[0]),
@@ -158,8 +150,8 @@ def _task(row: Any) -> TaskRecord:
         body=bytes(row[8]),
         state=str(row[9]),
         next_fence=int(row[10]),
-        current_attempt_id=_opt_str(row[11]),
-        completion=_opt_str(row[12]),
+        current_attempt_id=opt_str(row[11]),
+        completion=opt_str(row[12]),
         created_at_ms=int(row[13]),
         updated_at_ms=int(row[14]),
     )
@@ -176,7 +168,7 @@ def _attempt(row: Any) -> AttemptRecord:
         agent_id=str(row[6]),
         state=str(row[7]),
         lease_expires_at_ms=int(row[8]),
-        superseded_by_fence=_opt_int(row[9]),
+        superseded_by_fence=opt_int(row[9]),
         created_at_ms=int(row[10]),
         updated_at_ms=int(row[11]),
     )
@@ -190,9 +182,9 @@ def _assertion(row: Any) -> AssertionRecord:
         trust_class=str(row[3]),
         outcome=str(row[4]),
         body=bytes(row[5]),
-        observation_digest=_opt_str(row[6]),
-        registration_id=_opt_str(row[7]),
-        registration_epoch=_opt_int(row[8]),
+        observation_digest=opt_str(row[6]),
+        registration_id=opt_str(row[7]),
+        registration_epoch=opt_int(row[8]),
         completes=bool(row[9]),
         retained_at_ms=int(row[10]),
     )
@@ -208,7 +200,7 @@ def _request(row: Any) -> RequestRecord:
         repository_id=str(row[5]),
         profile_id=str(row[6]),
         task_id=str(row[7]),
-        attempt_id=_opt_str(row[8]),
+        attempt_id=opt_str(row[8]),
         outcome=bytes(row[9]),
         recorded_at_ms=int(row[10]),
     )
@@ -219,14 +211,14 @@ def _transition(row: Any) -> TransitionRecord:
         seq=int(row[0]),
         at_ms=int(row[1]),
         task_id=str(row[2]),
-        attempt_id=_opt_str(row[3]),
+        attempt_id=opt_str(row[3]),
         event=str(row[4]),
         from_state=str(row[5]),
         to_state=str(row[6]),
-        fence=_opt_int(row[7]),
+        fence=opt_int(row[7]),
         owner_id=str(row[8]),
         agent_id=str(row[9]),
-        request_id=_opt_str(row[10]),
+        request_id=opt_str(row[10]),
     )
 
 

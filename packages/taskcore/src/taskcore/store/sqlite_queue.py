@@ -34,7 +34,7 @@ from taskcore.store.queue_api import (
     TaskRecord,
     VerbRecord,
 )
-from taskcore.store.sqlite import Component, Migration
+from taskcore.store.sqlite import Component, Migration, opt_int, opt_str
 
 __all__ = ["COMPONENT", "SqliteQueueStore"]
 
@@ -251,42 +251,34 @@ _PHASE_COLUMNS = (
 )
 
 
-def _opt_int(value: Any) -> int | None:
-    return None if value is None else int(value)
-
-
-def _opt_str(value: Any) -> str | None:
-    return None if value is None else str(value)
-
-
 def _task(row: Any) -> TaskRecord:
     return TaskRecord(
         task_id=str(row[0]),
         workspace=str(row[1]),
         verb=str(row[2]),
-        payload_json=_opt_str(row[3]),
+        payload_json=opt_str(row[3]),
         status=str(row[4]),
         priority=int(row[5]),
         autonomy_ceiling=int(row[6]),
         depth=int(row[7]),
-        parent_task_id=_opt_str(row[8]),
-        run_id=_opt_str(row[9]),
-        matter_id=_opt_str(row[10]),
-        matter_step_id=_opt_str(row[11]),
+        parent_task_id=opt_str(row[8]),
+        run_id=opt_str(row[9]),
+        matter_id=opt_str(row[10]),
+        matter_step_id=opt_str(row[11]),
         created_by=str(row[12]),
         created_at_ms=int(row[13]),
         updated_at_ms=int(row[14]),
-        finished_at_ms=_opt_int(row[15]),
-        lease_owner=_opt_str(row[16]),
-        lease_expires_at_ms=_opt_int(row[17]),
-        heartbeat_at_ms=_opt_int(row[18]),
+        finished_at_ms=opt_int(row[15]),
+        lease_owner=opt_str(row[16]),
+        lease_expires_at_ms=opt_int(row[17]),
+        heartbeat_at_ms=opt_int(row[18]),
         lease_extensions=int(row[19]),
-        first_leased_at_ms=_opt_int(row[20]),
+        first_leased_at_ms=opt_int(row[20]),
         fence=int(row[21]),
-        exercised_autonomy=_opt_int(row[22]),
-        checkpoint_json=_opt_str(row[23]),
-        last_error=_opt_str(row[24]),
-        escalation_gate_id=_opt_str(row[25]),
+        exercised_autonomy=opt_int(row[22]),
+        checkpoint_json=opt_str(row[23]),
+        last_error=opt_str(row[24]),
+        escalation_gate_id=opt_str(row[25]),
         version=int(row[26]),
         seq=int(row[27]),
     )
@@ -297,18 +289,18 @@ def _gate(row: Any) -> ApprovalGateRecord:
         gate_id=str(row[0]),
         workspace=str(row[1]),
         task_id=str(row[2]),
-        target_verb=_opt_str(row[3]),
-        input_hash=_opt_str(row[4]),
-        reason=_opt_str(row[5]),
+        target_verb=opt_str(row[3]),
+        input_hash=opt_str(row[4]),
+        reason=opt_str(row[5]),
         status=str(row[6]),
         requested_by=str(row[7]),
         requested_at_ms=int(row[8]),
-        decided_by=_opt_str(row[9]),
-        decided_at_ms=_opt_int(row[10]),
-        decision_note=_opt_str(row[11]),
-        consumed_by=_opt_str(row[12]),
-        consumed_at_ms=_opt_int(row[13]),
-        consumed_fence=_opt_int(row[14]),
+        decided_by=opt_str(row[9]),
+        decided_at_ms=opt_int(row[10]),
+        decision_note=opt_str(row[11]),
+        consumed_by=opt_str(row[12]),
+        consumed_at_ms=opt_int(row[13]),
+        consumed_fence=opt_int(row[14]),
         version=int(row[15]),
     )
 
@@ -320,23 +312,23 @@ def _ext(row: Any) -> ExtRecord:
         title=str(row[2]),
         prompt=str(row[3]),
         source_type=str(row[4]),
-        source_id=_opt_str(row[5]),
-        source_matter_id=_opt_str(row[6]),
-        source_step_id=_opt_str(row[7]),
-        child_key=_opt_str(row[8]),
+        source_id=opt_str(row[5]),
+        source_matter_id=opt_str(row[6]),
+        source_step_id=opt_str(row[7]),
+        child_key=opt_str(row[8]),
         priority=int(row[9]),
         requires_human_review=bool(row[10]),
         created_at_ms=int(row[11]),
         updated_at_ms=int(row[12]),
         waiting_for_children=bool(row[13]),
         declared_child_keys_json=str(row[14]),
-        claim_token_hash=_opt_str(row[15]),
-        claimed_at_ms=_opt_int(row[16]),
+        claim_token_hash=opt_str(row[15]),
+        claimed_at_ms=opt_int(row[16]),
         cost_usd=None if row[17] is None else float(row[17]),
-        duration_ms=_opt_int(row[18]),
-        tool_call_count=_opt_int(row[19]),
-        result_json=_opt_str(row[20]),
-        progress_text=_opt_str(row[21]),
+        duration_ms=opt_int(row[18]),
+        tool_call_count=opt_int(row[19]),
+        result_json=opt_str(row[20]),
+        progress_text=opt_str(row[21]),
     )
 
 
@@ -565,7 +557,7 @@ class SqliteQueueStore:
         return MatterRecord(
             workspace=str(row[0]),
             matter_id=str(row[1]),
-            objective=_opt_str(row[2]),
+            objective=opt_str(row[2]),
             created_by=str(row[3]),
             created_at_ms=int(row[4]),
         )

@@ -223,6 +223,22 @@ _CACHE: dict[tuple[type[Any], bytes], Any] = {}
 _CACHE_MAX: Final = 4096
 
 
+def unresolved_prior_task(tx: Transaction, task: TaskRecord) -> str | None:
+    """Return an older subject's unresolved task ID for ``task``'s key, or ``None``.
+
+    The key is repository, Change, profile and step; the bounded scan examines at most 4096
+    retained task identities.
+    """
+    return tx.journal.unresolved_prior_task(
+        repository_id=task.repository_id,
+        change_id=task.change_id,
+        profile_id=task.profile_id,
+        step_id=task.step_id,
+        before_subject_seq=task.subject_seq,
+        scan_limit=RETAINED_SUBJECT_SCAN_MAX,
+    )
+
+
 def _decode(cls: type[T], body: bytes) -> T:
     """Decode a stored canonical body (bodies are immutable, so decoded values are cached)."""
     key = (cls, body)
@@ -602,14 +618,7 @@ class WorkflowJournal:
                 )
             new_state = task_transition(Event.CLAIM, TaskState(task.state))
             self._check_dependencies(tx, task, wtask)
-            prior = tx.journal.unresolved_prior_task(
-                repository_id=task.repository_id,
-                change_id=task.change_id,
-                profile_id=task.profile_id,
-                step_id=task.step_id,
-                before_subject_seq=task.subject_seq,
-                scan_limit=RETAINED_SUBJECT_SCAN_MAX,
-            )
+            prior = unresolved_prior_task(tx, task)
             if prior is not None:
                 raise TaskError(
                     ErrorCode.PRIOR_SUBJECT_UNRESOLVED,
@@ -1262,14 +1271,7 @@ class WorkflowJournal:
                 except TaskError:
                     reasons.setdefault("waiting_on_dependencies", task.task_id)
                     continue
-                prior = tx.journal.unresolved_prior_task(
-                    repository_id=task.repository_id,
-                    change_id=task.change_id,
-                    profile_id=task.profile_id,
-                    step_id=task.step_id,
-                    before_subject_seq=task.subject_seq,
-                    scan_limit=RETAINED_SUBJECT_SCAN_MAX,
-                )
+                prior = unresolved_prior_task(tx, task)
                 if prior is not None:
                     reasons.setdefault("prior_subject_unresolved", prior)
                     continue
