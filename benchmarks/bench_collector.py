@@ -39,7 +39,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from taskcli.collect_cmd import collect_once
 from taskcli.common import ServiceClient
 from taskcli.operator_cmd import test_requirement
 from taskcli.stop_cmd import run_hook
@@ -53,6 +52,7 @@ from taskcore.authority import (
 )
 from taskcore.clock import SystemClock
 from taskcore.collector.admin import install_collector_profile
+from taskcore.collector.client import collect_once
 from taskcore.collector.records import runtime_identity_digest
 from taskcore.collector.runtime import detect_sandbox, probe_runtime
 from taskcore.collector.state import CollectorState, key_id_for
@@ -189,7 +189,6 @@ class Bench:
             data_dir=self.data,
             state=self.state,
             lease_ms=600_000,
-            quiet=True,
         )
         total = (time.perf_counter() - started) * 1000
         assert out["qualification"]["qualified"], out
@@ -273,7 +272,6 @@ def bench_hook(bench: Bench, runs: int) -> dict[str, float]:
         data_dir=bench.data,
         state=bench.state,
         lease_ms=600_000,
-        quiet=True,
     )
     payload = b'{"session_id": "bench", "hook_event_name": "Stop", "stop_hook_active": false}'
     inproc, cli, call, bare = [], [], [], []

@@ -231,3 +231,98 @@ def authority(tmp_path: Path, repo: Path, state: CollectorState):
     auth = Authority(tmp_path / "data", repo, state.load_key().public_key)
     yield auth
     auth.storage.close()
+
+
+# -- a running authority reached through the WorkflowClient protocol --------------------------
+
+
+class InProcessClient:
+    """A :class:`taskcore.collector.client.WorkflowClient` over an in-process Service.
+
+    It sends exactly what the HTTP client sends (the workflow envelope, the raw upload bytes)
+    and answers the decoded success body; refusals are the Service's own TaskErrors.
+    """
+
+    def __init__(self, service, token: str) -> None:
+        self.service = service
+        self.token = token
+        self.calls: list[str] = []
+
+    def _route(self, repository: str, profile: str):
+        from taskcore.service import Route
+
+        return Route(repository=repository, profile=profile)
+
+    def workflow(self, repository: str, profile: str, op: str, body: bytes):
+        import json
+
+        self.calls.append(op)
+        envelope = json.dumps({"operation": op, "request": json.loads(body)}).encode()
+        route = self._route(repository, profile)
+        return self.service.call_workflow(self.token, envelope, route=route).json()
+
+    def upload(self, repository: str, profile: str, data: bytes):
+        self.calls.append("collector_upload")
+        route = self._route(repository, profile)
+        return self.service.call_workflow(
+            self.token, data, route=route, operation="collector_upload"
+        ).json()
+
+
+class Live:
+    """The ``authority`` with a collector profile installed, a Service and an agent token."""
+
+    def __init__(self, authority: Authority, state: CollectorState, tmp_path: Path, command=None):
+        from taskcore.actors import Tier
+        from taskcore.auth import issue_token
+        from taskcore.collector.admin import install_collector_profile
+        from taskcore.collector.runtime import detect_sandbox
+        from taskcore.service import Service
+
+        self.authority = authority
+        self.state = state
+        self.repo = authority.repo
+        self.data_dir = tmp_path / "data"
+        self.clock = authority.clock
+        # collect_once runs in this machine's sandbox mode: pin the runtime it will observe.
+        profile = authority.profile(command, sandbox=detect_sandbox())
+        install_collector_profile(authority.storage, self.clock, profile=profile)
+        self.service = Service.open(self.data_dir, clock=self.clock)
+        self.token = issue_token(
+            self.service.storage, self.clock, workspace="w1", tier=Tier.AGENT
+        ).token
+        self.token_file = tmp_path / "agent.token"
+        self.token_file.write_text(self.token + "\n")
+        os.chmod(self.token_file, 0o600)
+        self.client = InProcessClient(self.service, self.token)
+
+    def checkpoint(self, change: str = "c1"):
+        from taskcore.collector.client import checkpoint, clean_head
+
+        return checkpoint(
+            self.client,
+            repository="acme",
+            profile="default",
+            change=change,
+            commit=clean_head(self.repo),
+        )
+
+    def collect(self, change: str = "c1", **kwargs):
+        from taskcore.collector.client import collect_once
+
+        kwargs.setdefault("lease_ms", 600_000)
+        kwargs.setdefault("data_dir", self.data_dir)
+        kwargs.setdefault("state", self.state)
+        return collect_once(
+            self.client, repository="acme", profile="default", change=change, **kwargs
+        )
+
+    def close(self) -> None:
+        self.service.close()
+
+
+@pytest.fixture
+def live(authority: Authority, state: CollectorState, tmp_path: Path):
+    world = Live(authority, state, tmp_path)
+    yield world
+    world.close()

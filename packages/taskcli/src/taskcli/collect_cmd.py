@@ -18,23 +18,30 @@ Progress goes to stderr while the command runs; ``--json`` prints one JSON docum
 
 from __future__ import annotations
 
-import json
-import secrets
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 from taskcore import TaskError
-from taskcore.authority.gitrev import work_tree_state
-from taskcore.codec import default_codec
-from taskcore.collector.collect import collect_command
-from taskcore.collector.descriptor import CollectorDescriptor
-from taskcore.collector.runtime import Progress
-from taskcore.collector.state import AttemptState, CollectorState
+from taskcore.collector.client import (
+    Claiming,
+    CollectEvent,
+    Collecting,
+    Finalizing,
+    Recorded,
+    RenewalFailed,
+    Running,
+    Uploading,
+    checkpoint,
+    clean_head,
+    collect_once,
+    qualification,
+    retry_uploads,
+)
+from taskcore.collector.state import CollectorState
 from taskcore.errors import ErrorCode
 from taskcore.limits import LEASE_MAX_MS
-from taskcore.workflow.reads import open_reader
 
 from taskcli.collector_cmd import state_dir_option
 from taskcli.common import (
@@ -51,15 +58,6 @@ from taskcli.common import (
 __all__ = ["register"]
 
 
-def _say(message: str, quiet: bool) -> None:
-    if not quiet:
-        click.echo(message, err=True)
-
-
-def _body(value: dict[str, Any]) -> bytes:
-    return json.dumps(value).encode("utf-8")
-
-
 def _route(repository: str | None, profile: str | None) -> tuple[str, str]:
     if not repository or not profile:
         raise TaskError(
@@ -67,6 +65,40 @@ def _route(repository: str | None, profile: str | None) -> tuple[str, str]:
             "give --repository and --profile (or AGENT_TASK_REPOSITORY and AGENT_TASK_PROFILE)",
         )
     return repository, profile
+
+
+def _describe(event: CollectEvent) -> str:
+    """The progress line ``collect`` prints on stderr for ``event``."""
+    if isinstance(event, Claiming):
+        return f"claiming {event.step_id} ({event.task_id[:20]}...)"
+    if isinstance(event, Collecting):
+        return f"collecting on {event.commit[:12]}: {' '.join(event.argv)[:200]}"
+    if isinstance(event, Running):
+        progress = event.progress
+        return (
+            f"  running... {progress.elapsed_ms / 1000:.0f} s, "
+            f"{progress.output_bytes} bytes of output"
+        )
+    if isinstance(event, RenewalFailed):
+        return f"  lease renewal failed ({event.error.code.value}); the run continues"
+    if isinstance(event, Recorded):
+        record = event.record
+        return (
+            f"  {record.outcome.value} (exit {record.exit_status}) in "
+            f"{record.duration_ms / 1000:.1f} s; signed and retained"
+        )
+    if isinstance(event, Uploading):
+        return "uploading ..."
+    assert isinstance(event, Finalizing)
+    return "finalizing the receipt ..."
+
+
+def _printer(quiet: bool) -> Callable[[CollectEvent], None]:
+    def notify(event: CollectEvent) -> None:
+        if not quiet:
+            click.echo(_describe(event), err=True)
+
+    return notify
 
 
 # -- checkpoint ------------------------------------------------------------------------------------
@@ -99,22 +131,15 @@ def checkpoint_command(
 
     def act() -> Any:
         repo, prof = _route(repository, profile)
-        state = work_tree_state(workspace)
-        if state.head is None:
-            raise TaskError(ErrorCode.NOT_FOUND, "the work tree has no commit yet; commit first")
-        if not state.clean:
-            raise TaskError(
-                ErrorCode.CONFLICT,
-                f"the work tree has {state.changed_paths or 'untracked or'} uncommitted "
-                "change(s); commit them, then checkpoint again",
-            )
-        answer = ServiceClient(url, token_file).workflow(
-            repo,
-            prof,
-            "checkpoint",
-            _body({"version": 1, "change_id": change, "commit": state.head, "context": context}),
+        head = clean_head(workspace)
+        return checkpoint(
+            ServiceClient(url, token_file),
+            repository=repo,
+            profile=prof,
+            change=change,
+            commit=head,
+            context=context,
         )
-        return answer["result"]
 
     result = run(as_json, act)
     if as_json:
@@ -131,233 +156,6 @@ def checkpoint_command(
 
 
 # -- collect ---------------------------------------------------------------------------------------
-
-
-def _check_local(descriptor: CollectorDescriptor, data_dir: Path, change: str) -> Path:
-    """Recheck the descriptor against the local authority; return the repository's work tree."""
-    storage = open_reader(data_dir)
-    try:
-        with storage.read() as tx:
-            b = descriptor.binding
-            repository = tx.authority.get_repository(b.repository_id)
-            if repository is None:
-                raise TaskError(
-                    ErrorCode.BINDING_MISMATCH,
-                    "the local authority in --data-dir does not know this repository; run "
-                    "collect against the service's own data dir",
-                )
-            if tx.collector.audience() != b.audience:
-                raise TaskError(
-                    ErrorCode.BINDING_MISMATCH,
-                    "the descriptor is for another authority than --data-dir",
-                )
-            profile = tx.collector.get_profile(descriptor.profile.profile_id)
-            if profile is None or profile.digest != descriptor.profile_digest:
-                raise TaskError(
-                    ErrorCode.COLLECTOR_PROFILE_CHANGED,
-                    "the descriptor's collector profile is not the one installed locally",
-                )
-            subject = tx.authority.latest_subject(b.repository_id, b.workflow_profile_id, change)
-            if subject is None or (subject.revision, subject.commit) != (b.revision, b.commit):
-                raise TaskError(
-                    ErrorCode.SUBJECT_STALE,
-                    "the local authority's subject differs from the descriptor; checkpoint again",
-                )
-            return Path(repository.work_tree)
-    finally:
-        storage.close()
-
-
-def _progress(
-    quiet: bool,
-    heartbeat: Any,
-    every_ms: int,
-) -> Any:
-    """Print progress each second and renew the lease every ``every_ms`` while it runs."""
-    last = [0]
-
-    def tick(progress: Progress) -> None:
-        if not quiet:
-            click.echo(
-                f"  running... {progress.elapsed_ms / 1000:.0f} s, "
-                f"{progress.output_bytes} bytes of output",
-                err=True,
-            )
-        if progress.elapsed_ms - last[0] >= every_ms:
-            last[0] = progress.elapsed_ms
-            try:
-                heartbeat()
-            except TaskError as err:
-                # The run continues; the authority judges the upload on its own rules.
-                _say(f"  lease renewal failed ({err.code.value}); the run continues", quiet)
-
-    return tick
-
-
-def _upload(
-    client: ServiceClient, attempt: AttemptState, repository: str, profile: str
-) -> dict[str, Any]:
-    envelope = attempt.read_transfer()
-    answer = client.upload(repository, profile, envelope)
-    result: dict[str, Any] = answer["result"]
-    attempt.write_json(attempt.upload_path, result)
-    return result
-
-
-def _finalize_if_ready(
-    client: ServiceClient, repository: str, profile: str, change: str, quiet: bool
-) -> dict[str, Any]:
-    qualification: dict[str, Any] = client.workflow(
-        repository, profile, "qualification", _body({"version": 1, "change_id": change})
-    )["result"]
-    if qualification["next"]["operation"] == "collector_finalize":
-        _say("finalizing the receipt ...", quiet)
-        client.workflow(
-            repository, profile, "collector_finalize", _body({"version": 1, "change_id": change})
-        )
-        qualification = client.workflow(
-            repository, profile, "qualification", _body({"version": 1, "change_id": change})
-        )["result"]
-    return qualification
-
-
-def collect_once(
-    client: ServiceClient,
-    *,
-    repository: str,
-    profile: str,
-    change: str,
-    data_dir: Path,
-    state: CollectorState,
-    lease_ms: int,
-    quiet: bool,
-) -> dict[str, Any]:
-    """Follow ``next`` once: claim, describe, collect, upload, finalize. Return a summary."""
-    started = time.monotonic()
-    qualification = client.workflow(
-        repository, profile, "qualification", _body({"version": 1, "change_id": change})
-    )["result"]
-    step = qualification["next"]
-    if step["operation"] == "collector_finalize":
-        final = _finalize_if_ready(client, repository, profile, change, quiet)
-        return {"collected": False, "upload": None, "qualification": final}
-    if step["operation"] != "collector_claim":
-        raise TaskError(
-            ErrorCode.CONFLICT,
-            f"nothing to collect: qualification says next is {step['operation']!r}"
-            + (f" for task {step['task_id']}" if "task_id" in step else ""),
-            details={"next": step},
-        )
-    task = next(t for t in qualification["tasks"] if t["task_id"] == step["task_id"])
-    _say(f"claiming {task['step_id']} ({task['task_id'][:20]}...)", quiet)
-    claimed = client.workflow(
-        repository,
-        profile,
-        "collector_claim",
-        _body(
-            {
-                "version": 1,
-                "request_id": "claim-" + secrets.token_hex(12),
-                "task_id": task["task_id"],
-                "task_digest": task["task_digest"],
-                "execution_operation_id": "exec-" + secrets.token_hex(12),
-                "requested_lease_ms": lease_ms,
-            }
-        ),
-    )["result"]
-    attempt_id = claimed["attempt"]["attempt_id"]
-    raw = client.workflow(
-        repository,
-        profile,
-        "collector_descriptor",
-        _body(
-            {
-                "version": 1,
-                "task_id": claimed["task_id"],
-                "task_digest": claimed["task_digest"],
-                "attempt_id": attempt_id,
-            }
-        ),
-    )["result"]
-    descriptor = default_codec().structure(raw, CollectorDescriptor)
-    descriptor.check()
-    work_tree = _check_local(descriptor, data_dir, change)
-    status = client.workflow(
-        repository,
-        profile,
-        "status",
-        _body(
-            {
-                "version": 1,
-                "task_id": claimed["task_id"],
-                "task_digest": claimed["task_digest"],
-                "attempt_id": attempt_id,
-            }
-        ),
-    )["result"]
-    if not status["currently_applicable"]:
-        raise TaskError(
-            ErrorCode.CONFLICT,
-            f"the attempt is {status['state']} and no longer applicable; nothing was run",
-        )
-    recipe = descriptor.profile.recipe
-    _say(f"collecting on {descriptor.binding.commit[:12]}: {' '.join(recipe.argv)[:200]}", quiet)
-    attempt = claimed["attempt"]
-
-    def heartbeat() -> None:
-        client.workflow(
-            repository,
-            profile,
-            "heartbeat",
-            _body(
-                {
-                    "version": 1,
-                    "request_id": "beat-" + secrets.token_hex(12),
-                    "action": "heartbeat",
-                    "task_id": claimed["task_id"],
-                    "task_digest": claimed["task_digest"],
-                    "attempt_id": attempt_id,
-                    "attempt_digest": claimed["attempt_digest"],
-                    "execution_operation_id": attempt["execution_operation_id"],
-                    "executor": attempt["executor"],
-                    "fence": attempt["fence"],
-                    "reason": None,
-                }
-            ),
-        )
-
-    result = collect_command(
-        descriptor,
-        state=state,
-        repository=work_tree,
-        progress=_progress(quiet, heartbeat, max(attempt["lease_ms"] // 3, 1000)),
-    )
-    record = result.record
-    if record is not None:
-        _say(
-            f"  {record.outcome.value} (exit {record.exit_status}) in "
-            f"{record.duration_ms / 1000:.1f} s; signed and retained",
-            quiet,
-        )
-    _say("uploading ...", quiet)
-    try:
-        upload = _upload(client, result.attempt, repository, profile)
-    except TaskError as err:
-        raise TaskError(
-            err.code,
-            f"{err.message}; the signed transfer is retained, run 'agent-task retry-upload'",
-            details=err.details,
-        ) from None
-    final = _finalize_if_ready(client, repository, profile, change, quiet)
-    return {
-        "collected": True,
-        "attempt_id": attempt_id,
-        "record_outcome": upload["record_outcome"],
-        "upload": upload,
-        "qualification": final,
-        "elapsed_ms": int((time.monotonic() - started) * 1000),
-        "command_ms": None if record is None else record.duration_ms,
-    }
 
 
 def _summary(result: dict[str, Any]) -> str:
@@ -416,7 +214,7 @@ def collect_cmd(
             data_dir=resolve_data_dir(data_dir),
             state=state,
             lease_ms=lease_ms,
-            quiet=quiet or as_json,
+            notify=_printer(quiet or as_json),
         )
 
     result = run(as_json, act)
@@ -448,27 +246,12 @@ def retry_upload_command(
 
     def act() -> list[dict[str, Any]]:
         state = CollectorState.open(state_dir)
-        client = ServiceClient(url, token_file, timeout=120.0)
-        attempts = (
-            [state.attempt(attempt_name)] if attempt_name is not None else list(state.attempts())
+        return retry_uploads(
+            ServiceClient(url, token_file, timeout=120.0),
+            state,
+            attempt_name=attempt_name,
+            every=every,
         )
-        out = []
-        for attempt in attempts:
-            if not attempt.has_transfer():
-                continue
-            if attempt_name is None and not every and attempt.read_json(attempt.upload_path):
-                continue
-            descriptor = attempt.read_json(attempt.descriptor_path) or {}
-            binding = descriptor.get("binding") or {}
-            repo, prof = binding.get("repository_id"), binding.get("workflow_profile_id")
-            if not isinstance(repo, str) or not isinstance(prof, str):
-                raise TaskError(
-                    ErrorCode.INTEGRITY_FAILURE,
-                    f"attempt {attempt.path.name} has no readable descriptor",
-                )
-            view = _upload(client, attempt, repo, prof)
-            out.append({"attempt": attempt.path.name, **view})
-        return out
 
     emit(run(as_json, act), as_json)
 
@@ -493,10 +276,9 @@ def qualification_command(
 
     def act() -> dict[str, Any]:
         repo, prof = _route(repository, profile)
-        answer: dict[str, Any] = ServiceClient(url, token_file).workflow(
-            repo, prof, "qualification", _body({"version": 1, "change_id": change})
-        )["result"]
-        return answer
+        return qualification(
+            ServiceClient(url, token_file), repository=repo, profile=prof, change=change
+        )
 
     emit(run(as_json, act), as_json)
 

@@ -27,6 +27,7 @@ __all__ = [
     "COLLECTOR_ENVELOPE_MAX_BYTES",
     "COLLECTOR_HEADER_MAX_BYTES",
     "COLLECTOR_RECORD_MAX_BYTES",
+    "COLLECTOR_RENEW_MIN_MS",
     "COMMAND_OUTPUT_MAX_BYTES",
     "COMMAND_TIMEOUT_MAX_MS",
     "CONTEXT_MAX_BYTES",
@@ -109,6 +110,8 @@ COLLECTOR_HEADER_MAX_BYTES: Final = 64 * 1024
 COLLECTOR_RECORD_MAX_BYTES: Final = 12 * 1024 * 1024
 """One typed record inside a collector transfer, canonical JSON bytes (ours; fits 8 MiB of
 output in base64 inside the 16 MiB envelope)."""
+COLLECTOR_RENEW_MIN_MS: Final = 1000
+"""Least time between lease renewals while ``collect`` runs a command, ms (ours)."""
 CHECKPOINT_STATE_MAX_BYTES: Final = 1024 * 1024
 """``agenttask.checkpoint.write`` state JSON (*seed*: 1 MiB)."""
 QUEUE_PAYLOAD_MAX_BYTES: Final = 64 * 1024

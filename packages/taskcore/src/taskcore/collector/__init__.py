@@ -9,7 +9,9 @@
   retained transfers);
 * :mod:`~taskcore.collector.snapshot`: exact materialization of a commit;
 * :mod:`~taskcore.collector.runtime`: the local process runtime and its identity;
-* :mod:`~taskcore.collector.collect`: one collection, end to end.
+* :mod:`~taskcore.collector.collect`: one collection, end to end;
+* :mod:`~taskcore.collector.client`: the client flows over a running service (checkpoint,
+  collect once, retry an upload), written against the ``WorkflowClient`` protocol.
 
 ``docs/collector.md`` describes the format and the trust it does (and does not) give.
 """
