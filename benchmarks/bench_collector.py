@@ -41,7 +41,6 @@ from typing import Any
 
 from taskcli.common import ServiceClient
 from taskcli.operator_cmd import test_requirement
-from taskcli.stop_cmd import run_hook
 from taskcore.actors import Tier
 from taskcore.auth import issue_token
 from taskcore.authority import (
@@ -56,6 +55,7 @@ from taskcore.collector.client import collect_once
 from taskcore.collector.records import runtime_identity_digest
 from taskcore.collector.runtime import detect_sandbox, probe_runtime
 from taskcore.collector.state import CollectorState, key_id_for
+from taskcore.collector.stophook import run_hook
 from taskcore.contract import CommandCollectorProfile, CommandRecipe
 from taskcore.service import Service
 from taskcore.store import open_storage
@@ -278,18 +278,22 @@ def bench_hook(bench: Bench, runs: int) -> dict[str, float]:
     body = json.dumps({"version": 1, "change_id": "hook"}).encode()
     env = dict(os.environ, AGENT_TASK_STOP_DIR=str(bench.tmp / "stop"))
     os.environ["AGENT_TASK_STOP_DIR"] = str(bench.tmp / "stop")
+
+    def connect(token_file: Path, timeout: float) -> ServiceClient:
+        return ServiceClient(bench.url, token_file, timeout=timeout)
+
     for _ in range(runs):
         started = time.perf_counter()
         status, text = run_hook(
             "claude-code",
             change="hook",
-            endpoint=bench.url,
             repository="calc",
             profile="default",
             token_file=bench.token_file,
             workspace=bench.repo,
             data_dir=bench.data,
             stdin=io.BytesIO(payload),
+            connect=connect,
         )
         inproc.append((time.perf_counter() - started) * 1000)
         assert (status, text) == (0, ""), text
