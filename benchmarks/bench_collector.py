@@ -40,7 +40,6 @@ from pathlib import Path
 from typing import Any
 
 from taskcli.common import ServiceClient
-from taskcli.operator_cmd import test_requirement
 from taskcore.actors import Tier
 from taskcore.auth import issue_token
 from taskcore.authority import (
@@ -49,6 +48,7 @@ from taskcore.authority import (
     register_profile,
     register_repository,
 )
+from taskcore.authority.operator import collector_test_requirement
 from taskcore.clock import SystemClock
 from taskcore.collector.admin import install_collector_profile
 from taskcore.collector.client import collect_once
@@ -100,7 +100,10 @@ class Bench:
             storage, clock, workspace="b", repository_id="calc", work_tree=self.repo
         )
         req = install_requirement(
-            storage, clock, repository_id="calc", requirement=test_requirement("tests", "ok")
+            storage,
+            clock,
+            repository_id="calc",
+            requirement=collector_test_requirement("tests", "ok"),
         )
         register_profile(
             storage,

@@ -6,9 +6,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from taskcli.operator_cmd import test_requirement
 from taskcore.actors import Tier
 from taskcore.auth import issue_token
+from taskcore.authority.operator import collector_test_requirement
 from taskcore.clock import SystemClock
 from taskcore.collector.admin import install_collector_profile
 from taskcore.collector.records import runtime_identity_digest
@@ -58,7 +58,10 @@ class World:
             storage, clock, workspace="w1", repository_id="acme", work_tree=self.repo
         )
         req = install_requirement(
-            storage, clock, repository_id="acme", requirement=test_requirement("tests", "ok")
+            storage,
+            clock,
+            repository_id="acme",
+            requirement=collector_test_requirement("tests", "ok"),
         )
         register_profile(
             storage,

@@ -159,13 +159,13 @@ class Authority:
     """A data dir with ``repo`` registered as ``acme``, profile ``default`` and a test step."""
 
     def __init__(self, data_dir: Path, repo: Path, public_key: str) -> None:
-        from taskcli.operator_cmd import test_requirement
         from taskcore.authority import (
             enroll_executor,
             install_requirement,
             register_profile,
             register_repository,
         )
+        from taskcore.authority.operator import collector_test_requirement
         from taskcore.clock import FakeClock
         from taskcore.collector.state import key_id_for
         from taskcore.store import open_storage
@@ -180,7 +180,7 @@ class Authority:
             self.storage,
             self.clock,
             repository_id="acme",
-            requirement=test_requirement("tests", "the tests pass"),
+            requirement=collector_test_requirement("tests", "the tests pass"),
         )
         self.requirement_digest = installed.requirement_digest
         register_profile(

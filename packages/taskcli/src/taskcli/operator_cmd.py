@@ -1,7 +1,8 @@
 """``agent-task operator ...``: the operator's trusted-local acts on the authority.
 
-Every command opens the journal in ``--data-dir`` directly (the operator sits on the service
-host); nothing goes over the network and no request body can name a path. See
+Every command acts on the journal in ``--data-dir`` through
+:class:`taskcore.authority.operator.AuthorityAdmin` (the operator sits on the service host);
+nothing goes over the network and no request body can name a path. See
 ``docs/operator.md`` for the whole set-up, in order:
 
 1. ``register-repository`` a git work tree (or ``apply`` an ``agent_task_profiles`` config);
@@ -18,45 +19,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-import attrs
 import click
-from taskcore import SystemClock, TaskError
-from taskcore.authority import (
-    RequirementStep,
-    WorkflowRequirement,
-    decode_requirement,
-    enroll_executor,
-    install_requirement,
-    register_profile,
-    register_repository,
-    revoke_executor,
-)
-from taskcore.codec import default_codec, wire_field
-from taskcore.collector.admin import install_collector_profile
-from taskcore.collector.descriptor import collector_profile_digest
-from taskcore.collector.records import runtime_identity_digest
-from taskcore.collector.runtime import probe_runtime
-from taskcore.collector.state import key_id_for
-from taskcore.contract import (
-    ActionClass,
-    CommandCollectorProfile,
-    CommandRecipe,
-    CriterionMode,
-    GraphStatus,
-    TaskCriterion,
-    WorkflowProgression,
-    decode_collector_profile,
-)
-from taskcore.contract.common import digest_field, id_field
+from taskcore import TaskError
+from taskcore.authority import decode_requirement
+from taskcore.authority.config import decode_config
+from taskcore.authority.operator import AuthorityAdmin, collector_test_requirement
+from taskcore.codec import default_codec
+from taskcore.contract import CommandRecipe, decode_collector_profile
 from taskcore.errors import ErrorCode
-from taskcore.store import open_storage
-from taskcore.store.storage import SqliteStorage
 
 from taskcli.common import data_dir_option, emit, json_option, resolve_data_dir, run
 
-__all__ = ["AgentTaskProfile", "OperatorConfig", "register"]
+__all__ = ["register"]
 
 
 @click.group("operator")
@@ -64,8 +40,8 @@ def operator_group() -> None:
     """Operator acts on the authority (run on the service host, against --data-dir)."""
 
 
-def _storage(data_dir: Path | None) -> SqliteStorage:
-    return open_storage(resolve_data_dir(data_dir), create=True)
+def _admin(data_dir: Path | None, *, create: bool = True) -> AuthorityAdmin:
+    return AuthorityAdmin(resolve_data_dir(data_dir), create=create)
 
 
 def _read(path: Path, limit: int = 1 << 20) -> bytes:
@@ -94,17 +70,10 @@ def register_repository_command(
     """Register the git work tree at PATH (absolute) as REPOSITORY of WORKSPACE."""
 
     def act() -> dict[str, Any]:
-        storage = _storage(data_dir)
-        try:
-            record = register_repository(
-                storage,
-                SystemClock(),
-                workspace=workspace,
-                repository_id=repository,
-                work_tree=path,
+        with _admin(data_dir) as admin:
+            record = admin.register_repository(
+                workspace=workspace, repository_id=repository, work_tree=path
             )
-        finally:
-            storage.close()
         return {
             "repository_id": record.repository_id,
             "workspace": record.workspace,
@@ -113,34 +82,6 @@ def register_repository_command(
         }
 
     emit(run(as_json, act), as_json)
-
-
-def test_requirement(step_id: str, summary: str) -> WorkflowRequirement:
-    """Return a requirement of one required TEST step that only a collector can satisfy."""
-    return WorkflowRequirement(
-        version=1,
-        requirement_id=f"{step_id}-pass",
-        summary=summary,
-        steps=(
-            RequirementStep(
-                step_id=step_id,
-                summary=summary,
-                action_class=ActionClass.TEST,
-                graph_status=GraphStatus.REQUIRED,
-                progression=WorkflowProgression.COLLECTOR,
-                depends_on=(),
-                criteria=(
-                    TaskCriterion(
-                        criterion="tests_pass",
-                        description="The pinned test command exits 0 on the exact revision.",
-                        mode=CriterionMode.CONTROLLER_ONLY,
-                        required=True,
-                    ),
-                ),
-                references=(),
-            ),
-        ),
-    )
 
 
 @operator_group.command("install-requirement")
@@ -169,17 +110,12 @@ def install_requirement_command(
         if (file is None) == (test_step is None):
             raise TaskError(ErrorCode.BAD_INPUT, "give a requirement FILE or --test-step, not both")
         requirement = (
-            test_requirement(test_step, summary)
+            collector_test_requirement(test_step, summary)
             if test_step is not None
             else decode_requirement(_read(file))  # type: ignore[arg-type]
         )
-        storage = _storage(data_dir)
-        try:
-            installed = install_requirement(
-                storage, SystemClock(), repository_id=repository, requirement=requirement
-            )
-        finally:
-            storage.close()
+        with _admin(data_dir) as admin:
+            installed = admin.install_requirement(repository_id=repository, requirement=requirement)
         return {
             "repository_id": repository,
             "requirement_id": requirement.requirement_id,
@@ -209,18 +145,13 @@ def register_profile_command(
     """Register a task-only profile pinning a target and an installed requirement."""
 
     def act() -> dict[str, Any]:
-        storage = _storage(data_dir)
-        try:
-            record = register_profile(
-                storage,
-                SystemClock(),
+        with _admin(data_dir) as admin:
+            record = admin.register_profile(
                 repository_id=repository,
                 profile_id=profile,
                 target=target,
                 requirement_digest=requirement,
             )
-        finally:
-            storage.close()
         return {
             "repository_id": record.repository_id,
             "profile_id": record.profile_id,
@@ -235,89 +166,6 @@ def register_profile_command(
 # -- the agent_task_profiles config file ------------------------------------------------------
 
 
-@attrs.frozen(kw_only=True)
-class AgentTaskProfile:
-    """One ``agent_task_profiles`` entry (seed: exactly these fields)."""
-
-    repository_id: str = id_field()
-    profile_id: str = id_field()
-    native_repository: str = wire_field(min_len=1, max_len=4096)
-    data_dir: str = wire_field(min_len=1, max_len=4096)
-    target: str = wire_field(min_len=1, max_len=256)
-    requirement_digest: str = digest_field()
-    publish_forge_status: bool = wire_field(default=False)
-
-
-@attrs.frozen(kw_only=True)
-class OperatorConfig:
-    """The strict version-1 execution config of a task-only deployment."""
-
-    version: int = wire_field(version=True)
-    workspace: str = id_field()
-    agent_task_profiles: tuple[AgentTaskProfile, ...] = wire_field(min_len=1, max_len=64)
-    kind: Literal["agent_task_profiles"] = wire_field(default="agent_task_profiles")
-
-
-def apply_config(config: OperatorConfig, data_dir: Path) -> list[dict[str, Any]]:
-    """Register every repository (once) and profile of ``config`` in ``data_dir``."""
-    out = []
-    storage = open_storage(data_dir, create=True)
-    clock = SystemClock()
-    try:
-        for entry in config.agent_task_profiles:
-            if (
-                not Path(entry.data_dir).is_absolute()
-                or not Path(entry.native_repository).is_absolute()
-            ):
-                raise TaskError(
-                    ErrorCode.INVALID_PATH, "data_dir and native_repository must be absolute"
-                )
-            if Path(entry.data_dir).resolve() != data_dir.resolve():
-                raise TaskError(
-                    ErrorCode.INVALID_VALUE,
-                    f"profile {entry.profile_id!r} pins data_dir {entry.data_dir}; this command "
-                    f"runs against {data_dir}. Run it with --data-dir {entry.data_dir}",
-                )
-            if entry.publish_forge_status:
-                raise TaskError(
-                    ErrorCode.INVALID_VALUE,
-                    "publish_forge_status is not supported by this build; set it to false",
-                )
-            with storage.read() as tx:
-                existing = tx.authority.get_repository(entry.repository_id)
-            if existing is None:
-                register_repository(
-                    storage,
-                    clock,
-                    workspace=config.workspace,
-                    repository_id=entry.repository_id,
-                    work_tree=entry.native_repository,
-                )
-            elif Path(existing.work_tree) != Path(entry.native_repository).resolve():
-                raise TaskError(
-                    ErrorCode.CONFLICT,
-                    f"repository {entry.repository_id!r} is registered at another path",
-                )
-            record = register_profile(
-                storage,
-                clock,
-                repository_id=entry.repository_id,
-                profile_id=entry.profile_id,
-                target=entry.target,
-                requirement_digest=entry.requirement_digest,
-            )
-            out.append(
-                {
-                    "repository_id": record.repository_id,
-                    "profile_id": record.profile_id,
-                    "generation": record.generation,
-                }
-            )
-    finally:
-        storage.close()
-    return out
-
-
 @operator_group.command("apply")
 @click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
 @data_dir_option
@@ -329,8 +177,17 @@ def apply_command(config: Path, data_dir: Path | None, as_json: bool) -> None:
     """
 
     def act() -> list[dict[str, Any]]:
-        parsed = default_codec().decode(OperatorConfig, _read(config))
-        return apply_config(parsed, resolve_data_dir(data_dir))
+        parsed = decode_config(_read(config))
+        with _admin(data_dir) as admin:
+            applied = admin.apply_config(parsed)
+        return [
+            {
+                "repository_id": record.repository_id,
+                "profile_id": record.profile_id,
+                "generation": record.generation,
+            }
+            for record in applied
+        ]
 
     emit(run(as_json, act), as_json)
 
@@ -358,22 +215,14 @@ def enroll_command(
     """Enroll a collector's public key for one repository and step (a new epoch each time)."""
 
     def act() -> dict[str, Any]:
-        if len(public_key) != 64:
-            raise TaskError(ErrorCode.INVALID_VALUE, "the public key is 64 lowercase hex")
-        storage = _storage(data_dir)
-        try:
-            enrollment = enroll_executor(
-                storage,
-                SystemClock(),
+        with _admin(data_dir) as admin:
+            enrollment = admin.enroll(
                 registration_id=registration,
                 executor_id=executor,
                 repository_id=repository,
                 step_id=step,
-                verification_key_id=key_id_for(public_key),
                 public_key=public_key,
             )
-        finally:
-            storage.close()
         return {
             "registration_id": enrollment.registration_id,
             "registration_epoch": enrollment.registration_epoch,
@@ -383,18 +232,6 @@ def enroll_command(
         }
 
     emit(run(as_json, act), as_json)
-
-
-def _current_epoch(data_dir: Path | None, registration: str) -> int:
-    storage = _storage(data_dir)
-    try:
-        with storage.read() as tx:
-            epochs = tx.authority.enrollments(registration)
-    finally:
-        storage.close()
-    if not epochs:
-        raise TaskError(ErrorCode.NOT_FOUND, f"no registration {registration!r}; enroll first")
-    return epochs[-1].registration_epoch
 
 
 @operator_group.command("install-collector-profile")
@@ -453,57 +290,50 @@ def install_collector_profile_command(
     """
 
     def act() -> dict[str, Any]:
-        if file is not None:
-            collector_profile = decode_collector_profile(json.loads(_read(file)))
-        else:
-            missing = [
-                name
-                for name, value in (
-                    ("--profile-id", profile_id),
-                    ("--repository", repository),
-                    ("--profile", profile),
-                    ("--step", step),
-                    ("--registration", registration),
+        with _admin(data_dir) as admin:
+            if file is not None:
+                collector_profile = decode_collector_profile(json.loads(_read(file)))
+            else:
+                missing = [
+                    name
+                    for name, value in (
+                        ("--profile-id", profile_id),
+                        ("--repository", repository),
+                        ("--profile", profile),
+                        ("--step", step),
+                        ("--registration", registration),
+                    )
+                    if not value
+                ]
+                if not (argv and profile_id and repository and profile and step and registration):
+                    raise TaskError(
+                        ErrorCode.BAD_INPUT,
+                        f"give --file, or {', '.join(missing + ([] if argv else ['--arg']))}",
+                    )
+                recipe = default_codec().structure(
+                    {
+                        "argv": list(argv),
+                        "working_directory": workdir,
+                        "environment_allowlist": list(allow_env),
+                        "timeout_ms": timeout_ms,
+                        "output_limit_bytes": output_limit,
+                    },
+                    CommandRecipe,
                 )
-                if not value
-            ]
-            if missing or not argv:
-                raise TaskError(
-                    ErrorCode.BAD_INPUT,
-                    f"give --file, or {', '.join(missing + ([] if argv else ['--arg']))}",
+                collector_profile = admin.command_collector_profile(
+                    profile_id=profile_id,
+                    repository_id=repository,
+                    workflow_profile_id=profile,
+                    step_id=step,
+                    registration_id=registration,
+                    recipe=recipe,
+                    registration_epoch=epoch,
+                    runtime_identity=runtime_identity,
                 )
-            assert registration is not None
-            recipe = default_codec().structure(
-                {
-                    "argv": list(argv),
-                    "working_directory": workdir,
-                    "environment_allowlist": list(allow_env),
-                    "timeout_ms": timeout_ms,
-                    "output_limit_bytes": output_limit,
-                },
-                CommandRecipe,
-            )
-            pinned = runtime_identity or runtime_identity_digest(probe_runtime(recipe))
-            collector_profile = CommandCollectorProfile(
-                version=1,
-                kind="command",
-                profile_id=profile_id,  # type: ignore[arg-type]
-                repository_id=repository,  # type: ignore[arg-type]
-                workflow_profile_id=profile,  # type: ignore[arg-type]
-                step_id=step,  # type: ignore[arg-type]
-                registration_id=registration,
-                registration_epoch=epoch or _current_epoch(data_dir, registration),
-                recipe=recipe,
-                runtime_identity_sha256=pinned,
-            )
-        storage = _storage(data_dir)
-        try:
-            record = install_collector_profile(storage, SystemClock(), profile=collector_profile)
-        finally:
-            storage.close()
+            record = admin.install_collector_profile(collector_profile)
         return {
             "profile_id": record.profile_id,
-            "digest": collector_profile_digest(collector_profile),
+            "digest": record.digest,
             "repository_id": record.repository_id,
             "workflow_profile_id": record.workflow_profile_id,
             "step_id": record.step_id,
@@ -526,17 +356,10 @@ def revoke_command(
     """Revoke an enrollment epoch: its evidence, even retained earlier, stops counting."""
 
     def act() -> dict[str, Any]:
-        storage = _storage(data_dir)
-        try:
-            revocation = revoke_executor(
-                storage,
-                SystemClock(),
-                registration_id=registration,
-                reason=reason,
-                registration_epoch=epoch,
+        with _admin(data_dir) as admin:
+            revocation = admin.revoke(
+                registration_id=registration, reason=reason, registration_epoch=epoch
             )
-        finally:
-            storage.close()
         return {
             "registration_id": revocation.registration_id,
             "registration_epoch": revocation.registration_epoch,
@@ -557,30 +380,9 @@ def show_command(
     """Show a repository's registration, collector profiles and enrollment epochs."""
 
     def act() -> dict[str, Any]:
-        storage = open_storage(resolve_data_dir(data_dir))
-        try:
-            with storage.read() as tx:
-                repo = tx.authority.get_repository(repository)
-                if repo is None:
-                    raise TaskError(ErrorCode.NOT_FOUND, f"no repository {repository!r}")
-                profiles = tx.collector.profiles(repository)
-                epochs = {
-                    reg: [
-                        {
-                            "epoch": e.registration_epoch,
-                            "step_id": e.step_id,
-                            "verification_key_id": e.verification_key_id,
-                            "revoked": any(
-                                r.registration_epoch == e.registration_epoch
-                                for r in tx.authority.revocations(reg)
-                            ),
-                        }
-                        for e in tx.authority.enrollments(reg)
-                    ]
-                    for reg in registration
-                }
-        finally:
-            storage.close()
+        with _admin(data_dir, create=False) as admin:
+            view = admin.overview(repository, registration)
+        repo = view.repository
         return {
             "repository_id": repo.repository_id,
             "workspace": repo.workspace,
@@ -594,9 +396,20 @@ def show_command(
                     "registration": f"{p.registration_id}@{p.registration_epoch}",
                     "current": p.superseded_at_ms is None,
                 }
-                for p in profiles
+                for p in view.collector_profiles
             ],
-            "registrations": epochs,
+            "registrations": {
+                reg: [
+                    {
+                        "epoch": e.epoch,
+                        "step_id": e.step_id,
+                        "verification_key_id": e.verification_key_id,
+                        "revoked": e.revoked,
+                    }
+                    for e in epochs
+                ]
+                for reg, epochs in view.registrations
+            },
         }
 
     emit(run(as_json, act), as_json)
