@@ -270,3 +270,37 @@ def test_a_relative_repository_path_is_refused(tmp_path):
         str(tmp_path / "d"),
     )
     assert json.loads(result.stderr)["code"] == "INVALID_PATH"
+
+
+def test_a_collector_profile_file_that_is_not_json_is_malformed_json_not_a_traceback(
+    tmp_path, repo
+):
+    data, *_ = setup(tmp_path, repo)
+    bad = tmp_path / "profile.json"
+    bad.write_text("{not json")
+    result = invoke("operator", "install-collector-profile", "--file", str(bad), "--data-dir", data)
+    assert result.exit_code == 3
+    assert json.loads(result.stderr)["code"] == "MALFORMED_JSON"
+
+
+def test_enrolling_a_key_that_is_not_hex_is_refused_before_the_data_dir_exists(tmp_path):
+    data = tmp_path / "never"
+    result = invoke(
+        "operator",
+        "enroll",
+        "--repository",
+        "acme",
+        "--step",
+        "tests",
+        "--registration",
+        "r",
+        "--executor",
+        "e",
+        "--public-key",
+        "z" * 64,
+        "--data-dir",
+        str(data),
+    )
+    assert result.exit_code == 3
+    assert json.loads(result.stderr)["code"] == "INVALID_VALUE"
+    assert not data.exists()

@@ -84,7 +84,8 @@ def test_the_test_requirement_is_one_required_collector_test_step():
     ]
 
 
-def test_the_journal_is_opened_only_when_an_act_needs_it(tmp_path):
+@pytest.mark.parametrize("public_key", ["abc", "z" * 64])
+def test_the_journal_is_opened_only_when_an_act_needs_it(tmp_path, public_key):
     data = tmp_path / "data"
     with AuthorityAdmin(data, create=True) as admin, pytest.raises(TaskError) as err:
         admin.enroll(
@@ -92,7 +93,7 @@ def test_the_journal_is_opened_only_when_an_act_needs_it(tmp_path):
             executor_id="e",
             repository_id="acme",
             step_id="tests",
-            public_key="abc",
+            public_key=public_key,
         )
     assert err.value.code is ErrorCode.INVALID_VALUE
     assert err.value.message == "the public key is 64 lowercase hex"

@@ -433,3 +433,12 @@ def test_install_stop_hook_writes_each_harness_s_command_with_resolved_paths(tmp
     assert shlex.split(codex)[shlex.split(codex).index("--token-file") + 1] == str(
         tmp_path / "my token"
     )
+
+
+def test_install_hook_refuses_a_settings_file_that_is_not_json_and_leaves_it(tmp_path):
+    settings = tmp_path / "settings.json"
+    settings.write_text("{broken")
+    with pytest.raises(TaskError) as err:
+        install_hook(settings, "agent-task task-stop c1", " task-stop ")
+    assert err.value.code is ErrorCode.MALFORMED_JSON
+    assert settings.read_text() == "{broken"

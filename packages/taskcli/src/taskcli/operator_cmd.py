@@ -17,7 +17,6 @@ nothing goes over the network and no request body can name a path. See
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -292,7 +291,7 @@ def install_collector_profile_command(
     def act() -> dict[str, Any]:
         with _admin(data_dir) as admin:
             if file is not None:
-                collector_profile = decode_collector_profile(json.loads(_read(file)))
+                collector_profile = decode_collector_profile(_read(file))
             else:
                 missing = [
                     name

@@ -54,6 +54,7 @@ from taskcore.contract import (
     TaskCriterion,
     WorkflowProgression,
 )
+from taskcore.digest import is_hex64
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store import open_storage
 from taskcore.store.authority_api import ProfileRecord, RepositoryRecord
@@ -211,7 +212,8 @@ class AuthorityAdmin:
         (:func:`~taskcore.collector.state.key_id_for`). Enrollment grants no receipt by itself;
         a collector profile must be installed for the epoch.
         """
-        if len(public_key) != 64:
+        # Checked before the journal is opened, so a bad key creates nothing.
+        if not is_hex64(public_key):
             raise TaskError(ErrorCode.INVALID_VALUE, "the public key is 64 lowercase hex")
         return enroll_executor(
             self.storage,

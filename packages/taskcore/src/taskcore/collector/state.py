@@ -37,7 +37,7 @@ import attrs
 from taskcore.canonical import canonical_json
 from taskcore.codec import wire_field
 from taskcore.contract.common import digest_field, id_field
-from taskcore.digest import domain_digest, is_hex64, sha256_hex
+from taskcore.digest import domain_digest, is_hex64, require_hex64, sha256_hex
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES
 from taskcore.paths import user_data_root
@@ -72,6 +72,7 @@ def key_id_for(public_key: str) -> str:
     >>> key_id_for("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")
     'ed25519-21fe31dfa154a261'
     """
+    require_hex64(public_key, "the public key")
     return "ed25519-" + sha256_hex(bytes.fromhex(public_key))[:16]
 
 

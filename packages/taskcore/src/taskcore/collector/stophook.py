@@ -363,7 +363,13 @@ def install_hook(settings: Path, command: str, marker: str) -> None:
     if settings.exists():
         text = settings.read_text(encoding="utf-8")
         if text.strip():
-            loaded = json.loads(text)
+            try:
+                loaded = json.loads(text)
+            except ValueError:
+                raise TaskError(
+                    ErrorCode.MALFORMED_JSON,
+                    f"{settings.name} is not valid JSON; fix it (or move it aside) and install again",
+                ) from None
             if not isinstance(loaded, dict):
                 raise TaskError(ErrorCode.INVALID_VALUE, "the settings file is not a JSON object")
             data = loaded
