@@ -117,3 +117,26 @@ def test_durable_write_leaves_no_temporary_file(tmp_path):
     durable_write(tmp_path / "f", b"data")
     assert sorted(os.listdir(tmp_path)) == ["f"]
     assert (tmp_path / "f").read_bytes() == b"data"
+
+
+def test_a_damaged_key_file_is_an_integrity_failure_not_a_traceback(tmp_path):
+    state = CollectorState.open(tmp_path / "c", create=True)
+    state.generate_key()
+    os.chmod(state.key_path, 0o600)
+    state.key_path.write_text("{not json")
+    with pytest.raises(TaskError) as err:
+        state.load_key()
+    assert err.value.code is ErrorCode.INTEGRITY_FAILURE
+
+
+def test_a_damaged_state_file_is_an_integrity_failure(tmp_path):
+    state = CollectorState.open(tmp_path / "c", create=True)
+    component = state.attempt_component(
+        audience="a", task_id="t", attempt_id="x", attempt_digest="b" * 64, fence=1
+    )
+    attempt = state.attempt(component, create=True)
+    durable_write(attempt.descriptor_path, b"{not json", exclusive=True)
+    os.chmod(attempt.descriptor_path, 0o600)
+    with pytest.raises(TaskError) as err:
+        attempt.read_json(attempt.descriptor_path)
+    assert err.value.code is ErrorCode.INTEGRITY_FAILURE

@@ -248,7 +248,13 @@ class AttemptState:
         """Read a small JSON file written by :meth:`write_json`, or ``None`` if absent."""
         if not path.exists():
             return None
-        return json.loads(_read_private(path, 1 << 20))
+        try:
+            return json.loads(_read_private(path, 1 << 20))
+        except ValueError:
+            raise TaskError(
+                ErrorCode.INTEGRITY_FAILURE,
+                f"the collector state file {path.name} is damaged; inspect the state directory",
+            ) from None
 
 
 class CollectorState:
@@ -311,7 +317,10 @@ class CollectorState:
             raise TaskError(
                 ErrorCode.NOT_FOUND, "no collector key; run 'agent-task collector keygen' first"
             )
-        raw = json.loads(_read_private(self.key_path, 4096))
+        try:
+            raw = json.loads(_read_private(self.key_path, 4096))
+        except ValueError:
+            raw = None
         if not isinstance(raw, dict) or not is_hex64(raw.get("seed")):
             raise TaskError(ErrorCode.INTEGRITY_FAILURE, "the collector key file is damaged")
         from taskcore.codec import default_codec
