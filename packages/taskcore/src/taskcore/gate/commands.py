@@ -438,8 +438,6 @@ def _unwrap(words: list[str], depth: int = 0) -> tuple[list[str], str | None]:
                     rest = words[j + 1 :]
                     return (["python", *rest] if rest[:1] == ["-m"] else rest), None
                 i = _skip_opts(words, j + 1)
-                if name == "nix" and i < len(words) and words[i - 1] in ("-c", "--command"):
-                    pass
                 continue
             return words[i:], None
         if name in _SHELLS and i + 1 < len(words):
