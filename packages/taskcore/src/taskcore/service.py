@@ -513,7 +513,7 @@ class Service:
                 actor = self.authenticate(bearer)
                 token_id, workspace = actor.token_id, actor.workspace
             except TaskError:
-                pass
+                pass  # an unknown or revoked token is audited as anonymous
         self._audit_refusal(token_id, workspace, name, _input_digest(raw), error)
         return error
 

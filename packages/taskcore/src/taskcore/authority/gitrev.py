@@ -226,7 +226,9 @@ def _feed(stdin: IO[bytes], oids: list[str]) -> None:
             stdin.write(oid.encode("ascii") + b"\n")
         stdin.close()
     except (BrokenPipeError, ValueError):
-        pass
+        # git exited (or was killed by the timer) before reading everything; the reader sees
+        # the short output and reports the failure, so the feeder just stops.
+        return
 
 
 def _blob_sha256s(work_tree: Path, oids: list[str]) -> dict[str, str]:

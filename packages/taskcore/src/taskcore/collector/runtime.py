@@ -327,7 +327,7 @@ def run_recipe(
             proc.wait(timeout=max(wait_for, 0.001))
             break
         except subprocess.TimeoutExpired:
-            pass
+            pass  # still running: check the deadline and report progress below
         now = time.monotonic()
         if now >= deadline:
             timed_out = True

@@ -290,7 +290,7 @@ def _segments(toks: Sequence[_Tok]) -> list[_Segment]:
             if writes_file and target:
                 cur.writes.append(target)
         elif t.text in ("(", ")"):
-            pass
+            pass  # a subshell groups segments; it neither ends one nor names a command
         else:
             cur.op = t.text
             segs.append(cur)
