@@ -1,0 +1,1 @@
+"""The operator board (placeholder while it is built)."""
