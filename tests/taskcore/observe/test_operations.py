@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import attrs
 from taskcore import RiskClass, Surface, Tier
 from taskcore.codec import wire_name
 from taskcore.observe.operations import OBSERVE_OPERATIONS
 from taskcore.service import default_registry
-
-import attrs
 
 from tests.taskcore.queue.support import ADMIN, MEMBER
 

@@ -139,7 +139,8 @@ def test_pending_approvals_say_what_the_grant_allows(door):
     entry = pending[0]
     assert entry["task"]["taskId"] == task_id
     assert entry["gate"]["reason"] == "<b>prod</b>"
-    assert "run deploy" in entry["grant"] and "one-shot" in entry["grant"]
+    assert "run deploy" in entry["grant"]
+    assert "one-shot" in entry["grant"]
     door(ADMIN, "agenttask.gate.approve", {"gateId": entry["gate"]["gateId"]})
     assert door(ADMIN, "observe.approvals")["approvals"] == []
     approved = door(ADMIN, "observe.approvals", {"status": "APPROVED"})["approvals"]
@@ -173,7 +174,9 @@ def test_whoami_names_the_caller(door):
 
 @pytest.fixture
 def failing(authority, state, tmp_path):
-    f = Flow(authority, state, tmp_path, command=recipe("echo '<script>x</script> broke' >&2; exit 3"))
+    f = Flow(
+        authority, state, tmp_path, command=recipe("echo '<script>x</script> broke' >&2; exit 3")
+    )
     yield f
     f.service.close()
 
@@ -211,7 +214,8 @@ def test_a_qualified_change_shows_its_receipt(flow_passing):
     member = _member(flow)
     changes = flow.service.call(member, "observe.changes", {"repositoryId": "acme"}).json()
     change = changes["changes"][0]
-    assert change["qualified"] is True and change["receiptDigest"]
+    assert change["qualified"] is True
+    assert change["receiptDigest"]
     detail = flow.service.call(
         member, "observe.subject", {"repositoryId": "acme", "subjectSeq": change["subjectSeq"]}
     ).json()

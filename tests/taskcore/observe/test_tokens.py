@@ -15,11 +15,13 @@ from tests.taskcore.queue.support import ADMIN, MEMBER, OUTSIDER
 def test_create_shows_the_secret_once_and_stores_only_its_hash(door, service):
     issued = door(ADMIN, "admin.token.create", {"tier": "agent", "name": "ci"})
     token = issued["token"]
-    assert token.startswith("atk_") and issued["workspace"] == "w"
+    assert token.startswith("atk_")
+    assert issued["workspace"] == "w"
     assert issued["record"]["tier"] == "agent"
     listed = door(ADMIN, "observe.tokens")["tokens"]
     assert [t["name"] for t in listed] == ["ci"]
-    assert token not in str(listed) and "secretHash" not in listed[0]
+    assert token not in str(listed)
+    assert "secretHash" not in listed[0]
     with service.storage.read() as tx:
         record = tx.tokens.get(issued["record"]["tokenId"])
     assert record.secret_hash == hashlib.sha256(token.split("_")[2].encode()).hexdigest()

@@ -117,9 +117,7 @@ def authenticate(storage: Storage, token: str) -> Actor:
         return authenticate_in(tx, token)
 
 
-def _new_token(
-    now_ms: int, *, workspace: str, tier: Tier, autonomy: int, name: str
-) -> IssuedToken:
+def _new_token(now_ms: int, *, workspace: str, tier: Tier, autonomy: int, name: str) -> IssuedToken:
     if not isinstance(workspace, str) or _WORKSPACE.fullmatch(workspace) is None:
         raise TaskError(ErrorCode.INVALID_VALUE, f"workspace must match {WORKSPACE_PATTERN}")
     if not 0 <= autonomy <= MAX_AUTONOMY:

@@ -1,6 +1,7 @@
-"""The operator reads: audit feed, backlog, one task, approvals, tokens, repositories,
-Changes, subjects, counts. Every read names the caller's workspace in its store predicate;
-a row of another workspace is answered exactly like a missing one.
+"""The operator reads: audit feed, backlog, one task, approvals, repositories, subjects, counts.
+
+Every read names the caller's workspace in its store predicate; a row of another workspace
+is answered exactly like a missing one.
 
 Handlers take a :class:`~taskcore.queue.common.QueueCall` (the open transaction, the actor,
 the time) and return the views of :mod:`taskcore.observe.types`.
@@ -469,7 +470,8 @@ def retention_view(tx: Transaction) -> RetentionView:
     if run is not None and run.last_report_json:
         report = json.loads(run.last_report_json)
         deleted = tuple(
-            CountView(key=str(k), count=int(v)) for k, v in sorted(report.get("deleted", {}).items())
+            CountView(key=str(k), count=int(v))
+            for k, v in sorted(report.get("deleted", {}).items())
         )
     return RetentionView(
         finished_at_ms=None if run is None else run.last_finished_at_ms, deleted=deleted

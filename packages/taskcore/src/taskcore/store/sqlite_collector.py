@@ -401,9 +401,9 @@ class SqliteCollectorStore:
         """Count retained transfers by workspace and outcome (``None``: every workspace)."""
         where, args = ("WHERE r.workspace = ?", [workspace]) if workspace is not None else ("", [])
         rows = self._conn.execute(
-            "SELECT r.workspace, t.outcome, COUNT(*) FROM collector_transfer t "
+            "SELECT r.workspace, t.outcome, COUNT(*) FROM collector_transfer t "  # noqa: S608 - constant names
             "JOIN authority_repository r ON r.repository_id = t.repository_id "
-            f"{where} GROUP BY r.workspace, t.outcome ORDER BY r.workspace, t.outcome",  # noqa: S608
+            f"{where} GROUP BY r.workspace, t.outcome ORDER BY r.workspace, t.outcome",
             args,
         )
         return tuple((str(ws), str(outcome), int(n)) for ws, outcome, n in rows)
@@ -412,9 +412,9 @@ class SqliteCollectorStore:
         """Count receipts by workspace (``None``: every workspace)."""
         where, args = ("WHERE r.workspace = ?", [workspace]) if workspace is not None else ("", [])
         rows = self._conn.execute(
-            "SELECT r.workspace, COUNT(*) FROM collector_receipt c "
+            "SELECT r.workspace, COUNT(*) FROM collector_receipt c "  # noqa: S608 - constant names
             "JOIN authority_repository r ON r.repository_id = c.repository_id "
-            f"{where} GROUP BY r.workspace ORDER BY r.workspace",  # noqa: S608 - constant
+            f"{where} GROUP BY r.workspace ORDER BY r.workspace",
             args,
         )
         return tuple((str(ws), int(n)) for ws, n in rows)

@@ -273,7 +273,6 @@ class SqliteGateStore:
         sessions = self._conn.execute("SELECT COUNT(*) FROM gate_session").fetchone()
         return (0 if files is None else int(files[0]), 0 if sessions is None else int(sessions[0]))
 
-
     def prune(self, before_ms: int) -> int:
         """Delete sessions last active before ``before_ms`` with their files, and old budgets.
 

@@ -842,7 +842,13 @@ class SqliteQueueStore:
                 "(created_at_ms = ? AND seq > ?))))"
             )
             args.extend(
-                (after.priority, after.priority, after.created_at_ms, after.created_at_ms, after.seq)
+                (
+                    after.priority,
+                    after.priority,
+                    after.created_at_ms,
+                    after.created_at_ms,
+                    after.seq,
+                )
             )
         args.append(limit)
         sql = (
@@ -888,19 +894,20 @@ class SqliteQueueStore:
         """Count tasks by workspace and effective status (see the protocol)."""
         where, args = ("WHERE workspace = ?", [workspace]) if workspace is not None else ("", [])
         rows = self._conn.execute(
-            "SELECT workspace, CASE WHEN status = 'LEASED' AND lease_expires_at_ms <= ? "
+            "SELECT workspace, CASE WHEN status = 'LEASED' AND lease_expires_at_ms <= ? "  # noqa: S608 - constant names
             "THEN 'QUEUED' ELSE status END AS effective, COUNT(*), "
             "SUM(status = 'LEASED' AND lease_expires_at_ms <= ?) "
-            f"FROM queue_task {where} GROUP BY workspace, effective "  # noqa: S608 - constant
+            f"FROM queue_task {where} GROUP BY workspace, effective "
             "ORDER BY workspace, effective",
             (now_ms, now_ms, *args),
         ).fetchall()
         out: list[QueueCount] = []
         expired: dict[str, int] = {}
-        for ws, status, count, lapsed in rows:
-            out.append(QueueCount(workspace=str(ws), status=str(status), count=int(count)))
+        for row in rows:
+            ws, status, count, lapsed = str(row[0]), str(row[1]), int(row[2] or 0), int(row[3] or 0)
+            out.append(QueueCount(workspace=ws, status=status, count=count))
             if lapsed:
-                expired[str(ws)] = expired.get(str(ws), 0) + int(lapsed)
+                expired[ws] = expired.get(ws, 0) + lapsed
         out.extend(
             QueueCount(workspace=ws, status="LEASE_EXPIRED", count=n)
             for ws, n in sorted(expired.items())
