@@ -17,11 +17,17 @@ from taskcore.retention import (
 from taskcore.store.gate_api import GateSessionRecord
 from taskcore.store.sqlite_gate import GateIndexDatabase
 
-from tests.taskcore.collector.conftest import authority, commit_file, recipe, repo, state  # noqa: F401
+import tests.taskcore.collector.conftest as collector_fixtures
+from tests.taskcore.collector.conftest import commit_file, recipe
 from tests.taskcore.collector.test_authority import Flow
 from tests.taskcore.queue.support import ADMIN, START_MS, WORKER, Door
 
 CONFIG = RetentionConfig()
+
+# The collector's real-git fixtures (a repository, a collector state, an authority).
+repo = collector_fixtures.repo
+state = collector_fixtures.state
+authority = collector_fixtures.authority
 
 
 @pytest.fixture
@@ -246,7 +252,8 @@ def test_the_schedule_sweeps_repeatedly_and_stops(service):
         time.sleep(0.02)
     schedule.stop()
     assert schedule.runs >= 2
-    assert schedule.last is not None and schedule.last.ran
+    assert schedule.last is not None
+    assert schedule.last.ran
 
 
 def test_interval_zero_turns_the_schedule_off(service):

@@ -1,5 +1,6 @@
-"""The retention sweep: old audit, idempotency, transition, transfer-byte, phase-checkpoint and
-done-gate index rows go; nothing an idempotent retry or a receipt relies on ever does.
+"""The retention sweep: old rows go; nothing an idempotent retry or a receipt relies on does.
+
+Audit, idempotency, transition, transfer-byte, phase-checkpoint and done-gate index rows.
 
 Each table has an age in days (:class:`RetentionConfig`, read from ``DATA_DIR/retention.json``
 when it exists). The safe defaults and what they never touch:
