@@ -53,9 +53,10 @@ from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import RETENTION_BATCH_ROWS, RETENTION_MAX_DAYS, RETENTION_MIN_DAYS
 from taskcore.observe.reads import RETENTION_SWEEP
-from taskcore.service import Service
+from taskcore.clock import Clock
+from taskcore.service import Service, ServiceConfig
 from taskcore.store.audit_api import AuditEvent
-from taskcore.store.storage import Transaction
+from taskcore.store.storage import Transaction, open_storage
 
 __all__ = [
     "RETENTION_CONFIG_FILENAME",
@@ -63,8 +64,10 @@ __all__ = [
     "RetentionConfig",
     "RetentionReport",
     "RetentionSchedule",
+    "default_gate_index",
     "load_retention_config",
     "run_retention",
+    "run_retention_in",
 ]
 
 RETENTION_CONFIG_FILENAME = "retention.json"
@@ -227,6 +230,30 @@ def run_retention(
             )
         )
     return report
+
+
+def default_gate_index() -> Path:
+    """The done-gate index this host's Stop hooks and ``session_gate`` use."""
+    from taskcore.gate.config import GateConfig
+
+    return GateConfig.from_env().index_path
+
+
+def run_retention_in(
+    data_dir: Path | str, *, clock: Clock | None = None, gate_index: Path | None = None
+) -> RetentionReport:
+    """Sweep the journal in ``data_dir`` once (``agent-task retention run``).
+
+    A missing journal is ``NOT_FOUND`` and nothing is created; the ages come from
+    ``DATA_DIR/retention.json`` (defaults without it).
+    """
+    config = load_retention_config(data_dir)
+    storage = open_storage(data_dir, create=False)
+    service = Service(storage, config=ServiceConfig(data_dir=Path(data_dir)), clock=clock)
+    try:
+        return run_retention(service, config, gate_index=gate_index)
+    finally:
+        service.close()
 
 
 class RetentionSchedule:
