@@ -48,12 +48,12 @@ from typing import Any
 
 import attrs
 
+from taskcore.clock import Clock
 from taskcore.codec import decode, dumps, wire_field
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import RETENTION_BATCH_ROWS, RETENTION_MAX_DAYS, RETENTION_MIN_DAYS
 from taskcore.observe.reads import RETENTION_SWEEP
-from taskcore.clock import Clock
 from taskcore.service import Service, ServiceConfig
 from taskcore.store.audit_api import AuditEvent
 from taskcore.store.storage import Transaction, open_storage
