@@ -65,6 +65,8 @@ def live(tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser():
     if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI"):
+            pytest.fail(f"CI runs the browser tests, but there is no browser at {CHROMIUM}")
         pytest.skip(f"no browser at {CHROMIUM}: {INSTALL_HINT}")
     from playwright.sync_api import sync_playwright
 

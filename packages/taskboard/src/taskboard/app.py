@@ -118,7 +118,7 @@ def create_board(
     ``True`` behind a TLS-terminating proxy that forwards plain HTTP.
     """
     env = _environment()
-    store = sessions or SessionStore()
+    store = sessions if sessions is not None else SessionStore()
 
     def base(request: Request) -> str:
         return str(request.scope.get("root_path", "")).rstrip("/")

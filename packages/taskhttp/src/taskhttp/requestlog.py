@@ -49,7 +49,9 @@ def _request_id(scope: Scope) -> str:
 class RequestLogMiddleware:
     """Pure ASGI middleware: adds the request id header and logs one line per request."""
 
-    def __init__(self, app: ASGIApp, *, fmt: str = "text", logger: logging.Logger | None = None):
+    def __init__(
+        self, app: ASGIApp, *, fmt: str = "text", logger: logging.Logger | None = None
+    ) -> None:
         if fmt not in LOG_FORMATS:
             raise ValueError(f"log format must be one of {LOG_FORMATS}")
         self.app = app
@@ -57,6 +59,7 @@ class RequestLogMiddleware:
         self.log = logger or _log
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI call; HTTP requests get an id header and a log line."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
