@@ -101,7 +101,7 @@ def test_agent_supplied_markup_renders_inert(page, live):
     assert "onerror" in text
     assert page.locator("img").count() == 0
     assert page.evaluate("window.__pwned") is None
-    page.wait_for_timeout(2500)  # a live refresh swaps the region in; still inert
+    page.wait_for_timeout(3500)  # a live refresh swaps the region in; still inert
     assert page.evaluate("window.__pwned") is None
 
 

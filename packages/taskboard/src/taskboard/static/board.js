@@ -4,7 +4,7 @@
 // escapes everything; this file never builds HTML from data.
 (function () {
   "use strict";
-  var INTERVAL_MS = 2000;
+  var INTERVAL_MS = 3000;
   var live = document.getElementById("live");
   if (!live || !window.fetch) { return; }
   var busy = false;
