@@ -8,7 +8,7 @@ the previous page) and ``limit`` (1..``OBSERVE_PAGE_MAX``, default ``OBSERVE_PAG
 'NOT_FOUND'
 >>> decode(AuditIn, b'{"limit": 1000}')
 Traceback (most recent call last):
-taskcore.errors.TaskError: must be at most 200 at $.limit
+taskcore.errors.TaskError: 1000 is above the maximum 200 at $.limit
 """
 
 from __future__ import annotations
