@@ -61,3 +61,11 @@ def test_tokens_page_in_creation_order(door, service, clock):
     rest = door(ADMIN, "observe.tokens", {"cursor": first["nextCursor"]})
     assert [t["tokenId"] for t in first["tokens"] + rest["tokens"]] == ids
     assert rest["nextCursor"] is None
+
+
+def test_a_token_cannot_revoke_itself(door, service, clock):
+    issued = issue_token(service.storage, clock, workspace="w", tier=Tier.ADMIN, autonomy=3)
+    with pytest.raises(TaskError) as info:
+        service.call(issued.token, "admin.token.revoke", {"tokenId": issued.record.token_id})
+    assert info.value.code is ErrorCode.CONFLICT
+    assert service.call(issued.token, "observe.whoami", {}).json()["tier"] == "admin"

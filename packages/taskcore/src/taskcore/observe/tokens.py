@@ -83,10 +83,19 @@ def create_token(call: QueueCall, request: TokenCreateIn) -> IssuedTokenView:
 
 
 def revoke_token(call: QueueCall, request: TokenRevokeIn) -> TokenView:
-    """Revoke a token of the caller's workspace; its next request is refused."""
+    """Revoke a token of the caller's workspace (not the caller's own); its next call fails."""
     record = call.tx.tokens.get(request.token_id)
     if record is None or record.workspace != call.workspace:
         raise _not_found(request.token_id)
+    if record.token_id == call.actor.token_id:
+        # A caller cutting off its own credential mid-session is almost always a mistake
+        # (and locks an operator out of the board); another admin or the host can do it.
+        raise TaskError(
+            ErrorCode.CONFLICT,
+            "a token cannot revoke itself; revoke it with another admin token or with "
+            "'agent-task admin token revoke' on the service host",
+            path="$.tokenId",
+        )
     if record.revoked_at_ms is None:
         call.tx.tokens.revoke(record.token_id, call.now_ms)
         record = call.tx.tokens.get(record.token_id) or record
