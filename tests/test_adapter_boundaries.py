@@ -23,7 +23,7 @@ def _sources(*names):
     return sorted(p for n in names for p in (ROOT / "packages" / n / "src" / n).rglob("*.py"))
 
 
-FILES = _sources("taskhttp", "taskmcp", "taskcli")
+FILES = _sources("taskhttp", "taskmcp", "taskcli", "taskboard")
 FORBIDDEN_MODULES = ("apsw", "sqlite3", "taskcore.store", "taskcore.workflow.reads")
 STORAGE_NAMES = {
     "open_storage",
@@ -72,6 +72,46 @@ def _violations(path: Path) -> list[str]:
 def test_there_are_adapter_sources_to_check():
     assert len(FILES) >= 23
     assert {p.name for p in FILES} >= {"collect_cmd.py", "stop_cmd.py", "operator_cmd.py"}
+    board = {p.name for p in FILES if "taskboard" in p.parts}
+    assert board >= {"app.py", "sessions.py"}
+
+
+BOARD_FILES = _sources("taskboard")
+
+
+def test_the_board_reaches_the_core_only_through_registry_operations():
+    """The board holds no logic: every use of the service is ``Service.call`` (an operation).
+
+    ``functools.partial(service.call, ...)`` counts as a call of ``service.call``.
+    """
+    used = set()
+    for path in BOARD_FILES:
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "service"
+            ):
+                used.add(node.attr)
+    assert used == {"call"}
+    imported = set()
+    for path in BOARD_FILES:
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.ImportFrom)
+                and node.module
+                and node.module.startswith("taskcore")
+            ):
+                imported.update(f"{node.module}.{a.name}" for a in node.names)
+    # The board needs the service, its door and the error type; nothing of a domain.
+    assert imported <= {
+        "taskcore.Door",
+        "taskcore.ErrorCode",
+        "taskcore.Service",
+        "taskcore.TaskError",
+    }
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(ROOT)))

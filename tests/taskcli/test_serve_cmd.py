@@ -37,11 +37,19 @@ class Served:
         if self.url is None:
             self.proc.wait(30)
             raise AssertionError("".join(self.lines))
+        # Keep reading stderr (one log line per request) so a full pipe never blocks the server.
+        self._drain = threading.Thread(target=self._read, daemon=True)
+        self._drain.start()
+
+    def _read(self):
+        for line in self.proc.stderr:
+            self.lines.append(line)
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)
-        _out, err = self.proc.communicate(timeout=60)
-        self.lines.append(err)
+        self.proc.wait(timeout=60)
+        self._drain.join(timeout=10)
+        self.proc.stdout.close()
         return self.proc.returncode
 
 
@@ -132,3 +140,24 @@ def test_a_port_in_use_exits_8(data):
         assert "cannot listen" in second.stderr
     finally:
         served.stop()
+
+
+def test_each_request_is_one_json_log_line_with_the_request_id_it_echoes(data):
+    served = Served("--data-dir", str(data), "--log-format", "json")
+    try:
+        response = httpx.get(served.url + "/v1/hub/health", headers={"X-Request-Id": "probe-1"})
+        assert response.headers["x-request-id"] == "probe-1"
+        token = (data / FIRST_ADMIN_TOKEN_FILENAME).read_text().strip()
+        httpx.post(
+            served.url + "/v/observe.whoami", json={}, headers={"Authorization": f"Bearer {token}"}
+        )
+    finally:
+        assert served.stop() == 0
+    records = [json.loads(line) for line in served.lines if line.startswith("{")]
+    health = [r for r in records if r["path"] == "/v1/hub/health"]
+    assert health[0]["request_id"] == "probe-1"
+    assert health[0]["status"] == 200
+    whoami = [r for r in records if r["path"] == "/v/observe.whoami"]
+    assert whoami[0]["status"] == 200
+    assert token not in "".join(served.lines)
+    assert "atk_" not in "".join(served.lines)

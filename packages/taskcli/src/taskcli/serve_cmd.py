@@ -4,15 +4,22 @@ With no flags it works in a fresh place: it creates the data directory, and on t
 start of a fresh journal writes an admin token to ``DATA_DIR/admin.token`` (mode 0600) and
 says where, once. SIGTERM or Ctrl-C stops it gracefully: it stops accepting, lets in-flight
 requests finish, then closes the journal.
+
+It also serves the operator board at ``/board`` and ``/metrics``, logs one line per request
+(``--log-format text|json``) and runs the retention sweep on the schedule of
+``DATA_DIR/retention.json`` (``interval_minutes``, default 360; 0 turns it off).
 """
 
 from __future__ import annotations
 
+import logging
+import sys
 from pathlib import Path
 
 import click
 from taskcore import ErrorCode, Service, TaskError
 from taskcore.auth import TokenAdmin
+from taskcore.retention import RetentionSchedule, default_gate_index, load_retention_config
 
 from taskcli.common import data_dir_option, fail, resolve_data_dir
 
@@ -36,17 +43,39 @@ __all__ = ["register"]
     show_default=True,
     help="uvicorn log level.",
 )
-def serve_command(data_dir: Path | None, host: str, port: int, log_level: str) -> None:
-    """Run the service: HTTP routes, MCP endpoints, health and /openapi.json."""
+@click.option(
+    "--log-format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="One line per request on stderr, as key=value text or as JSON.",
+)
+@click.option(
+    "--board-secure-cookies",
+    is_flag=True,
+    help="Mark board cookies Secure even over plain HTTP (behind a TLS-terminating proxy).",
+)
+def serve_command(
+    data_dir: Path | None,
+    host: str,
+    port: int,
+    log_level: str,
+    log_format: str,
+    board_secure_cookies: bool,
+) -> None:
+    """Run the service: HTTP routes, MCP endpoints, the board, /metrics, health, /openapi.json."""
     from taskhttp import create_app, serve
 
     directory = resolve_data_dir(data_dir)
     try:
         with TokenAdmin(directory, create=True) as admin:
             written = admin.first_admin_token()
+        retention = load_retention_config(directory)
         service = Service.open(directory)
     except TaskError as err:
         fail(err, False)
+    _request_log()
+    schedule = RetentionSchedule(service, retention, gate_index=default_gate_index()).start()
     if written is not None:
         click.echo(
             f"agent-task: wrote the first admin token to {written} (mode 0600); "
@@ -59,7 +88,10 @@ def serve_command(data_dir: Path | None, host: str, port: int, log_level: str) -
             click.echo(f"agent-task: serving {url} (data dir {directory})", err=True)
 
         try:
-            serve(create_app(service), host=host, port=port, on_ready=ready, log_level=log_level)
+            app = create_app(
+                service, log_format=log_format, board_secure=board_secure_cookies or None
+            )
+            serve(app, host=host, port=port, on_ready=ready, log_level=log_level)
         except OSError as exc:
             fail(
                 TaskError(
@@ -69,8 +101,20 @@ def serve_command(data_dir: Path | None, host: str, port: int, log_level: str) -
                 False,
             )
     finally:
+        schedule.stop()
         service.close()
     click.echo("agent-task: stopped", err=True)
+
+
+def _request_log() -> None:
+    """Send the one-line-per-request log to stderr (the middleware formats each line)."""
+    log = logging.getLogger("agent_task.access")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
 
 
 def register(group: click.Group) -> None:

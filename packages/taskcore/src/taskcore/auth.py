@@ -44,6 +44,7 @@ __all__ = [
     "bearer_from_header",
     "issue_first_admin_token",
     "issue_token",
+    "issue_token_in",
     "list_tokens",
     "parse_token",
     "read_token_file",
@@ -116,9 +117,7 @@ def authenticate(storage: Storage, token: str) -> Actor:
         return authenticate_in(tx, token)
 
 
-def _new_token(
-    clock: Clock, *, workspace: str, tier: Tier, autonomy: int, name: str
-) -> IssuedToken:
+def _new_token(now_ms: int, *, workspace: str, tier: Tier, autonomy: int, name: str) -> IssuedToken:
     if not isinstance(workspace, str) or _WORKSPACE.fullmatch(workspace) is None:
         raise TaskError(ErrorCode.INVALID_VALUE, f"workspace must match {WORKSPACE_PATTERN}")
     if not 0 <= autonomy <= MAX_AUTONOMY:
@@ -134,7 +133,7 @@ def _new_token(
         tier=tier.wire,
         autonomy=autonomy,
         secret_hash=_hash(secret),
-        created_at_ms=clock.now_ms(),
+        created_at_ms=now_ms,
     )
     return IssuedToken(token=f"atk_{token_id}_{secret}", record=record)
 
@@ -149,9 +148,29 @@ def issue_token(
     name: str = "",
 ) -> IssuedToken:
     """Create a token; the returned secret is the only copy that will ever exist."""
-    issued = _new_token(clock, workspace=workspace, tier=tier, autonomy=autonomy, name=name)
+    issued = _new_token(
+        clock.now_ms(), workspace=workspace, tier=tier, autonomy=autonomy, name=name
+    )
     with storage.write() as tx:
         tx.tokens.insert(issued.record)
+    return issued
+
+
+def issue_token_in(
+    tx: Transaction,
+    now_ms: int,
+    *,
+    workspace: str,
+    tier: Tier,
+    autonomy: int = 1,
+    name: str = "",
+) -> IssuedToken:
+    """Create a token inside an open write transaction (an operation's handler).
+
+    The returned secret is the only copy; only its SHA-256 is stored.
+    """
+    issued = _new_token(now_ms, workspace=workspace, tier=tier, autonomy=autonomy, name=name)
+    tx.tokens.insert(issued.record)
     return issued
 
 
@@ -227,7 +246,7 @@ def issue_first_admin_token(storage: Storage, clock: Clock, data_dir: Path | str
     """
     path = Path(data_dir) / FIRST_ADMIN_TOKEN_FILENAME
     issued = _new_token(
-        clock,
+        clock.now_ms(),
         workspace=FIRST_ADMIN_WORKSPACE,
         tier=Tier.ADMIN,
         autonomy=MAX_AUTONOMY,

@@ -41,6 +41,7 @@ __all__ = [
     "EXT_CHILD_KEYS_MAX",
     "EXT_PROMPT_MAX_CHARS",
     "EXT_TITLE_MAX_CHARS",
+    "FAILURE_EXCERPT_MAX_BYTES",
     "FINALIZE_TRANSFERS_MAX",
     "FINDINGS_MAX",
     "FINDING_MAX_CHARS",
@@ -66,6 +67,11 @@ __all__ = [
     "MAX_AGENT_TASK_DEPTH",
     "MAX_LEASE_EXTENSIONS",
     "NAMED_REFERENCES_MAX",
+    "OBSERVE_ATTEMPTS_MAX",
+    "OBSERVE_PAGE_DEFAULT",
+    "OBSERVE_PAGE_MAX",
+    "OBSERVE_TASK_AUDIT",
+    "OBSERVE_TASK_PHASES",
     "PATH_MAX_CHARS",
     "QUALIFICATION_FAILURES_MAX",
     "QUALIFICATION_TIMEOUT_SECONDS",
@@ -82,6 +88,9 @@ __all__ = [
     "REQUIRED_PATHS_MAX",
     "REQUIREMENT_MAX_BYTES",
     "RETAINED_SUBJECT_SCAN_MAX",
+    "RETENTION_BATCH_ROWS",
+    "RETENTION_MAX_DAYS",
+    "RETENTION_MIN_DAYS",
     "REVIEW_CALLS_MAX",
     "REVISION_ENTRIES_MAX",
     "SCHEMA_VERSIONS_MAX",
@@ -264,3 +273,23 @@ GATE_FILES_KEPT: Final = 1024
 """Distinct written paths remembered per session; beyond it only the count grows (ours)."""
 GATE_TEXT_KEPT_CHARS: Final = 4096
 """Characters of the last assistant message kept for the done-claim test (ours)."""
+
+# -- operator reads and retention (ours) ------------------------------------------------------
+OBSERVE_PAGE_DEFAULT: Final = 50
+"""Rows in one page of an operator read (``observe.*``) when ``limit`` is not given (ours)."""
+OBSERVE_PAGE_MAX: Final = 200
+"""The largest ``limit`` an operator read accepts (ours)."""
+OBSERVE_TASK_PHASES: Final = 20
+"""Newest phase checkpoints shown with one queue task (ours)."""
+OBSERVE_TASK_AUDIT: Final = 50
+"""Newest audit events shown with one queue task (ours)."""
+OBSERVE_ATTEMPTS_MAX: Final = 32
+"""Newest attempts shown per workflow task; more are counted, not listed (ours)."""
+FAILURE_EXCERPT_MAX_BYTES: Final = 4096
+"""Bytes of a failed command's retained output shown as its failure excerpt (ours)."""
+RETENTION_BATCH_ROWS: Final = 2000
+"""Rows one retention transaction deletes at most, so writers wait only briefly (ours)."""
+RETENTION_MIN_DAYS: Final = 1
+"""The shortest age any retention table accepts, in days (ours)."""
+RETENTION_MAX_DAYS: Final = 36_500
+"""The longest age a retention table accepts, in days (ours: 100 years)."""

@@ -43,6 +43,7 @@ import importlib
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Generic, TypeVar
@@ -62,6 +63,7 @@ from taskcore.store.storage import SqliteStorage, Storage, Transaction, open_sto
 __all__ = [
     "WORKFLOW_PREFIX",
     "CallContext",
+    "CallObserved",
     "CommitThenRefuse",
     "Door",
     "Operation",
@@ -74,6 +76,7 @@ __all__ = [
     "Surface",
     "TxMode",
     "WorkflowCall",
+    "audit_subject",
     "default_registry",
 ]
 
@@ -95,6 +98,7 @@ _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.gate.operations",
     "taskcore.workflow.operations",
     "taskcore.collector.operations",
+    "taskcore.observe.operations",
 )
 
 
@@ -114,6 +118,7 @@ class Door(enum.Enum):
     MCP = "mcp"
     CLI = "cli"
     IN_PROCESS = "in_process"
+    BOARD = "board"
 
 
 class TxMode(enum.Enum):
@@ -244,6 +249,39 @@ class CallContext:
 
 
 Handler = Callable[[CallContext, Any], Any]
+
+
+@attrs.frozen(kw_only=True)
+class CallObserved:
+    """What a call observer sees once per call: never the input, the actor or the result.
+
+    ``operation`` is a registered name, or ``"unknown"`` for a name the registry does not
+    hold (callers choose those, so they must not become metric labels). ``door`` is ``None``
+    for a refusal a transport reported through :meth:`Service.refuse`. ``code`` is ``"OK"``
+    or the error's wire code; ``seconds`` the time spent in the front door.
+    """
+
+    operation: str
+    door: Door | None
+    code: str
+    seconds: float
+
+
+def audit_subject(request: Any, result: Any = None) -> str | None:
+    """The task a call named, for its audit event: ``taskId`` of the input, else of the result.
+
+    >>> class In: task_id = "at_1"
+    >>> audit_subject(In())
+    'at_1'
+    >>> audit_subject(None) is None
+    True
+    """
+    for source in (request, result, getattr(result, "task", None)):
+        for attr in ("task_id", "agent_task_id"):
+            value = getattr(source, attr, None)
+            if isinstance(value, str) and value:
+                return value[:AUDIT_VERB_MAX_CHARS]
+    return None
 
 
 @attrs.frozen(kw_only=True)
@@ -426,6 +464,8 @@ class Service:
         self.registry = registry if registry is not None else default_registry()
         self.codec = Codec()
         self._write_lock = threading.Lock()
+        self.observers: list[Callable[[CallObserved], None]] = []
+        """Called once per call after it is audited (metrics); must not raise or block."""
 
     @classmethod
     def open(
@@ -465,7 +505,14 @@ class Service:
 
     # -- auditing ---------------------------------------------------------------------------
     def _audit(
-        self, tx: Transaction, actor: str, workspace: str, name: str, digest: str, outcome: str
+        self,
+        tx: Transaction,
+        actor: str,
+        workspace: str,
+        name: str,
+        digest: str,
+        outcome: str,
+        subject: str | None = None,
     ) -> None:
         tx.audit.append(
             AuditEvent(
@@ -475,15 +522,22 @@ class Service:
                 operation=name[:AUDIT_VERB_MAX_CHARS],
                 input_digest=digest,
                 outcome=outcome,
+                subject=subject,
             )
         )
 
     def _audit_refusal(
-        self, actor: str, workspace: str, name: str, digest: str, error: TaskError
+        self,
+        actor: str,
+        workspace: str,
+        name: str,
+        digest: str,
+        error: TaskError,
+        subject: str | None = None,
     ) -> None:
         try:
             with self.write() as tx:
-                self._audit(tx, actor, workspace, name, digest, error.code.value)
+                self._audit(tx, actor, workspace, name, digest, error.code.value, subject)
         except TaskError:
             # Storage itself refused (busy, unavailable): the caller still gets the original
             # error; there is nothing durable to audit into.
@@ -515,7 +569,21 @@ class Service:
             except TaskError:
                 pass  # an unknown or revoked token is audited as anonymous
         self._audit_refusal(token_id, workspace, name, _input_digest(raw), error)
+        self._observe(name, None, error.code.value, 0.0)
         return error
+
+    def _observe(self, name: str, door: Door | None, code: str, seconds: float) -> None:
+        if not self.observers:
+            return
+        event = CallObserved(
+            operation=name if self.registry.get(name) is not None else "unknown",
+            door=door,
+            code=code,
+            seconds=seconds,
+        )
+        for observer in list(self.observers):
+            with contextlib.suppress(Exception):  # metrics must never fail a call
+                observer(event)
 
     # -- calling ----------------------------------------------------------------------------
     def authenticate(self, bearer: str | None) -> Actor:
@@ -541,6 +609,7 @@ class Service:
             actor = self.authenticate(bearer)
         except TaskError as err:
             self._audit_refusal("anonymous", "", name, digest, err)
+            self._observe(name, door, err.code.value, 0.0)
             raise
         return self.dispatch(
             actor, name, raw, route=route, door=door, surfaces=surfaces, _digest=digest
@@ -681,7 +750,30 @@ class Service:
         ``surfaces`` restricts which families the calling route serves (``POST /v/{verb}``
         serves queue and admin operations only); an operation outside them is unknown there.
         Raises :class:`TaskError` on any refusal; the refusal is audited before it is raised.
+        Each observer in :attr:`observers` then sees the call once (:class:`CallObserved`).
         """
+        started = time.perf_counter()
+        code = ErrorCode.INTERNAL.value
+        try:
+            response = self._dispatch(actor, name, raw, route, door, surfaces, _digest)
+            code = "OK"
+            return response
+        except TaskError as err:
+            code = err.code.value
+            raise
+        finally:
+            self._observe(name, door, code, time.perf_counter() - started)
+
+    def _dispatch(
+        self,
+        actor: Actor,
+        name: str,
+        raw: bytes | str | Mapping[str, Any] | None,
+        route: Route | None,
+        door: Door,
+        surfaces: Iterable[Surface] | None,
+        _digest: str | None,
+    ) -> Response:
         digest = _digest or _input_digest(raw)
         wanted = None if surfaces is None else frozenset(surfaces)
         try:
@@ -691,6 +783,7 @@ class Service:
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
             raise
         refusal: TaskError | None = None
+        subject = audit_subject(request)
         try:
             if op.tx is TxMode.OWN:
                 ctx = CallContext(
@@ -699,12 +792,22 @@ class Service:
                 result = op.handler(ctx, request)
                 if isinstance(result, CommitThenRefuse):
                     refusal = result.error
-                    self._audit_refusal(actor.token_id, actor.workspace, name, digest, refusal)
+                    self._audit_refusal(
+                        actor.token_id, actor.workspace, name, digest, refusal, subject
+                    )
                     body = b""
                 else:
                     body = self._encode(result)
                     with self.write() as tx:
-                        self._audit(tx, actor.token_id, actor.workspace, name, digest, "OK")
+                        self._audit(
+                            tx,
+                            actor.token_id,
+                            actor.workspace,
+                            name,
+                            digest,
+                            "OK",
+                            audit_subject(request, result),
+                        )
             else:
                 with self.write() as tx:
                     # The live authorization guard: the token must still be valid inside the
@@ -727,16 +830,24 @@ class Service:
                         outcome, body = refusal.code.value, b""
                     else:
                         outcome, body = "OK", self._encode(result)
-                    self._audit(tx, actor.token_id, actor.workspace, name, digest, outcome)
+                    self._audit(
+                        tx,
+                        actor.token_id,
+                        actor.workspace,
+                        name,
+                        digest,
+                        outcome,
+                        audit_subject(request, result),
+                    )
         except TaskError as err:
-            self._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
+            self._audit_refusal(actor.token_id, actor.workspace, name, digest, err, subject)
             raise
         except Exception as exc:  # a handler bug must not become a traceback
             failure = TaskError(
                 ErrorCode.INTERNAL,
                 f"internal error in {name} ({type(exc).__name__}); the request was not applied",
             )
-            self._audit_refusal(actor.token_id, actor.workspace, name, digest, failure)
+            self._audit_refusal(actor.token_id, actor.workspace, name, digest, failure, subject)
             raise failure from exc
         if refusal is not None:
             raise refusal

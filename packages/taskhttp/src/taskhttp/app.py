@@ -32,9 +32,11 @@ from urllib.parse import unquote
 import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Mount, Route
+from taskboard import BOARD_PATH, create_board
 from taskcore import Door, ErrorCode, Service, TaskError
 from taskcore import Route as TaskRoute
 from taskcore.auth import bearer_from_header
@@ -44,6 +46,7 @@ from taskcore.service import WORKFLOW_PREFIX
 from taskmcp import Family, McpEndpoint, error_response
 
 from taskhttp.body import JSON, OCTET_STREAM, read_body, require_media_type
+from taskhttp.metrics import METRICS_PATH, Metrics
 from taskhttp.openapi import (
     HEALTH_PATH,
     MCP_PATH,
@@ -52,6 +55,7 @@ from taskhttp.openapi import (
     WORKSPACE_MCP_PATH,
     openapi_document,
 )
+from taskhttp.requestlog import RequestLogMiddleware
 
 __all__ = ["UPLOAD_OPERATION", "create_app"]
 
@@ -92,11 +96,19 @@ def _parse_route(request: Request) -> tuple[TaskRoute, bool]:
     return TaskRoute(repository="/".join(segments[:-3]), profile=segments[-2]), upload
 
 
-def create_app(service: Service, *, routes: Sequence[BaseRoute] = ()) -> Starlette:
+def create_app(
+    service: Service,
+    *,
+    routes: Sequence[BaseRoute] = (),
+    log_format: str = "text",
+    board_secure: bool | None = None,
+) -> Starlette:
     """Build the HTTP application over ``service``.
 
     ``routes`` are extra routes mounted beside the service's own (the benchmark's echo
     baseline). The caller owns ``service`` and closes it after the server stops.
+    ``log_format`` (``text`` or ``json``) shapes the one log line per request;
+    ``board_secure`` forces the board's ``Secure`` cookies (``None``: when over TLS).
     """
     queue_mcp = McpEndpoint(service, Family.QUEUE)
     workspace_mcp = McpEndpoint(service, Family.WORKSPACE)
@@ -202,10 +214,13 @@ def create_app(service: Service, *, routes: Sequence[BaseRoute] = ()) -> Starlet
         Route(WORKSPACE_MCP_PATH, workspace_mcp),
         Route(HEALTH_PATH, health, methods=["GET"]),
         Route(OPENAPI_PATH, openapi, methods=["GET"]),
+        Route(METRICS_PATH, Metrics(service).endpoint, methods=["GET"]),
+        Mount(BOARD_PATH, app=create_board(service, secure=board_secure)),
         *routes,
     ]
     return Starlette(
         routes=table,
         lifespan=lifespan,
         exception_handlers={HTTPException: http_error, Exception: http_error},
+        middleware=[Middleware(RequestLogMiddleware, fmt=log_format)],
     )

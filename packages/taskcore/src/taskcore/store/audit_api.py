@@ -6,7 +6,7 @@ from typing import Protocol
 
 import attrs
 
-__all__ = ["AuditEvent", "AuditStore"]
+__all__ = ["AuditEvent", "AuditQuery", "AuditStore"]
 
 
 @attrs.frozen(kw_only=True)
@@ -15,6 +15,8 @@ class AuditEvent:
 
     ``outcome`` is ``"OK"`` or the wire spelling of the :class:`~taskcore.errors.ErrorCode`.
     ``actor`` is the token identity (``"anonymous"`` when authentication failed).
+    ``subject`` is the queue or workflow task the call named (its ``taskId``), when it named
+    one, so a task's audit trail is one indexed read.
     """
 
     at_ms: int
@@ -23,7 +25,25 @@ class AuditEvent:
     operation: str
     input_digest: str
     outcome: str
+    subject: str | None = None
     seq: int = 0
+
+
+@attrs.frozen(kw_only=True)
+class AuditQuery:
+    """A filter over one workspace's audit events (every field but ``workspace`` optional).
+
+    ``since_ms`` is inclusive, ``until_ms`` exclusive; ``before_seq`` pages newest first.
+    """
+
+    workspace: str
+    actor: str | None = None
+    operation: str | None = None
+    outcome: str | None = None
+    subject: str | None = None
+    since_ms: int | None = None
+    until_ms: int | None = None
+    before_seq: int | None = None
 
 
 class AuditStore(Protocol):
@@ -39,4 +59,15 @@ class AuditStore(Protocol):
 
     def recent(self, *, workspace: str, limit: int) -> tuple[AuditEvent, ...]:
         """Return the newest ``limit`` events of ``workspace``, newest first."""
+        ...
+
+    def page(self, query: AuditQuery, *, limit: int) -> tuple[AuditEvent, ...]:
+        """Return up to ``limit`` events matching ``query``, newest (highest ``seq``) first."""
+        ...
+
+    def prune(self, before_ms: int, *, limit: int) -> int:
+        """Delete up to ``limit`` of the oldest events (every workspace) before ``before_ms``.
+
+        Return how many were deleted (retention; the platform-wide sweep).
+        """
         ...

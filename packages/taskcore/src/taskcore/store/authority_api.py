@@ -130,6 +130,12 @@ class AuthorityStore(Protocol):
         """Return the repository or ``None``."""
         ...
 
+    def repositories(
+        self, workspace: str, *, after_id: str | None, limit: int
+    ) -> tuple[RepositoryRecord, ...]:
+        """Return up to ``limit`` repositories of ``workspace`` in ID order, after ``after_id``."""
+        ...
+
     def insert_policy(self, record: PolicyRecord) -> None:
         """Record a policy epoch and make it the repository's current one."""
         ...
@@ -168,6 +174,27 @@ class AuthorityStore(Protocol):
         self, repository_id: str, profile_id: str, change_id: str
     ) -> SubjectRecord | None:
         """Return the newest subject of a Change under a profile, or ``None``."""
+        ...
+
+    def current_subjects(
+        self, repository_id: str, *, before_seq: int | None, limit: int
+    ) -> tuple[SubjectRecord, ...]:
+        """Return up to ``limit`` current (not superseded) subjects of a repository.
+
+        One per Change and profile, newest first, below ``before_seq`` when given.
+        """
+        ...
+
+    def subjects_of_change(
+        self,
+        repository_id: str,
+        profile_id: str,
+        change_id: str,
+        *,
+        before_seq: int | None,
+        limit: int,
+    ) -> tuple[SubjectRecord, ...]:
+        """Return up to ``limit`` subjects (every version) of one Change, newest first."""
         ...
 
     def supersede_subject(self, subject_seq: int, at_ms: int) -> None:

@@ -49,7 +49,8 @@ class TransferRecord:
     ``passing`` whether it completed the task's dependency. ``view`` is the exact answer the
     first upload got, returned byte for byte to an identical retry. ``length`` is the stored
     envelope's length: the original bytes are read only through
-    :meth:`CollectorStore.envelope`, which checks it first.
+    :meth:`CollectorStore.envelope`, which checks it first. ``pruned_at_ms`` is set when
+    the retention sweep dropped the bytes (never those of a subject with a receipt).
     """
 
     transfer_digest: str
@@ -77,6 +78,7 @@ class TransferRecord:
     length: int
     view: bytes
     retained_at_ms: int
+    pruned_at_ms: int | None = None
 
 
 @attrs.frozen(kw_only=True)
@@ -156,4 +158,20 @@ class CollectorStore(Protocol):
 
     def receipt_of_subject(self, subject_seq: int) -> ReceiptRecord | None:
         """Return the newest receipt of a subject, or ``None``."""
+        ...
+
+    # -- operator reads and retention ----------------------------------------------------
+    def transfer_counts(self, workspace: str | None) -> tuple[tuple[str, str, int], ...]:
+        """Count transfers as ``(workspace, outcome, n)`` (``None``: every workspace)."""
+        ...
+
+    def receipt_counts(self, workspace: str | None) -> tuple[tuple[str, int], ...]:
+        """Count receipts as ``(workspace, n)`` (``None``: every workspace)."""
+        ...
+
+    def prune_envelopes(self, before_ms: int, *, now_ms: int, limit: int) -> int:
+        """Drop the bytes of up to ``limit`` old transfers of superseded, receipt-less subjects.
+
+        Return how many were dropped; :meth:`envelope` then refuses them with ``NOT_FOUND``.
+        """
         ...

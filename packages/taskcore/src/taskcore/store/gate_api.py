@@ -119,3 +119,10 @@ class GateStore(Protocol):
     def counts(self) -> tuple[int, int]:
         """(files, sessions) in the index."""
         ...
+
+    def prune(self, before_ms: int) -> int:
+        """Delete sessions idle since before ``before_ms``, their files and old budgets.
+
+        Return how many rows went (the retention sweep).
+        """
+        ...

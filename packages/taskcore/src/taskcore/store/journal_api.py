@@ -222,6 +222,18 @@ class JournalStore(Protocol):
         """Return the transitions of one task, oldest first."""
         ...
 
+    # -- retention -----------------------------------------------------------------------
+    def prune_requests(self, before_ms: int, *, limit: int) -> int:
+        """Delete up to ``limit`` idempotency rows recorded before ``before_ms``; return how many.
+
+        Rows of a task still ``claimed`` are kept whatever their age: its attempt may retry.
+        """
+        ...
+
+    def prune_transitions(self, before_ms: int, *, limit: int) -> int:
+        """Delete up to ``limit`` transitions before ``before_ms`` of tasks not ``claimed``."""
+        ...
+
     # -- health --------------------------------------------------------------------------
     def integrity_errors(self) -> tuple[str, ...]:
         """Run a full integrity check of the journal file; return its complaints (none: ok)."""

@@ -29,6 +29,7 @@ __all__ = [
     "MatterReaderRecord",
     "MatterRecord",
     "PhaseRecord",
+    "QueueCount",
     "QueueStore",
     "TaskRecord",
     "VerbRecord",
@@ -192,6 +193,15 @@ class ExtPatch:
     progress_text: str | None = None
 
 
+@attrs.frozen(kw_only=True)
+class QueueCount:
+    """A count of one workspace's rows in one state (metrics, the board's summary)."""
+
+    workspace: str
+    status: str
+    count: int
+
+
 class QueueStore(Protocol):
     """Persistence of queue tasks, carrier verbs, matters, approval gates, phases, ext rows."""
 
@@ -341,4 +351,51 @@ class QueueStore(Protocol):
 
     def patch_ext(self, workspace: str, agent_task_id: str, patch: ExtPatch, now_ms: int) -> bool:
         """Write the non-``None`` fields of ``patch``; return whether the row exists."""
+        ...
+
+    # -- operator reads ---------------------------------------------------------------------
+    def backlog(
+        self,
+        workspace: str,
+        *,
+        status: str | None,
+        verb: str | None,
+        matter_id: str | None,
+        after: TaskRecord | None,
+        limit: int,
+        now_ms: int,
+    ) -> tuple[TaskRecord, ...]:
+        """Return up to ``limit`` tasks in drain order, after the task ``after``.
+
+        Drain order is ``claimNext``'s: priority descending, then ``created_at_ms``, then
+        ``seq``. ``status`` filters on the effective status as :meth:`list_tasks` does;
+        ``verb`` and ``matter_id`` keep one carrier verb or one matter.
+        """
+        ...
+
+    def list_gates(
+        self,
+        workspace: str,
+        *,
+        status: str | None,
+        after: ApprovalGateRecord | None,
+        limit: int,
+    ) -> tuple[ApprovalGateRecord, ...]:
+        """Return up to ``limit`` approval gates, oldest request first, after ``after``."""
+        ...
+
+    def phases(self, workspace: str, task_id: str, *, limit: int) -> tuple[PhaseRecord, ...]:
+        """Return the task's newest ``limit`` phase checkpoints, newest first."""
+        ...
+
+    def depth(self, workspace: str | None, *, now_ms: int) -> tuple[QueueCount, ...]:
+        """Count tasks by workspace and *effective* status (``None``: every workspace).
+
+        An expired ``LEASED`` row counts as ``QUEUED`` and also under the pseudo status
+        ``LEASE_EXPIRED``, so a scrape sees both the backlog and the leases that lapsed.
+        """
+        ...
+
+    def gate_counts(self, workspace: str | None) -> tuple[QueueCount, ...]:
+        """Count approval gates by workspace and status (``None``: every workspace)."""
         ...

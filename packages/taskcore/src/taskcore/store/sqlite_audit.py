@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import apsw
 
-from taskcore.store.audit_api import AuditEvent
-from taskcore.store.sqlite import Component, Migration
+from taskcore.store.audit_api import AuditEvent, AuditQuery
+from taskcore.store.sqlite import Component, Migration, opt_str
 
 __all__ = ["COMPONENT", "SqliteAuditStore"]
 
@@ -27,8 +29,34 @@ COMPONENT = Component(
             CREATE INDEX audit_event_workspace ON audit_event(workspace, seq);
             """,
         ),
+        # The task a call named (its trail is one index range) and the retention sweep's
+        # oldest-first range.
+        Migration(
+            2,
+            """
+            ALTER TABLE audit_event ADD COLUMN subject TEXT;
+            CREATE INDEX audit_event_subject ON audit_event(workspace, subject, seq)
+                WHERE subject IS NOT NULL;
+            CREATE INDEX audit_event_at ON audit_event(at_ms);
+            """,
+        ),
     ),
 )
+
+_COLUMNS = "seq, at_ms, actor, workspace, operation, input_digest, outcome, subject"
+
+
+def _event(r: Any) -> AuditEvent:
+    return AuditEvent(
+        seq=int(r[0]),
+        at_ms=int(r[1]),
+        actor=str(r[2]),
+        workspace=str(r[3]),
+        operation=str(r[4]),
+        input_digest=str(r[5]),
+        outcome=str(r[6]),
+        subject=opt_str(r[7]),
+    )
 
 
 class SqliteAuditStore:
@@ -40,8 +68,9 @@ class SqliteAuditStore:
     def append(self, event: AuditEvent) -> int:
         """Append ``event``; return its sequence number."""
         self._conn.execute(
-            "INSERT INTO audit_event(at_ms, actor, workspace, operation, input_digest, outcome) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO audit_event"
+            "(at_ms, actor, workspace, operation, input_digest, outcome, subject) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 event.at_ms,
                 event.actor,
@@ -49,6 +78,7 @@ class SqliteAuditStore:
                 event.operation,
                 event.input_digest,
                 event.outcome,
+                event.subject,
             ),
         )
         return int(self._conn.last_insert_rowid())
@@ -68,20 +98,42 @@ class SqliteAuditStore:
 
     def recent(self, *, workspace: str, limit: int) -> tuple[AuditEvent, ...]:
         """Return the newest ``limit`` events of ``workspace``, newest first."""
-        rows = self._conn.execute(
-            "SELECT seq, at_ms, actor, workspace, operation, input_digest, outcome "
-            "FROM audit_event WHERE workspace = ? ORDER BY seq DESC LIMIT ?",
-            (workspace, limit),
-        ).fetchall()
-        return tuple(
-            AuditEvent(
-                seq=int(r[0]),  # type: ignore[arg-type]
-                at_ms=int(r[1]),  # type: ignore[arg-type]
-                actor=str(r[2]),
-                workspace=str(r[3]),
-                operation=str(r[4]),
-                input_digest=str(r[5]),
-                outcome=str(r[6]),
-            )
-            for r in rows
+        return self.page(AuditQuery(workspace=workspace), limit=limit)
+
+    def page(self, query: AuditQuery, *, limit: int) -> tuple[AuditEvent, ...]:
+        """Return up to ``limit`` events matching ``query``, newest first."""
+        clauses = ["workspace = ?"]
+        args: list[Any] = [query.workspace]
+        for column, value in (
+            ("actor", query.actor),
+            ("operation", query.operation),
+            ("outcome", query.outcome),
+            ("subject", query.subject),
+        ):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                args.append(value)
+        if query.since_ms is not None:
+            clauses.append("at_ms >= ?")
+            args.append(query.since_ms)
+        if query.until_ms is not None:
+            clauses.append("at_ms < ?")
+            args.append(query.until_ms)
+        if query.before_seq is not None:
+            clauses.append("seq < ?")
+            args.append(query.before_seq)
+        args.append(limit)
+        sql = (
+            f"SELECT {_COLUMNS} FROM audit_event "  # noqa: S608 - constant column names
+            f"WHERE {' AND '.join(clauses)} ORDER BY seq DESC LIMIT ?"
         )
+        return tuple(_event(r) for r in self._conn.execute(sql, args))
+
+    def prune(self, before_ms: int, *, limit: int) -> int:
+        """Delete up to ``limit`` of the oldest events before ``before_ms``; return the count."""
+        self._conn.execute(
+            "DELETE FROM audit_event WHERE seq IN (SELECT seq FROM audit_event "
+            "WHERE at_ms < ? ORDER BY at_ms LIMIT ?)",
+            (before_ms, limit),
+        )
+        return int(self._conn.changes())

@@ -110,6 +110,16 @@ COMPONENT = Component(
             ) STRICT;
             """,
         ),
+        # Operator reads: a workspace's repositories, a repository's current subjects.
+        Migration(
+            2,
+            """
+            CREATE INDEX authority_repository_workspace
+                ON authority_repository(workspace, repository_id);
+            CREATE INDEX authority_subject_current ON authority_subject(repository_id, subject_seq)
+                WHERE superseded_at_ms IS NULL;
+            """,
+        ),
     ),
 )
 
@@ -127,6 +137,24 @@ _ENROLLMENT_COLUMNS = (
 _REVOCATION_COLUMNS = (
     "registration_id, registration_epoch, executor_id, verification_key_id, revoked_at_ms, reason"
 )
+
+
+_SEQ_MAX = 2**63 - 1
+
+_REPOSITORY_COLUMNS = (
+    "repository_id, workspace, work_tree, registered_at_ms, policy_epoch, policy_digest"
+)
+
+
+def _repository(row: Any) -> RepositoryRecord:
+    return RepositoryRecord(
+        repository_id=str(row[0]),
+        workspace=str(row[1]),
+        work_tree=str(row[2]),
+        registered_at_ms=int(row[3]),
+        policy_epoch=int(row[4]),
+        policy_digest=str(row[5]),
+    )
 
 
 def _subject(row: Any) -> SubjectRecord:
@@ -214,20 +242,22 @@ class SqliteAuthorityStore:
     def get_repository(self, repository_id: str) -> RepositoryRecord | None:
         """Return the repository or ``None``."""
         row = self._conn.execute(
-            "SELECT repository_id, workspace, work_tree, registered_at_ms, policy_epoch, "
-            "policy_digest FROM authority_repository WHERE repository_id = ?",
+            f"SELECT {_REPOSITORY_COLUMNS} FROM authority_repository "  # noqa: S608 - constant
+            "WHERE repository_id = ?",
             (repository_id,),
         ).fetchone()
-        if row is None:
-            return None
-        return RepositoryRecord(
-            repository_id=str(row[0]),
-            workspace=str(row[1]),
-            work_tree=str(row[2]),
-            registered_at_ms=int(row[3]),
-            policy_epoch=int(row[4]),
-            policy_digest=str(row[5]),
+        return None if row is None else _repository(row)
+
+    def repositories(
+        self, workspace: str, *, after_id: str | None, limit: int
+    ) -> tuple[RepositoryRecord, ...]:
+        """Return up to ``limit`` repositories of ``workspace`` by ID, after ``after_id``."""
+        rows = self._conn.execute(
+            f"SELECT {_REPOSITORY_COLUMNS} FROM authority_repository "  # noqa: S608 - constant
+            "WHERE workspace = ? AND repository_id > ? ORDER BY repository_id LIMIT ?",
+            (workspace, after_id or "", limit),
         )
+        return tuple(_repository(r) for r in rows)
 
     def insert_policy(self, record: PolicyRecord) -> None:
         """Record a policy epoch and make it the repository's current one."""
@@ -380,6 +410,42 @@ class SqliteAuthorityStore:
             (repository_id, profile_id, change_id),
         ).fetchone()
         return None if row is None else _subject(row)
+
+    def current_subjects(
+        self, repository_id: str, *, before_seq: int | None, limit: int
+    ) -> tuple[SubjectRecord, ...]:
+        """Return up to ``limit`` current (not superseded) subjects, newest first."""
+        rows = self._conn.execute(
+            f"SELECT {_SUBJECT_COLUMNS} FROM authority_subject "  # noqa: S608 - constant
+            "WHERE repository_id = ? AND superseded_at_ms IS NULL AND subject_seq < ? "
+            "ORDER BY subject_seq DESC LIMIT ?",
+            (repository_id, _SEQ_MAX if before_seq is None else before_seq, limit),
+        )
+        return tuple(_subject(r) for r in rows)
+
+    def subjects_of_change(
+        self,
+        repository_id: str,
+        profile_id: str,
+        change_id: str,
+        *,
+        before_seq: int | None,
+        limit: int,
+    ) -> tuple[SubjectRecord, ...]:
+        """Return up to ``limit`` subjects of one Change under one profile, newest first."""
+        rows = self._conn.execute(
+            f"SELECT {_SUBJECT_COLUMNS} FROM authority_subject "  # noqa: S608 - constant
+            "WHERE repository_id = ? AND profile_id = ? AND change_id = ? AND subject_seq < ? "
+            "ORDER BY subject_seq DESC LIMIT ?",
+            (
+                repository_id,
+                profile_id,
+                change_id,
+                _SEQ_MAX if before_seq is None else before_seq,
+                limit,
+            ),
+        )
+        return tuple(_subject(r) for r in rows)
 
     def supersede_subject(self, subject_seq: int, at_ms: int) -> None:
         """Mark a subject superseded (it stays readable)."""

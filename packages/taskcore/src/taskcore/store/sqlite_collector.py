@@ -84,6 +84,16 @@ COMPONENT = Component(
             CREATE INDEX collector_receipt_subject ON collector_receipt(subject_seq, seq);
             """,
         ),
+        # Retention: the original bytes of a transfer no receipt relies on may be dropped
+        # (the row, its view and its digest stay; the drop is recorded).
+        Migration(
+            2,
+            """
+            ALTER TABLE collector_transfer ADD COLUMN envelope_pruned_at_ms INTEGER;
+            CREATE INDEX collector_transfer_retained ON collector_transfer(retained_at_ms)
+                WHERE envelope_pruned_at_ms IS NULL;
+            """,
+        ),
     ),
 )
 
@@ -98,7 +108,7 @@ _TRANSFER_COLUMNS = (
     "collector_profile_id, collector_profile_digest, kind, outcome, passing, view, "
     "retained_at_ms"
 )
-_TRANSFER_SELECT = _TRANSFER_COLUMNS + ", length(envelope)"
+_TRANSFER_SELECT = _TRANSFER_COLUMNS + ", length(envelope), envelope_pruned_at_ms"
 _RECEIPT_COLUMNS = (
     "receipt_digest, subject_seq, repository_id, workflow_profile_id, change_id, revision, "
     "body, created_at_ms"
@@ -148,6 +158,7 @@ def _transfer(row: Any) -> TransferRecord:
         view=bytes(row[22]),
         retained_at_ms=int(row[23]),
         length=int(row[24]),
+        pruned_at_ms=None if row[25] is None else int(row[25]),
     )
 
 
@@ -327,11 +338,18 @@ class SqliteCollectorStore:
     def envelope(self, transfer_digest: str, *, max_bytes: int) -> bytes:
         """Return a retained transfer's original bytes, checking the stored length first."""
         row = self._conn.execute(
-            "SELECT length(envelope) FROM collector_transfer WHERE transfer_digest = ?",
+            "SELECT length(envelope), envelope_pruned_at_ms FROM collector_transfer "
+            "WHERE transfer_digest = ?",
             (transfer_digest,),
         ).fetchone()
         if row is None:
             raise TaskError(ErrorCode.NOT_FOUND, "no such retained transfer")
+        if row[1] is not None:
+            raise TaskError(
+                ErrorCode.NOT_FOUND,
+                "the bytes of this transfer were removed by the retention sweep (no receipt "
+                "relied on them); its digest and outcome remain",
+            )
         if int(row[0]) > max_bytes:
             raise TaskError(
                 ErrorCode.INTEGRITY_FAILURE, "a retained transfer is larger than its bound"
@@ -377,3 +395,43 @@ class SqliteCollectorStore:
             (subject_seq,),
         ).fetchone()
         return None if row is None else _receipt(row)
+
+    # -- operator reads and retention ----------------------------------------------------
+    def transfer_counts(self, workspace: str | None) -> tuple[tuple[str, str, int], ...]:
+        """Count retained transfers by workspace and outcome (``None``: every workspace)."""
+        where, args = ("WHERE r.workspace = ?", [workspace]) if workspace is not None else ("", [])
+        rows = self._conn.execute(
+            "SELECT r.workspace, t.outcome, COUNT(*) FROM collector_transfer t "  # noqa: S608 - constant names
+            "JOIN authority_repository r ON r.repository_id = t.repository_id "
+            f"{where} GROUP BY r.workspace, t.outcome ORDER BY r.workspace, t.outcome",
+            args,
+        )
+        return tuple((str(ws), str(outcome), int(n)) for ws, outcome, n in rows)
+
+    def receipt_counts(self, workspace: str | None) -> tuple[tuple[str, int], ...]:
+        """Count receipts by workspace (``None``: every workspace)."""
+        where, args = ("WHERE r.workspace = ?", [workspace]) if workspace is not None else ("", [])
+        rows = self._conn.execute(
+            "SELECT r.workspace, COUNT(*) FROM collector_receipt c "  # noqa: S608 - constant names
+            "JOIN authority_repository r ON r.repository_id = c.repository_id "
+            f"{where} GROUP BY r.workspace ORDER BY r.workspace",
+            args,
+        )
+        return tuple((str(ws), int(n)) for ws, n in rows)
+
+    def prune_envelopes(self, before_ms: int, *, now_ms: int, limit: int) -> int:
+        """Drop the original bytes of up to ``limit`` transfers no receipt relies on.
+
+        Only transfers retained before ``before_ms`` whose subject is superseded and has no
+        receipt; the row (digest, outcome, view) stays and records ``now_ms``.
+        """
+        self._conn.execute(
+            "UPDATE collector_transfer SET envelope = x'', envelope_pruned_at_ms = ? "
+            "WHERE transfer_digest IN (SELECT t.transfer_digest FROM collector_transfer t "
+            "JOIN authority_subject s ON s.subject_seq = t.subject_seq "
+            "WHERE t.envelope_pruned_at_ms IS NULL AND t.retained_at_ms < ? "
+            "AND s.superseded_at_ms IS NOT NULL AND NOT EXISTS (SELECT 1 FROM collector_receipt "
+            "c WHERE c.subject_seq = t.subject_seq) ORDER BY t.retained_at_ms LIMIT ?)",
+            (now_ms, before_ms, limit),
+        )
+        return int(self._conn.changes())

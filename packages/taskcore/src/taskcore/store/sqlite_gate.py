@@ -273,6 +273,23 @@ class SqliteGateStore:
         sessions = self._conn.execute("SELECT COUNT(*) FROM gate_session").fetchone()
         return (0 if files is None else int(files[0]), 0 if sessions is None else int(sessions[0]))
 
+    def prune(self, before_ms: int) -> int:
+        """Delete sessions last active before ``before_ms`` with their files, and old budgets.
+
+        Return how many rows were deleted. A transcript that is read again is indexed again
+        from its start.
+        """
+        self._conn.execute(
+            "DELETE FROM gate_file WHERE session_key IN "
+            "(SELECT session_key FROM gate_session WHERE last_ms < ?)",
+            (before_ms,),
+        )
+        deleted = int(self._conn.changes())
+        self._conn.execute("DELETE FROM gate_session WHERE last_ms < ?", (before_ms,))
+        deleted += int(self._conn.changes())
+        self._conn.execute("DELETE FROM gate_budget WHERE updated_at_ms < ?", (before_ms,))
+        return deleted + int(self._conn.changes())
+
 
 class GateIndexDatabase:
     """The gate index file: transactions yield a :class:`SqliteGateStore`."""

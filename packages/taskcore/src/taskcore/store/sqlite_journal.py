@@ -111,6 +111,14 @@ COMPONENT = Component(
             CREATE INDEX journal_transition_task ON journal_transition(task_id, seq);
             """,
         ),
+        # Retention: oldest-first ranges for the sweep of idempotency rows and transitions.
+        Migration(
+            2,
+            """
+            CREATE INDEX journal_request_recorded ON journal_request(recorded_at_ms);
+            CREATE INDEX journal_transition_at ON journal_transition(at_ms);
+            """,
+        ),
     ),
 )
 
@@ -477,6 +485,31 @@ class SqliteJournalStore:
             (task_id,),
         ).fetchall()
         return tuple(_transition(r) for r in rows)
+
+    # -- retention -----------------------------------------------------------------------
+    def prune_requests(self, before_ms: int, *, limit: int) -> int:
+        """Delete up to ``limit`` idempotency rows recorded before ``before_ms``.
+
+        A row of a task that is still ``claimed`` (its attempt may be retried) is kept.
+        """
+        self._conn.execute(
+            "DELETE FROM journal_request WHERE rowid IN (SELECT q.rowid FROM journal_request q "
+            "WHERE q.recorded_at_ms < ? AND NOT EXISTS (SELECT 1 FROM journal_task t "
+            "WHERE t.task_id = q.task_id AND t.state = 'claimed') "
+            "ORDER BY q.recorded_at_ms LIMIT ?)",
+            (before_ms, limit),
+        )
+        return int(self._conn.changes())
+
+    def prune_transitions(self, before_ms: int, *, limit: int) -> int:
+        """Delete up to ``limit`` transition rows before ``before_ms`` of tasks not ``claimed``."""
+        self._conn.execute(
+            "DELETE FROM journal_transition WHERE seq IN (SELECT r.seq FROM journal_transition r "
+            "WHERE r.at_ms < ? AND NOT EXISTS (SELECT 1 FROM journal_task t "
+            "WHERE t.task_id = r.task_id AND t.state = 'claimed') ORDER BY r.at_ms LIMIT ?)",
+            (before_ms, limit),
+        )
+        return int(self._conn.changes())
 
     # -- health --------------------------------------------------------------------------
     def integrity_errors(self) -> tuple[str, ...]:

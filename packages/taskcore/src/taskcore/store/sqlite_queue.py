@@ -31,6 +31,7 @@ from taskcore.store.queue_api import (
     MatterReaderRecord,
     MatterRecord,
     PhaseRecord,
+    QueueCount,
     TaskRecord,
     VerbRecord,
 )
@@ -812,3 +813,130 @@ class SqliteQueueStore:
         )
         self._conn.execute(sql, (*values, now_ms, workspace, agent_task_id))
         return bool(self._conn.changes() == 1)
+
+    # -- operator reads ---------------------------------------------------------------------
+    def backlog(
+        self,
+        workspace: str,
+        *,
+        status: str | None,
+        verb: str | None,
+        matter_id: str | None,
+        after: TaskRecord | None,
+        limit: int,
+        now_ms: int,
+    ) -> tuple[TaskRecord, ...]:
+        """Return up to ``limit`` tasks in drain order after ``after`` (see the protocol)."""
+        clauses = ["workspace = ?"]
+        args: list[Any] = [workspace]
+        clauses, args = _status_clause(clauses, args, status, now_ms)
+        if verb is not None:
+            clauses.append("verb = ?")
+            args.append(verb)
+        if matter_id is not None:
+            clauses.append("matter_id = ?")
+            args.append(matter_id)
+        if after is not None:
+            clauses.append(
+                "(priority < ? OR (priority = ? AND (created_at_ms > ? OR "
+                "(created_at_ms = ? AND seq > ?))))"
+            )
+            args.extend(
+                (
+                    after.priority,
+                    after.priority,
+                    after.created_at_ms,
+                    after.created_at_ms,
+                    after.seq,
+                )
+            )
+        args.append(limit)
+        sql = (
+            f"{_TASK_SELECT} WHERE {' AND '.join(clauses)} "
+            "ORDER BY priority DESC, created_at_ms, seq LIMIT ?"
+        )
+        return tuple(_task(r) for r in self._conn.execute(sql, args))
+
+    def list_gates(
+        self,
+        workspace: str,
+        *,
+        status: str | None,
+        after: ApprovalGateRecord | None,
+        limit: int,
+    ) -> tuple[ApprovalGateRecord, ...]:
+        """Return up to ``limit`` gates, oldest request first, after ``after``."""
+        clauses = ["workspace = ?"]
+        args: list[Any] = [workspace]
+        if status is not None:
+            clauses.append("status = ?")
+            args.append(status)
+        if after is not None:
+            clauses.append("(requested_at_ms > ? OR (requested_at_ms = ? AND gate_id > ?))")
+            args.extend((after.requested_at_ms, after.requested_at_ms, after.gate_id))
+        args.append(limit)
+        sql = (
+            f"SELECT {_GATE_COLUMNS} FROM queue_approval_gate "  # noqa: S608 - constant
+            f"WHERE {' AND '.join(clauses)} ORDER BY requested_at_ms, gate_id LIMIT ?"
+        )
+        return tuple(_gate(r) for r in self._conn.execute(sql, args))
+
+    def phases(self, workspace: str, task_id: str, *, limit: int) -> tuple[PhaseRecord, ...]:
+        """Return the task's newest ``limit`` phase checkpoints, newest first."""
+        rows = self._conn.execute(
+            f"SELECT {_PHASE_COLUMNS} FROM queue_checkpoint "  # noqa: S608 - constant
+            "WHERE workspace = ? AND task_id = ? ORDER BY phase_index DESC LIMIT ?",
+            (workspace, task_id, limit),
+        )
+        return tuple(_phase(r) for r in rows)
+
+    def depth(self, workspace: str | None, *, now_ms: int) -> tuple[QueueCount, ...]:
+        """Count tasks by workspace and effective status (see the protocol)."""
+        where, args = ("WHERE workspace = ?", [workspace]) if workspace is not None else ("", [])
+        rows = self._conn.execute(
+            "SELECT workspace, CASE WHEN status = 'LEASED' AND lease_expires_at_ms <= ? "  # noqa: S608 - constant names
+            "THEN 'QUEUED' ELSE status END AS effective, COUNT(*), "
+            "SUM(status = 'LEASED' AND lease_expires_at_ms <= ?) "
+            f"FROM queue_task {where} GROUP BY workspace, effective "
+            "ORDER BY workspace, effective",
+            (now_ms, now_ms, *args),
+        ).fetchall()
+        out: list[QueueCount] = []
+        expired: dict[str, int] = {}
+        for row in rows:
+            ws, status, count, lapsed = str(row[0]), str(row[1]), int(row[2] or 0), int(row[3] or 0)
+            out.append(QueueCount(workspace=ws, status=status, count=count))
+            if lapsed:
+                expired[ws] = expired.get(ws, 0) + lapsed
+        out.extend(
+            QueueCount(workspace=ws, status="LEASE_EXPIRED", count=n)
+            for ws, n in sorted(expired.items())
+        )
+        return tuple(out)
+
+    def gate_counts(self, workspace: str | None) -> tuple[QueueCount, ...]:
+        """Count approval gates by workspace and status."""
+        where, args = ("WHERE workspace = ?", [workspace]) if workspace is not None else ("", [])
+        rows = self._conn.execute(
+            f"SELECT workspace, status, COUNT(*) FROM queue_approval_gate {where} "  # noqa: S608
+            "GROUP BY workspace, status ORDER BY workspace, status",
+            args,
+        )
+        return tuple(
+            QueueCount(workspace=str(ws), status=str(st), count=int(n)) for ws, st, n in rows
+        )
+
+
+def _status_clause(
+    clauses: list[str], args: list[Any], status: str | None, now_ms: int
+) -> tuple[list[str], list[Any]]:
+    if status == "QUEUED":
+        clauses.append("(status = 'QUEUED' OR (status = 'LEASED' AND lease_expires_at_ms <= ?))")
+        args.append(now_ms)
+    elif status == "LEASED":
+        clauses.append("status = 'LEASED' AND lease_expires_at_ms > ?")
+        args.append(now_ms)
+    elif status is not None:
+        clauses.append("status = ?")
+        args.append(status)
+    return clauses, args

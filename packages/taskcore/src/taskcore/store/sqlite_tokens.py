@@ -99,3 +99,22 @@ class SqliteTokenStore:
             (at_ms, token_id),
         )
         return self._conn.changes() == 1
+
+    def page(
+        self, workspace: str, *, after: TokenRecord | None, include_revoked: bool, limit: int
+    ) -> tuple[TokenRecord, ...]:
+        """Return up to ``limit`` tokens of ``workspace``, oldest first, after ``after``."""
+        clauses = ["workspace = ?"]
+        args: list[Any] = [workspace]
+        if not include_revoked:
+            clauses.append("revoked_at_ms IS NULL")
+        if after is not None:
+            clauses.append("(created_at_ms > ? OR (created_at_ms = ? AND token_id > ?))")
+            args.extend((after.created_at_ms, after.created_at_ms, after.token_id))
+        args.append(limit)
+        rows = self._conn.execute(
+            f"SELECT {_COLUMNS} FROM token WHERE {' AND '.join(clauses)} "  # noqa: S608
+            "ORDER BY created_at_ms, token_id LIMIT ?",
+            args,
+        )
+        return tuple(_record(r) for r in rows)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from taskcore.store.collector_api import CollectorStore
     from taskcore.store.journal_api import JournalStore
     from taskcore.store.queue_api import QueueStore
+    from taskcore.store.retention_api import RetentionStore
     from taskcore.store.tokens_api import TokenStore
 
 __all__ = [
@@ -57,6 +58,7 @@ _COMPONENT_MODULES: tuple[str, ...] = (
     "authority",
     "journal",
     "collector",
+    "retention",
 )
 
 
@@ -100,6 +102,11 @@ class Transaction(Protocol):
     @property
     def collector(self) -> CollectorStore:
         """Collector profiles, retained signed transfers, receipts."""
+        ...
+
+    @property
+    def retention(self) -> RetentionStore:
+        """The retention sweep's lease and last report."""
         ...
 
 
@@ -171,6 +178,13 @@ class SqliteTransaction:
         from taskcore.store.sqlite_collector import SqliteCollectorStore
 
         return SqliteCollectorStore(self.conn)
+
+    @cached_property
+    def retention(self) -> RetentionStore:
+        """The retention sweep's lease and last report."""
+        from taskcore.store.sqlite_retention import SqliteRetentionStore
+
+        return SqliteRetentionStore(self.conn)
 
 
 class SqliteStorage:

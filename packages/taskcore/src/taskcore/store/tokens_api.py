@@ -45,3 +45,12 @@ class TokenStore(Protocol):
     def revoke(self, token_id: str, at_ms: int) -> bool:
         """Mark the token revoked; return whether it was live before."""
         ...
+
+    def page(
+        self, workspace: str, *, after: TokenRecord | None, include_revoked: bool, limit: int
+    ) -> tuple[TokenRecord, ...]:
+        """Return up to ``limit`` tokens of ``workspace``, oldest first, after ``after``.
+
+        ``include_revoked=False`` leaves revoked tokens out.
+        """
+        ...

@@ -1,0 +1,94 @@
+"""One structured log line per HTTP request, and a request id echoed in ``X-Request-Id``.
+
+The id is the caller's ``X-Request-Id`` when it is a short safe token
+(``[A-Za-z0-9._-]{1,64}``), else a fresh random one. The line names the method, the path
+(never the query string), the status, the bytes sent, the duration and the client address;
+never a header, a cookie, a body or a token. ``--log-format json`` makes it one JSON object.
+
+>>> line = format_line({"request_id": "r1", "method": "GET", "path": "/x", "status": 200}, "text")
+>>> line
+'request_id=r1 method=GET path=/x status=200'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+import time
+from typing import Any
+
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["LOG_FORMATS", "REQUEST_ID_HEADER", "RequestLogMiddleware", "format_line"]
+
+REQUEST_ID_HEADER = "X-Request-Id"
+LOG_FORMATS = ("text", "json")
+_SAFE_ID = re.compile(rb"[A-Za-z0-9._-]{1,64}")
+_log = logging.getLogger("agent_task.access")
+
+
+def format_line(fields: dict[str, Any], fmt: str) -> str:
+    """Render one request's fields as ``key=value`` text or one JSON object."""
+    if fmt == "json":
+        return json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
+    return " ".join(
+        f"{k}={json.dumps(v) if isinstance(v, str) and ' ' in v else v}" for k, v in fields.items()
+    )
+
+
+def _request_id(scope: Scope) -> str:
+    for key, value in scope.get("headers", []):
+        if key.lower() == b"x-request-id" and _SAFE_ID.fullmatch(value):
+            return bytes(value).decode("ascii")
+    return secrets.token_hex(8)
+
+
+class RequestLogMiddleware:
+    """Pure ASGI middleware: adds the request id header and logs one line per request."""
+
+    def __init__(
+        self, app: ASGIApp, *, fmt: str = "text", logger: logging.Logger | None = None
+    ) -> None:
+        if fmt not in LOG_FORMATS:
+            raise ValueError(f"log format must be one of {LOG_FORMATS}")
+        self.app = app
+        self.fmt = fmt
+        self.log = logger or _log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve one ASGI call; HTTP requests get an id header and a log line."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = _request_id(scope)
+        started = time.perf_counter()
+        status = 500
+        sent = 0
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status, sent
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+                MutableHeaders(scope=message)[REQUEST_ID_HEADER] = request_id
+            elif message["type"] == "http.response.body":
+                sent += len(message.get("body", b""))
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            client = scope.get("client")
+            fields = {
+                "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "request_id": request_id,
+                "method": str(scope.get("method", ""))[:16],
+                "path": str(scope.get("path", ""))[:256],
+                "status": status,
+                "bytes": sent,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+                "client": client[0] if client else None,
+            }
+            self.log.info(format_line(fields, self.fmt))

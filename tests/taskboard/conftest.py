@@ -1,0 +1,94 @@
+"""A live service with the board, real tokens in two workspaces, and (for the browser tests)
+Debian's Chromium driven by Playwright.
+
+The browser is ``$AGENT_TASK_CHROMIUM`` or ``/usr/bin/chromium``; ``./dev test`` installs
+Debian's ``chromium`` package when it is missing and it runs as root. Without a browser the
+browser tests are skipped with the command that installs one.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from taskcore import Service, Tier
+from taskcore.auth import issue_token
+from taskhttp import BackgroundServer, create_app
+
+CHROMIUM = os.environ.get("AGENT_TASK_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+INSTALL_HINT = "install Debian's chromium (apt-get install -y chromium) or set AGENT_TASK_CHROMIUM"
+
+
+class Live:
+    """The service on a real socket, with tokens and an HTTP client for the agents' side."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.service = Service.open(data_dir)
+        clock = self.service.clock
+        storage = self.service.storage  # test setup only; the board never touches storage
+        self.admin = issue_token(storage, clock, workspace="ws1", tier=Tier.ADMIN, autonomy=3).token
+        self.agent = issue_token(storage, clock, workspace="ws1", tier=Tier.AGENT, autonomy=1).token
+        self.member = issue_token(
+            storage, clock, workspace="ws1", tier=Tier.MEMBER, autonomy=2
+        ).token
+        self.admin2 = issue_token(
+            storage, clock, workspace="ws2", tier=Tier.ADMIN, autonomy=3
+        ).token
+        self.server = BackgroundServer(create_app(self.service))
+        self.url = self.server.start()
+        self.http = httpx.Client(base_url=self.url, timeout=30)
+
+    def call(self, token: str, verb: str, body: dict[str, Any] | None = None) -> Any:
+        response = self.http.post(
+            f"/v/{verb}", json=body or {}, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert response.status_code == 200, response.text
+        return response.json()
+
+    def stop(self) -> None:
+        self.http.close()
+        self.server.stop()
+        self.service.close()
+
+
+@pytest.fixture(scope="module")
+def live(tmp_path_factory):
+    server = Live(tmp_path_factory.mktemp("board"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        if os.environ.get("CI"):
+            pytest.fail(f"CI runs the browser tests, but there is no browser at {CHROMIUM}")
+        pytest.skip(f"no browser at {CHROMIUM}: {INSTALL_HINT}")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        launched = p.chromium.launch(
+            executable_path=CHROMIUM, args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    tab.set_default_timeout(15_000)
+    yield tab
+    context.close()
+
+
+def sign_in(page, live: Live, token: str) -> None:
+    page.goto(f"{live.url}/board/login")
+    page.fill("#token", token)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/board/queue")

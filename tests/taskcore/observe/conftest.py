@@ -1,0 +1,26 @@
+"""Fixtures for the operator reads: the queue's door, and the collector's real-git flow."""
+
+from __future__ import annotations
+
+import pytest
+from taskcore import FakeClock, Service
+
+from tests.taskcore.collector.conftest import authority, repo, state  # noqa: F401 - fixtures
+from tests.taskcore.queue.support import START_MS, Door
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock(START_MS)
+
+
+@pytest.fixture
+def service(tmp_path, clock):
+    svc = Service.open(tmp_path / "data", clock=clock)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def door(service, clock) -> Door:
+    return Door(service, clock)
