@@ -17,7 +17,7 @@ from tests.taskcore.queue.support import ADMIN, MEMBER, OUTSIDER, START_MS, WORK
 
 OFF_MCP_VERBS = {"agenttask.list", "agenttask.checkpoint.prune"}
 """The seed's verbs only admins run (issue 19): everything else is an MCP tool."""
-MCP_VERBS = set(QUEUE_VERBS) - OFF_MCP_VERBS
+MCP_VERBS = {*QUEUE_VERBS, "agenttask.gate.apply"} - OFF_MCP_VERBS
 ADMIN_VERBS = {
     "agenttask.verb.register",
     "agenttask.verb.list",
@@ -38,10 +38,10 @@ def _queue_ops():
 # -- the registry -----------------------------------------------------------------------------
 
 
-def test_the_nineteen_seed_verbs_are_registered_on_the_queue_surface():
+def test_the_nineteen_seed_verbs_and_gate_apply_are_registered_on_the_queue_surface():
     ops = _queue_ops()
     queue = {name for name, op in ops.items() if op.surface is Surface.QUEUE}
-    assert queue == set(QUEUE_VERBS)
+    assert queue == {*QUEUE_VERBS, "agenttask.gate.apply"}
     assert len(QUEUE_VERBS) == 19
 
 
@@ -86,7 +86,7 @@ def test_a_registry_can_hold_the_queue_alone():
 
     registry = Registry()
     register(registry)
-    assert set(registry.names()) == set(QUEUE_VERBS) | ADMIN_VERBS
+    assert set(registry.names()) == set(QUEUE_VERBS) | ADMIN_VERBS | {"agenttask.gate.apply"}
 
 
 # -- the front door around the verbs ------------------------------------------------------------

@@ -79,6 +79,11 @@ class ErrorCode(enum.Enum):
     AUTHORIZATION_CHANGED = ("AUTHORIZATION_CHANGED", ErrorKind.FORBIDDEN)
     EXECUTOR_NOT_ENROLLED = ("EXECUTOR_NOT_ENROLLED", ErrorKind.FORBIDDEN)
     EXECUTOR_REVOKED = ("EXECUTOR_REVOKED", ErrorKind.FORBIDDEN)
+    # An approval grant (agenttask.gate.apply) that does not cover the call presented.
+    GRANT_DENIED = ("GRANT_DENIED", ErrorKind.FORBIDDEN)
+    GRANT_TASK_MISMATCH = ("GRANT_TASK_MISMATCH", ErrorKind.FORBIDDEN)
+    GRANT_VERB_MISMATCH = ("GRANT_VERB_MISMATCH", ErrorKind.FORBIDDEN)
+    GRANT_INPUT_MISMATCH = ("GRANT_INPUT_MISMATCH", ErrorKind.FORBIDDEN)
 
     # -- what is asked for -----------------------------------------------------------------
     NOT_FOUND = ("NOT_FOUND", ErrorKind.NOT_FOUND)
@@ -99,6 +104,10 @@ class ErrorCode(enum.Enum):
     DEPTH_EXCEEDED = ("DEPTH_EXCEEDED", ErrorKind.CONFLICT)
     EXECUTION_UNCERTAIN = ("EXECUTION_UNCERTAIN", ErrorKind.CONFLICT)
     COLLECTOR_PROFILE_CHANGED = ("COLLECTOR_PROFILE_CHANGED", ErrorKind.CONFLICT)
+    # An approval grant whose gate is not (or no longer) approved.
+    GRANT_PENDING = ("GRANT_PENDING", ErrorKind.CONFLICT)
+    GRANT_CONSUMED = ("GRANT_CONSUMED", ErrorKind.CONFLICT)
+    GRANT_VOIDED = ("GRANT_VOIDED", ErrorKind.CONFLICT)
 
     # -- the service cannot answer right now -----------------------------------------------
     BUSY = ("BUSY", ErrorKind.UNAVAILABLE)

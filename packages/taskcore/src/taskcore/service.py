@@ -695,6 +695,8 @@ class Service:
         route: Route | None,
         door: Door,
         surfaces: frozenset[Surface] | None,
+        *,
+        granted: bool = False,
     ) -> Operation[Any, Any]:
         if op is None or (surfaces is not None and op.surface not in surfaces):
             shown = (
@@ -719,7 +721,7 @@ class Service:
                 ErrorCode.FORBIDDEN,
                 f"{op.name} needs the {op.min_tier.wire} tier; this token is {actor.tier.wire}",
             )
-        if actor.autonomy < op.min_autonomy:
+        if actor.autonomy < op.min_autonomy and not granted:
             raise TaskError(
                 ErrorCode.AUTONOMY_EXCEEDED,
                 f"{op.name} is {op.risk.value} and needs autonomy {op.min_autonomy}; "
@@ -748,6 +750,35 @@ class Service:
         if isinstance(result, RawJson):
             return result.body
         return dumps(self.codec.unstructure(result))
+
+    def run_granted(self, ctx: CallContext, name: str, raw: Mapping[str, Any]) -> Any:
+        """Run ``name`` on ``raw`` inside ``ctx``'s transaction, beyond the actor's autonomy.
+
+        The admission of an approval grant: the calling handler (``agenttask.gate.apply``) has
+        verified the grant and consumes it in this same transaction, so the call and the
+        consumption commit or roll back together. Every other check of the front door applies
+        (registry, door, route, tier, strict decoding, and the outer call's token re-check);
+        only the autonomy bound of the operation's risk is lifted. The operation must run in
+        the call's transaction (``TxMode.WRITE``) and take JSON. It gets its own audit event
+        in that transaction, so the log shows the granted call beside the grant's. Returns the
+        operation's plain JSON result.
+        """
+        tx = ctx.transaction()
+        op = self._check(
+            self.registry.get(name), name, ctx.actor, ctx.route, ctx.door, None, granted=True
+        )
+        if op.tx is not TxMode.WRITE or op.raw_input:
+            raise TaskError(
+                ErrorCode.INVALID_VALUE,
+                f"{op.name} manages its own transactions and cannot run under an approval grant",
+            )
+        request = self._decode(op, raw)
+        digest = _input_digest(raw)
+        result = op.handler(attrs.evolve(ctx, raw_digest=digest), request)
+        if isinstance(result, CommitThenRefuse):
+            raise result.error
+        self._audit(tx, ctx.actor.token_id, ctx.actor.workspace, op.name, digest, "OK")
+        return json.loads(self._encode(result))
 
     def dispatch(
         self,
