@@ -11,14 +11,23 @@ import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import anyio
 from mcp import Client
-from mcp.client.extension import ClientExtension
+from mcp.client.extension import ClaimContext, ClientExtension, ResultClaim
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types import (
+    CallToolResult,
+    CancelTaskRequest,
+    CancelTaskRequestParams,
+    EmptyResult,
+    GetTaskRequest,
+    GetTaskRequestParams,
+    Request,
+)
 from taskcore import Service, Tier
 from taskcore.auth import issue_token
 from taskhttp import BackgroundServer, create_app
@@ -144,3 +153,68 @@ def run(client: Client, script: Script[T]) -> T:
 def body(result: Any) -> Any:
     """The JSON text of a tool result (success body or ``{error, code}``)."""
     return json.loads(result.content[0].text)
+
+
+# -- a requester of the MCP Tasks extension (the client side, built on the SDK's claims) -------
+
+
+class TasksRequester(ClientExtension):
+    """Declares ``io.modelcontextprotocol/tasks`` and finishes a task handle by polling.
+
+    ``call_tool`` on a client with this extension returns the task's final ``CallToolResult``
+    (polling ``tasks/get`` every ``poll_seconds``; the server's ``pollIntervalMs`` is minutes-
+    scale work advice, too slow for a test). ``session.call_tool(..., allow_claimed=True)``
+    returns the raw handle instead.
+    """
+
+    identifier = "io.modelcontextprotocol/tasks"
+
+    def __init__(self, poll_seconds: float = 0.1, max_polls: int = 600) -> None:
+        self.poll_seconds = poll_seconds
+        self.max_polls = max_polls
+        self.seen: list[str] = []
+
+    def claims(self) -> tuple[ResultClaim[Any], ...]:
+        from taskmcp.tasks import TaskHandleResult
+
+        return (ResultClaim(result_type="task", model=TaskHandleResult, resolve=self._resolve),)
+
+    async def _resolve(self, handle: Any, ctx: ClaimContext) -> CallToolResult:
+        for _ in range(self.max_polls):
+            state = await get_task(ctx.session, handle.task_id)
+            self.seen.append(state.status)
+            if state.status == "completed":
+                return CallToolResult.model_validate(state.result)
+            if state.status in ("failed", "cancelled"):
+                raise RuntimeError(f"task {handle.task_id} ended {state.status}: {state.error}")
+            await anyio.sleep(self.poll_seconds)
+        raise TimeoutError(f"task {handle.task_id} did not finish")
+
+
+async def get_task(session: Any, task_id: str) -> Any:
+    """``tasks/get`` through the SDK session (the request params type is the SDK's)."""
+    from taskmcp.tasks import TaskStateResult
+
+    request = GetTaskRequest(params=GetTaskRequestParams(task_id=task_id))
+    return await session.send_request(request, TaskStateResult)
+
+
+async def cancel_task(session: Any, task_id: str) -> Any:
+    """``tasks/cancel`` through the SDK session."""
+    request = CancelTaskRequest(params=CancelTaskRequestParams(task_id=task_id))
+    return await session.send_request(request, EmptyResult)
+
+
+class UpdateTaskRequest(Request[Any, Literal["tasks/update"]]):
+    """``tasks/update`` (the installed SDK's types predate it: the 2025-11-25 tasks had none)."""
+
+    method: Literal["tasks/update"] = "tasks/update"
+    params: Any
+
+
+async def update_task(session: Any, task_id: str, responses: dict[str, Any]) -> Any:
+    """``tasks/update`` through the SDK session."""
+    from taskmcp.tasks import UpdateTaskRequestParams
+
+    params = UpdateTaskRequestParams(task_id=task_id, input_responses=responses)
+    return await session.send_request(UpdateTaskRequest(params=params), EmptyResult)

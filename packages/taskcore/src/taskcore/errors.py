@@ -47,6 +47,35 @@ class ErrorKind(enum.Enum):
         """The process exit status the CLI must end with."""
         return self.value[1]
 
+    @property
+    def jsonrpc_code(self) -> int:
+        """The JSON-RPC error code for a refusal of a protocol method (MCP ``tasks/*``).
+
+        The request named something wrong or missing: ``-32602`` (invalid params, which the
+        MCP Tasks extension prescribes for an unknown task id). A bug: ``-32603``. Anything
+        else (who is calling, state, load): ``-32000``, JSON-RPC's implementation-defined
+        server error. The ``{error, code}`` body travels as the error's ``data``.
+
+        >>> ErrorKind.NOT_FOUND.jsonrpc_code, ErrorKind.CONFLICT.jsonrpc_code
+        (-32602, -32000)
+        """
+        if self in _INVALID_PARAMS_KINDS:
+            return -32602
+        if self is ErrorKind.INTERNAL:
+            return -32603
+        return -32000
+
+
+_INVALID_PARAMS_KINDS = frozenset(
+    {
+        ErrorKind.BAD_REQUEST,
+        ErrorKind.NOT_FOUND,
+        ErrorKind.TOO_LARGE,
+        ErrorKind.UNPROCESSABLE,
+        ErrorKind.UNSUPPORTED_MEDIA,
+    }
+)
+
 
 class ErrorCode(enum.Enum):
     """Stable, closed error codes. ``value`` is the wire spelling."""

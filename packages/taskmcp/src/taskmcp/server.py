@@ -31,6 +31,7 @@ from mcp.server.stdio import stdio_server
 from taskcore import Actor, Door, Response, Route, Service, TaskError, __version__
 from taskcore.service import WORKFLOW_PREFIX
 
+from taskmcp.tasks import QueueTasks, apply_extension
 from taskmcp.tools import Family, operation_for_tool, tools
 
 __all__ = [
@@ -126,7 +127,9 @@ def _call(
 def build_server(service: Service, family: Family, principal: Principal) -> Server[Any]:
     """Build the MCP server of ``family`` over ``service``.
 
-    Tools are listed from the registry on every ``tools/list``, so an operation registered
+    The queue family also serves the MCP Tasks extension (:mod:`taskmcp.tasks`): durable
+    task handles backed by the queue, for clients that declare it. Tools are listed from the
+    registry on every ``tools/list``, so an operation registered
     later appears without rebuilding; the list holds what the principal's tier and autonomy
     reach. Calls run in a worker thread (the journal is
     synchronous) and never raise into the SDK: every outcome is a ``CallToolResult``.
@@ -153,7 +156,7 @@ def build_server(service: Service, family: Family, principal: Principal) -> Serv
             return _failure(err)
         return _success(response)
 
-    return Server(
+    server: Server[Any] = Server(
         "agent-task",
         version=__version__,
         title="agent-task " + family.value,
@@ -161,6 +164,9 @@ def build_server(service: Service, family: Family, principal: Principal) -> Serv
         on_list_tools=on_list_tools,
         on_call_tool=on_call_tool,
     )
+    if family is Family.QUEUE:
+        apply_extension(server, QueueTasks(service, principal, _failure), on_call_tool)
+    return server
 
 
 async def run_stdio(service: Service, family: Family, actor: Actor, route: Route | None) -> None:
