@@ -88,9 +88,16 @@ def input_hash(value: Any) -> str:
     >>> input_hash({"b": 1, "a": "é"}) == hashlib.sha256('{"a":"é","b":1}'.encode()).hexdigest()
     True
     """
-    text = json.dumps(
-        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
-    )
+    try:
+        text = json.dumps(
+            value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+        )
+    except ValueError:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            "the input holds a number JSON cannot carry (infinite or NaN); send a finite one",
+            path="$",
+        ) from None
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
@@ -220,7 +227,10 @@ def apply_grant(call: QueueCall, request: GateApplyIn, run: GrantedCall) -> Gran
             f"approval gate {gate.gate_id} admits {named}, not {request.verb}",
             path="$.verb",
         )
-    presented = input_hash(request.input)
+    try:
+        presented = input_hash(request.input)
+    except TaskError as err:
+        raise err.at("$.input") from None
     if gate.input_hash is None or gate.input_hash != presented:
         raise TaskError(
             ErrorCode.GRANT_INPUT_MISMATCH,

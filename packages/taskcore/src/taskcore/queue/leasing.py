@@ -176,7 +176,10 @@ def _escalated_hash(request: EscalateIn) -> str | None:
         )
     if request.target_input is None:
         return request.input_hash
-    computed = input_hash(request.target_input)
+    try:
+        computed = input_hash(request.target_input)
+    except TaskError as err:
+        raise err.at("$.targetInput") from None
     if request.input_hash is not None and request.input_hash != computed:
         raise TaskError(
             ErrorCode.INVALID_VALUE,
