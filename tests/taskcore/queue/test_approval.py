@@ -16,7 +16,7 @@ def _escalated(door, **gate):
     return task_id, result["gate"]["gateId"]
 
 
-def test_approval_requeues_the_task_and_the_next_claim_consumes_the_grant(door, clock):
+def test_approval_requeues_the_task_and_claims_show_the_open_grant(door, clock):
     task_id, gate_id = _escalated(door, targetVerb="repo.push", inputHash=HASH)
     clock.advance(7)
     decided = door(ADMIN, "agenttask.gate.approve", {"gateId": gate_id, "note": "ok"})
@@ -33,18 +33,9 @@ def test_approval_requeues_the_task_and_the_next_claim_consumes_the_grant(door, 
         "targetVerb": "repo.push",
         "inputHash": HASH,
     }
+    # claiming consumes nothing: only agenttask.gate.apply does
     gate = door(ADMIN, "agenttask.gate.get", {"gateId": gate_id})
-    assert (gate["status"], gate["consumedBy"]) == ("CONSUMED", "worker2")
-
-
-def test_a_grant_is_consumed_exactly_once(door):
-    task_id, gate_id = _escalated(door)
-    door(ADMIN, "agenttask.gate.approve", {"gateId": gate_id})
-    first = door(WORKER, "agenttask.claim", {"taskId": task_id})
-    assert first["lease"]["grant"]["gateId"] == gate_id
-    door(WORKER, "agenttask.release", {"taskId": task_id})
-    second = door(WORKER2, "agenttask.claim", {"taskId": task_id})
-    assert second["lease"]["grant"] is None
+    assert (gate["status"], gate["consumedBy"]) == ("APPROVED", None)
 
 
 def test_rejection_fails_the_task_with_the_reason_and_it_can_be_requeued(door, clock):
@@ -56,8 +47,25 @@ def test_rejection_fails_the_task_with_the_reason_and_it_can_be_requeued(door, c
     assert decided["task"]["finishedAtMs"] == START_MS + 4
     assert "too risky" in decided["task"]["lastError"]
     assert gate_id in decided["task"]["lastError"]
+    # the creator sees the decision and its reason through get and feed
+    got = door(MEMBER, "agenttask.get", {"taskId": task_id})
+    assert got["lastError"] == f"approval gate {gate_id} was rejected: too risky"
+    entry = door(MEMBER, "agenttask.feed", {"taskId": task_id})["entries"][0]
+    assert entry["status"] == "FAILED"
+    assert entry["gate"]["status"] == "REJECTED"
+    assert entry["gate"]["note"] == "too risky"
+    assert entry["gate"]["decidedBy"] == "admin"
     assert door(MEMBER, "agenttask.requeue", {"taskId": task_id})["status"] == "QUEUED"
     assert door(WORKER, "agenttask.claim", {"taskId": task_id})["lease"]["grant"] is None
+
+
+@pytest.mark.parametrize("body", [{}, {"note": ""}, {"note": None}])
+def test_a_rejection_must_say_why(door, body):
+    task_id, gate_id = _escalated(door)
+    err = door.refused(ADMIN, "agenttask.gate.reject", {"gateId": gate_id, **body})
+    assert err.code in (ErrorCode.MISSING_FIELD, ErrorCode.OUT_OF_BOUNDS, ErrorCode.WRONG_TYPE)
+    assert err.path == "$.note"
+    assert door.row(task_id).status == "ESCALATED"
 
 
 @pytest.mark.parametrize(
@@ -71,9 +79,9 @@ def test_rejection_fails_the_task_with_the_reason_and_it_can_be_requeued(door, c
 )
 def test_a_gate_is_decided_once(door, first, second):
     task_id, gate_id = _escalated(door)
-    door(ADMIN, first, {"gateId": gate_id})
+    door(ADMIN, first, {"gateId": gate_id, "note": "first"})
     before = door.row(task_id)
-    err = door.refused(ADMIN, second, {"gateId": gate_id})
+    err = door.refused(ADMIN, second, {"gateId": gate_id, "note": "second"})
     assert err.code is ErrorCode.ILLEGAL_TRANSITION
     assert door.row(task_id) == before
 
@@ -98,8 +106,9 @@ def test_escalating_again_voids_an_unconsumed_grant(door):
 def test_gates_of_another_workspace_are_not_found(door):
     _, gate_id = _escalated(door)
     for verb in ("agenttask.gate.get", "agenttask.gate.approve", "agenttask.gate.reject"):
-        foreign = door.refused(OUTSIDER, verb, {"gateId": gate_id})
-        missing = door.refused(OUTSIDER, verb, {"gateId": "ag_missing"})
+        extra = {"note": "no"} if verb.endswith("reject") else {}
+        foreign = door.refused(OUTSIDER, verb, {"gateId": gate_id, **extra})
+        missing = door.refused(OUTSIDER, verb, {"gateId": "ag_missing", **extra})
         assert foreign.code is missing.code is ErrorCode.NOT_FOUND
         assert foreign.path == missing.path == "$.gateId"
     assert door(ADMIN, "agenttask.gate.get", {"gateId": gate_id})["status"] == "PENDING"
@@ -114,6 +123,199 @@ def test_only_admins_decide_and_approval_needs_sensitive_autonomy(door):
     assert door.refused(timid_admin, "agenttask.gate.approve", {"gateId": gate_id}).code is (
         ErrorCode.AUTONOMY_EXCEEDED
     )
-    assert door(timid_admin, "agenttask.gate.reject", {"gateId": gate_id})["gate"]["status"] == (
-        "REJECTED"
+    rejected = door(timid_admin, "agenttask.gate.reject", {"gateId": gate_id, "note": "no"})
+    assert rejected["gate"]["status"] == "REJECTED"
+
+
+# -- agenttask.gate.apply: the call a grant admits ----------------------------------------------
+
+# A member seat with autonomy 1: it may work tasks (write) but not cancel one (sensitive, 2).
+SEAT = Actor(token_id="seat", workspace="w", tier=Tier.MEMBER, autonomy=1)
+SEAT2 = Actor(token_id="seat2", workspace="w", tier=Tier.MEMBER, autonomy=1)
+
+
+def _granted(door, *, approve=True, target=None, **escalate):
+    """SEAT works task T and escalates to cancel task V; an admin decides; SEAT claims T again.
+
+    Returns (task id, victim id, gate id, fence of SEAT's current lease or None).
+    """
+    victim = door.create()["taskId"]
+    task_id = door.claimed(SEAT)["task"]["taskId"]
+    cancel = {"taskId": victim} if target is None else target
+    gate = door(
+        SEAT,
+        "agenttask.escalate",
+        {"taskId": task_id, "targetVerb": "agenttask.cancel", "targetInput": cancel, **escalate},
+    )["gate"]
+    if approve is None:
+        return task_id, victim, gate["gateId"], None
+    verb = "agenttask.gate.approve" if approve else "agenttask.gate.reject"
+    door(ADMIN, verb, {"gateId": gate["gateId"], "note": "decided"})
+    if not approve:
+        door(MEMBER, "agenttask.requeue", {"taskId": task_id})
+    fence = door(SEAT, "agenttask.claim", {"taskId": task_id})["lease"]["fence"]
+    return task_id, victim, gate["gateId"], fence
+
+
+def _apply(task_id, gate_id, victim, fence=None, verb="agenttask.cancel"):
+    body = {"taskId": task_id, "gateId": gate_id, "verb": verb, "input": {"taskId": victim}}
+    return body if fence is None else {**body, "fence": fence}
+
+
+def test_input_hash_is_the_sha256_of_the_sorted_compact_json():
+    import hashlib
+
+    from taskcore.queue.approval import input_hash
+
+    assert input_hash({"taskId": "at_1"}) == hashlib.sha256(b'{"taskId":"at_1"}').hexdigest()
+    assert input_hash({"b": [1, 2], "a": None}) == input_hash({"a": None, "b": [1, 2]})
+    assert input_hash({"taskId": "at_1"}) != input_hash({"taskId": "at_2"})
+
+
+def test_a_grant_admits_the_over_autonomy_call_once_in_the_same_transaction(door, service):
+    victim = door.create()["taskId"]
+    task_id = door.claimed(SEAT)["task"]["taskId"]
+    # without a grant the seat may not cancel (sensitive needs autonomy 2)
+    assert door.refused(SEAT, "agenttask.cancel", {"taskId": victim}).code is (
+        ErrorCode.AUTONOMY_EXCEEDED
     )
+    escalated = door(
+        SEAT,
+        "agenttask.escalate",
+        {
+            "taskId": task_id,
+            "targetVerb": "agenttask.cancel",
+            "targetInput": {"taskId": victim},
+            "reason": "the duplicate must go",
+        },
+    )
+    gate_id = escalated["gate"]["gateId"]
+    from taskcore.queue.approval import input_hash
+
+    assert escalated["gate"]["inputHash"] == input_hash({"taskId": victim})
+    door(ADMIN, "agenttask.gate.approve", {"gateId": gate_id})
+    claim = door(SEAT, "agenttask.claim", {"taskId": task_id})
+    assert claim["lease"]["grant"]["gateId"] == gate_id
+    audit_before = service.audit_count()
+    applied = door(SEAT, "agenttask.gate.apply", _apply(task_id, gate_id, victim, 2))
+    assert applied["verb"] == "agenttask.cancel"
+    assert applied["result"]["taskId"] == victim
+    assert applied["result"]["status"] == "CANCELLED"
+    assert applied["gate"]["status"] == "CONSUMED"
+    assert applied["gate"]["consumedBy"] == "seat"
+    assert door.row(victim).status == "CANCELLED"
+    assert door.row(task_id).status == "LEASED"  # the worker keeps its lease and goes on
+    # audited as the call plus the grant consumed: two events in the one transaction
+    assert service.audit_count() == audit_before + 2
+    assert service.audit_count(operation="agenttask.cancel") == 2  # refused + granted
+    assert service.audit_count(operation="agenttask.gate.apply") == 1
+    # a second use is refused with its own code, and changes nothing
+    other = door.create()["taskId"]
+    again = door.refused(SEAT, "agenttask.gate.apply", _apply(task_id, gate_id, other))
+    assert again.code is ErrorCode.GRANT_CONSUMED
+    assert door.row(other).status == "QUEUED"
+
+
+def test_refusals_each_have_their_own_code_and_change_nothing(door, clock):
+    cases = []
+    # pending: the gate is not decided yet (presented by the holder of another task's lease)
+    pending_task, victim, pending_gate, _ = _granted(door, approve=None)
+    other = door.claimed(SEAT2)["task"]["taskId"]
+    cases.append((SEAT2, _apply(other, pending_gate, victim), ErrorCode.GRANT_PENDING))
+    # denied: the gate was rejected (the task was requeued and claimed again)
+    task_id, victim, gate_id, _ = _granted(door, approve=False)
+    cases.append((SEAT, _apply(task_id, gate_id, victim), ErrorCode.GRANT_DENIED))
+    # another task: an approved grant presented by the holder of a different task's lease
+    task_id, victim, gate_id, _ = _granted(door)
+    cases.append((SEAT2, _apply(other, gate_id, victim), ErrorCode.GRANT_TASK_MISMATCH))
+    # another input
+    cases.append((SEAT, _apply(task_id, gate_id, other), ErrorCode.GRANT_INPUT_MISMATCH))
+    # another verb
+    wrong_verb = _apply(task_id, gate_id, victim, verb="agenttask.requeue")
+    cases.append((SEAT, wrong_verb, ErrorCode.GRANT_VERB_MISMATCH))
+    # not the lease holder, a stale fence
+    cases.append((SEAT2, _apply(task_id, gate_id, victim), ErrorCode.LEASE_NOT_HELD))
+    cases.append((SEAT, _apply(task_id, gate_id, victim, fence=1), ErrorCode.STALE_FENCE))
+    # a gate of another workspace is not found
+    outsider = Actor(token_id="seat", workspace="other", tier=Tier.MEMBER, autonomy=1)
+    cases.append((outsider, _apply(task_id, gate_id, victim), ErrorCode.NOT_FOUND))
+    rows = {t: door.row(t) for t in (task_id, victim, other, pending_task)}
+    gates = {g: door(ADMIN, "agenttask.gate.get", {"gateId": g}) for g in (gate_id, pending_gate)}
+    for actor, body, want in cases:
+        err = door.refused(actor, "agenttask.gate.apply", body)
+        assert err.code is want, (body, err.code, want)
+    assert {t: door.row(t) for t in rows} == rows
+    assert {g: door(ADMIN, "agenttask.gate.get", {"gateId": g}) for g in gates} == gates
+    # an expired lease: the grant is still APPROVED but the caller holds nothing
+    clock.advance(60 * 60 * 1000)
+    expired = door.refused(SEAT, "agenttask.gate.apply", _apply(task_id, gate_id, victim))
+    assert expired.code is ErrorCode.LEASE_NOT_HELD
+    assert door(ADMIN, "agenttask.gate.get", {"gateId": gate_id})["status"] == "APPROVED"
+
+
+def test_a_voided_grant_is_refused(door):
+    task_id, victim, gate_id, fence = _granted(door)
+    # escalating again voids the unconsumed grant; the new gate is approved and re-claimed
+    again = door(SEAT, "agenttask.escalate", {"taskId": task_id, "fence": fence})["gate"]
+    door(ADMIN, "agenttask.gate.approve", {"gateId": again["gateId"]})
+    door(SEAT, "agenttask.claim", {"taskId": task_id})
+    err = door.refused(SEAT, "agenttask.gate.apply", _apply(task_id, gate_id, victim))
+    assert err.code is ErrorCode.GRANT_VOIDED
+
+
+def test_a_gate_without_a_target_admits_no_call(door):
+    task_id = door.claimed(SEAT)["task"]["taskId"]
+    gate_id = door(SEAT, "agenttask.escalate", {"taskId": task_id})["gate"]["gateId"]
+    door(ADMIN, "agenttask.gate.approve", {"gateId": gate_id})
+    door(SEAT, "agenttask.claim", {"taskId": task_id})
+    err = door.refused(SEAT, "agenttask.gate.apply", _apply(task_id, gate_id, "at_x"))
+    assert err.code is ErrorCode.GRANT_VERB_MISMATCH
+
+
+def test_the_granted_call_is_still_checked_and_rolls_back_with_the_grant(door):
+    # the grant names a cancel of a task that does not exist: the call is refused inside the
+    # transaction, so the grant is not consumed and can still be used... for that same input
+    task_id, _, gate_id, _ = _granted(door, target={"taskId": "at_missing"})
+    err = door.refused(SEAT, "agenttask.gate.apply", _apply(task_id, gate_id, "at_missing"))
+    assert err.code is ErrorCode.NOT_FOUND
+    assert err.path == "$.input.taskId"
+    assert door(ADMIN, "agenttask.gate.get", {"gateId": gate_id})["status"] == "APPROVED"
+
+
+def test_a_grant_lifts_autonomy_but_never_the_tier(door):
+    # an agent-tier worker escalates for a member-tier verb: approved, it is still FORBIDDEN
+    victim = door.create()["taskId"]
+    task_id = door.claimed(WORKER)["task"]["taskId"]
+    body = {"taskId": task_id, "targetVerb": "agenttask.cancel", "targetInput": {"taskId": victim}}
+    gate_id = door(WORKER, "agenttask.escalate", body)["gate"]["gateId"]
+    door(ADMIN, "agenttask.gate.approve", {"gateId": gate_id})
+    door(WORKER, "agenttask.claim", {"taskId": task_id})
+    err = door.refused(WORKER, "agenttask.gate.apply", _apply(task_id, gate_id, victim))
+    assert err.code is ErrorCode.FORBIDDEN
+    assert door(ADMIN, "agenttask.gate.get", {"gateId": gate_id})["status"] == "APPROVED"
+    assert door.row(victim).status == "QUEUED"
+
+
+def test_escalate_checks_target_input_against_input_hash_and_refuses_a_grant_for_a_grant(door):
+    task_id = door.claimed(SEAT)["task"]["taskId"]
+    mismatch = {"taskId": task_id, "targetInput": {"taskId": "a"}, "inputHash": HASH}
+    assert door.refused(SEAT, "agenttask.escalate", mismatch).code is ErrorCode.INVALID_VALUE
+    recursive = {"taskId": task_id, "targetVerb": "agenttask.gate.apply"}
+    assert door.refused(SEAT, "agenttask.escalate", recursive).code is ErrorCode.INVALID_VALUE
+    assert door.row(task_id).status == "LEASED"
+
+
+def test_an_input_json_cannot_carry_is_invalid_not_a_server_error(door):
+    task_id = door.claimed(SEAT)["task"]["taskId"]
+    raw = b'{"taskId": "%s", "targetVerb": "agenttask.cancel", "targetInput": {"n": 1e400}}'
+    err = door.refused(SEAT, "agenttask.escalate", raw % task_id.encode())
+    assert (err.code, err.path) == (ErrorCode.INVALID_VALUE, "$.targetInput")
+    apply = b'{"taskId": "%s", "gateId": "ag_x", "verb": "v", "input": {"n": -1e400}}'
+    gate_id = door(
+        SEAT, "agenttask.escalate", {"taskId": task_id, "targetVerb": "v", "inputHash": HASH}
+    )
+    door(ADMIN, "agenttask.gate.approve", {"gateId": gate_id["gate"]["gateId"]})
+    door(SEAT, "agenttask.claim", {"taskId": task_id})
+    body = apply.replace(b"ag_x", gate_id["gate"]["gateId"].encode()) % task_id.encode()
+    err = door.refused(SEAT, "agenttask.gate.apply", body)
+    assert (err.code, err.path) == (ErrorCode.INVALID_VALUE, "$.input")

@@ -169,8 +169,7 @@ class QueueMachine(RuleBasedStateMachine):
         task.fence += 1
         task.status, task.owner = "LEASED", worker.token_id
         task.expires, task.first, task.extensions = self.now + LEASE_DEFAULT_MS, self.now, 0
-        if task.gate == "APPROVED":
-            task.gate = None
+        # an approved grant stays open across claims until agenttask.gate.apply uses it
 
     def holder_error(self, task: Model, actor: Actor, fence: int | None) -> ErrorCode | None:
         if fence is not None and fence != task.fence:
@@ -318,7 +317,7 @@ class QueueMachine(RuleBasedStateMachine):
         task = gated[index % len(gated)]
         before = self.row(task.task_id)
         verb = "agenttask.gate.approve" if approve else "agenttask.gate.reject"
-        _, code = self.call(ADMIN, verb, {"gateId": task.gate_id})
+        _, code = self.call(ADMIN, verb, {"gateId": task.gate_id, "note": "decided"})
         pending = task.gate == "PENDING" and task.status == "ESCALATED"
         self.expect(task, code, None if pending else ErrorCode.ILLEGAL_TRANSITION, before)
         if code is None and approve:

@@ -47,6 +47,35 @@ class ErrorKind(enum.Enum):
         """The process exit status the CLI must end with."""
         return self.value[1]
 
+    @property
+    def jsonrpc_code(self) -> int:
+        """The JSON-RPC error code for a refusal of a protocol method (MCP ``tasks/*``).
+
+        The request named something wrong or missing: ``-32602`` (invalid params, which the
+        MCP Tasks extension prescribes for an unknown task id). A bug: ``-32603``. Anything
+        else (who is calling, state, load): ``-32000``, JSON-RPC's implementation-defined
+        server error. The ``{error, code}`` body travels as the error's ``data``.
+
+        >>> ErrorKind.NOT_FOUND.jsonrpc_code, ErrorKind.CONFLICT.jsonrpc_code
+        (-32602, -32000)
+        """
+        if self in _INVALID_PARAMS_KINDS:
+            return -32602
+        if self is ErrorKind.INTERNAL:
+            return -32603
+        return -32000
+
+
+_INVALID_PARAMS_KINDS = frozenset(
+    {
+        ErrorKind.BAD_REQUEST,
+        ErrorKind.NOT_FOUND,
+        ErrorKind.TOO_LARGE,
+        ErrorKind.UNPROCESSABLE,
+        ErrorKind.UNSUPPORTED_MEDIA,
+    }
+)
+
 
 class ErrorCode(enum.Enum):
     """Stable, closed error codes. ``value`` is the wire spelling."""
@@ -79,6 +108,11 @@ class ErrorCode(enum.Enum):
     AUTHORIZATION_CHANGED = ("AUTHORIZATION_CHANGED", ErrorKind.FORBIDDEN)
     EXECUTOR_NOT_ENROLLED = ("EXECUTOR_NOT_ENROLLED", ErrorKind.FORBIDDEN)
     EXECUTOR_REVOKED = ("EXECUTOR_REVOKED", ErrorKind.FORBIDDEN)
+    # An approval grant (agenttask.gate.apply) that does not cover the call presented.
+    GRANT_DENIED = ("GRANT_DENIED", ErrorKind.FORBIDDEN)
+    GRANT_TASK_MISMATCH = ("GRANT_TASK_MISMATCH", ErrorKind.FORBIDDEN)
+    GRANT_VERB_MISMATCH = ("GRANT_VERB_MISMATCH", ErrorKind.FORBIDDEN)
+    GRANT_INPUT_MISMATCH = ("GRANT_INPUT_MISMATCH", ErrorKind.FORBIDDEN)
 
     # -- what is asked for -----------------------------------------------------------------
     NOT_FOUND = ("NOT_FOUND", ErrorKind.NOT_FOUND)
@@ -99,6 +133,10 @@ class ErrorCode(enum.Enum):
     DEPTH_EXCEEDED = ("DEPTH_EXCEEDED", ErrorKind.CONFLICT)
     EXECUTION_UNCERTAIN = ("EXECUTION_UNCERTAIN", ErrorKind.CONFLICT)
     COLLECTOR_PROFILE_CHANGED = ("COLLECTOR_PROFILE_CHANGED", ErrorKind.CONFLICT)
+    # An approval grant whose gate is not (or no longer) approved.
+    GRANT_PENDING = ("GRANT_PENDING", ErrorKind.CONFLICT)
+    GRANT_CONSUMED = ("GRANT_CONSUMED", ErrorKind.CONFLICT)
+    GRANT_VOIDED = ("GRANT_VOIDED", ErrorKind.CONFLICT)
 
     # -- the service cannot answer right now -----------------------------------------------
     BUSY = ("BUSY", ErrorKind.UNAVAILABLE)

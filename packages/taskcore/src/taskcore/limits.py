@@ -66,6 +66,7 @@ __all__ = [
     "MATTER_READERS_MAX",
     "MAX_AGENT_TASK_DEPTH",
     "MAX_LEASE_EXTENSIONS",
+    "MCP_TASK_POLL_INTERVAL_MS",
     "NAMED_REFERENCES_MAX",
     "OBSERVE_ATTEMPTS_MAX",
     "OBSERVE_PAGE_DEFAULT",
@@ -207,6 +208,8 @@ MAX_LEASE_EXTENSIONS: Final = 4
 """Non-terminal renewals before the runaway guard requeues (*seed*: 4)."""
 LEASE_WALLCLOCK_CAP_SECONDS: Final = 2 * 60 * 60
 """Wall-clock cap from first lease before the runaway guard requeues (ours: 2 h)."""
+MCP_TASK_POLL_INTERVAL_MS: Final = 5_000
+"""The ``pollIntervalMs`` an MCP task handle suggests (ours); queue work takes minutes."""
 MAX_AGENT_TASK_DEPTH: Final = 5
 """Deepest queue task (root is 0) (*seed*: 5)."""
 CHECKPOINT_PRUNE_DEFAULT_DAYS: Final = 30

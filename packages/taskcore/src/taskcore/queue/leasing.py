@@ -19,7 +19,7 @@ import attrs
 from taskcore.actors import MAX_AUTONOMY
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import QUEUE_PAYLOAD_MAX_BYTES
-from taskcore.queue.approval import mint_gate, take_grant, void_open_gate
+from taskcore.queue.approval import GRANT_VERB, input_hash, mint_gate, open_grant, void_open_gate
 from taskcore.queue.common import QueueCall, is_admin, json_text, load_task, write_task
 from taskcore.queue.leases import (
     cleared_lease,
@@ -49,7 +49,7 @@ class Refused:
 def _take(call: QueueCall, task: TaskRecord, lease_ms: int | None) -> ClaimResult:
     length = call.lease_length(lease_ms)
     claimed = write_task(call, granted_lease(task, call.actor, call.now_ms, length))
-    grant = take_grant(call, claimed)
+    grant = open_grant(call, claimed)
     phase = call.tx.queue.latest_phase(call.workspace, claimed.task_id)
     assert claimed.lease_owner is not None
     assert claimed.lease_expires_at_ms is not None
@@ -169,11 +169,33 @@ def release(call: QueueCall, request: ReleaseIn) -> TaskView:
     return task_view(write_task(call, cleared_lease(task, target, call.now_ms)), call.now_ms)
 
 
+def _escalated_hash(request: EscalateIn) -> str | None:
+    if request.target_verb == GRANT_VERB:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE, "a grant cannot admit another grant", path="$.targetVerb"
+        )
+    if request.target_input is None:
+        return request.input_hash
+    try:
+        computed = input_hash(request.target_input)
+    except TaskError as err:
+        raise err.at("$.targetInput") from None
+    if request.input_hash is not None and request.input_hash != computed:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            f"inputHash is not the hash of targetInput ({computed}); send one or the other",
+            path="$.inputHash",
+        )
+    return computed
+
+
 def escalate(call: QueueCall, request: EscalateIn) -> EscalateResult:
     """Park the task in ``ESCALATED`` behind a new one-shot approval gate.
 
     A ``LEASED`` task may be escalated by its lease holder (the lease ends); a ``QUEUED`` task
-    by its creator or an admin. Escalated and terminal tasks refuse.
+    by its creator or an admin. Escalated and terminal tasks refuse. ``targetInput`` (ours) is
+    the input of the call to approve: the gate keeps only its
+    :func:`~taskcore.queue.approval.input_hash`, so a caller need not compute the hash.
     """
     task = load_task(call, request.task_id)
     require_fence(task, request.fence)
@@ -193,7 +215,7 @@ def escalate(call: QueueCall, request: EscalateIn) -> EscalateResult:
         call,
         task,
         target_verb=request.target_verb,
-        input_hash=request.input_hash,
+        input_hash=_escalated_hash(request),
         reason=request.reason,
     )
     escalated = attrs.evolve(

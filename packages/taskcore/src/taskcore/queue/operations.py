@@ -1,4 +1,4 @@
-"""The ``agenttask.*`` operations: the nineteen queue verbs and the queue's admin verbs.
+"""The ``agenttask.*`` operations: the queue verbs (seed 003's nineteen and gate.apply), admin verbs.
 
 :func:`register` adds them to a :class:`~taskcore.service.Registry`. The front door checks
 the tier and the autonomy (from ``risk``), decodes the input strictly, runs the handler in
@@ -13,9 +13,9 @@ refusal's code) commit in the call's one transaction before the error reaches th
 >>> from taskcore.service import Registry, Surface
 >>> registry = Registry()
 >>> register(registry)
->>> len(registry.names(Surface.QUEUE))
-19
->>> registry.get("agenttask.cancel").mcp, registry.get("agenttask.claimNext").mcp
+>>> len(registry.names(Surface.QUEUE))  # the nineteen and agenttask.gate.apply
+20
+>>> registry.get("agenttask.claimNext").mcp, registry.get("agenttask.list").mcp
 (True, False)
 """
 
@@ -39,8 +39,10 @@ from taskcore.queue.requests import (
     ExtSetWaitingIn,
     ExtUpdateIn,
     FeedIn,
+    GateApplyIn,
     GateDecisionIn,
     GateRef,
+    GateRejectIn,
     ListIn,
     MatterCreateIn,
     MatterGrantIn,
@@ -60,6 +62,7 @@ from taskcore.queue.types import (
     ExtView,
     FeedResult,
     GateDecision,
+    GrantApplied,
     ListResult,
     MatterView,
     PhaseWritten,
@@ -129,6 +132,13 @@ def _checkpoint_handler(ctx: CallContext, request: CheckpointIn) -> TaskView | C
     return outcome
 
 
+def _apply_grant_handler(ctx: CallContext, request: GateApplyIn) -> GrantApplied:
+    def run(verb: str, payload: Any) -> Any:
+        return ctx.service.run_granted(ctx, verb, payload)
+
+    return approval.apply_grant(_call(ctx, ctx.transaction()), request, run)
+
+
 def _claim_next_handler(ctx: CallContext, request: ClaimNextIn) -> ClaimResult | dict[str, bool]:
     result = leasing.claim_next(_call(ctx, ctx.transaction()), request)
     return result if result.claimed else {"claimed": False}
@@ -188,7 +198,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             M,
             WRITE,
             idempotent=False,
-            mcp=False,
+            mcp=True,
             handler=_in_tx(tasks.create),
             description="depth = parent depth + 1; deeper than 5 is DEPTH_EXCEEDED before any "
             "write. An unregistered verb is INVALID_VALUE. The task's autonomy ceiling is the "
@@ -199,10 +209,10 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             "Read one task (its creator, lease holder or an admin).",
             TaskRef,
             TaskView,
-            M,
+            A,
             READ,
             idempotent=True,
-            mcp=False,
+            mcp=True,
             handler=_in_tx(tasks.get),
         ),
         _spec(
@@ -225,7 +235,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             A,
             WRITE,
             idempotent=False,
-            mcp=False,
+            mcp=True,
             handler=_in_tx(leasing.claim),
             description="Single winner: a live lease is CONFLICT, an escalated or terminal task "
             "ILLEGAL_TRANSITION, a ceiling below the caller's autonomy AUTONOMY_EXCEEDED. The "
@@ -239,7 +249,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             A,
             WRITE,
             idempotent=False,
-            mcp=False,
+            mcp=True,
             handler=_claim_next_handler,
             description="Highest priority, then oldest, among QUEUED tasks and expired leases "
             "whose autonomy ceiling admits the caller; optionally one carrier verb. Concurrent "
@@ -253,7 +263,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             A,
             WRITE,
             idempotent=False,
-            mcp=False,
+            mcp=True,
             handler=_checkpoint_handler,
             description="Lease holder only (LEASE_NOT_HELD). status DONE|FAILED ends the lease "
             "and stamps finishedAtMs. A 5th renewal, or one past the wall-clock cap, is refused "
@@ -267,7 +277,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             A,
             WRITE,
             idempotent=False,
-            mcp=False,
+            mcp=True,
             handler=_in_tx(leasing.release),
             description=_FENCE_NOTE.strip(),
         ),
@@ -303,10 +313,30 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             A,
             WRITE,
             idempotent=False,
-            mcp=False,
+            mcp=True,
             handler=_in_tx(leasing.escalate),
             description="The lease holder (or, for a QUEUED task, its creator or an admin) asks "
-            "an admin to approve {targetVerb, inputHash}." + _FENCE_NOTE,
+            "an admin to approve {targetVerb, inputHash}; send targetInput (the call's input) "
+            "instead of inputHash to have it hashed here. Once approved, agenttask.gate.apply "
+            "makes that call." + _FENCE_NOTE,
+        ),
+        _spec(
+            approval.GRANT_VERB,
+            "Make the one call an approved escalation grants, consuming the grant.",
+            GateApplyIn,
+            GrantApplied,
+            A,
+            WRITE,
+            idempotent=False,
+            mcp=True,
+            handler=_apply_grant_handler,
+            description="Lease holder only. {taskId, gateId, verb, input, fence?}: the front door "
+            "runs verb(input) in this call's transaction beyond the caller's autonomy when the "
+            "gate is the task's, APPROVED, its targetVerb is verb and its inputHash the SHA-256 "
+            "of input's canonical JSON (sorted keys, compact); the gate becomes CONSUMED with "
+            "it. Refusals: GRANT_PENDING, GRANT_DENIED, GRANT_CONSUMED, GRANT_VOIDED, "
+            "GRANT_TASK_MISMATCH, GRANT_VERB_MISMATCH, GRANT_INPUT_MISMATCH, LEASE_NOT_HELD."
+            + _FENCE_NOTE,
         ),
         _spec(
             "agenttask.reorder",
@@ -340,7 +370,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             M,
             READ,
             idempotent=True,
-            mcp=False,
+            mcp=True,
             handler=_in_tx(tasks.feed),
             description="taskId: creator or admin only. matterId: readers of the matter only. "
             "Neither: the workspace's non-matter tasks. Anything else is NOT_FOUND.",
@@ -468,8 +498,8 @@ def _admin_operations() -> tuple[Operation[Any, Any], ...]:
         ),
         _spec(
             "agenttask.gate.reject",
-            "Reject an escalation: the task ends FAILED.",
-            GateDecisionIn,
+            "Reject an escalation, saying why (note): the task ends FAILED.",
+            GateRejectIn,
             GateDecision,
             ADM,
             WRITE,
@@ -525,6 +555,6 @@ def _admin_operations() -> tuple[Operation[Any, Any], ...]:
 
 
 def register(registry: Registry) -> None:
-    """Register the nineteen queue verbs (Surface.QUEUE) and the queue's admin verbs."""
+    """Register the queue verbs (the nineteen and ``agenttask.gate.apply``) and admin verbs."""
     for op in (*_queue_operations(), *_admin_operations()):
         registry.register(op)

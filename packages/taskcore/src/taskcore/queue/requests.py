@@ -50,8 +50,10 @@ __all__ = [
     "ExtSetWaitingIn",
     "ExtUpdateIn",
     "FeedIn",
+    "GateApplyIn",
     "GateDecisionIn",
     "GateRef",
+    "GateRejectIn",
     "ListIn",
     "MatterCreateIn",
     "MatterGrantIn",
@@ -169,6 +171,11 @@ class EscalateIn:
     input_hash: str | None = wire_field(default=None, wire="inputHash", pattern=HEX64_PATTERN)
     reason: str | None = wire_field(default=None, max_len=REASON_MAX_CHARS)
     fence: int | None = _fence()
+    target_input: dict[str, Any] | None = wire_field(
+        default=None,
+        wire="targetInput",
+        doc="ours: the call's input object; the gate keeps only its inputHash (computed here)",
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -280,10 +287,33 @@ class GateRef:
 
 @attrs.frozen(kw_only=True)
 class GateDecisionIn:
-    """``agenttask.gate.approve`` / ``.reject``: decide a pending approval gate once."""
+    """``agenttask.gate.approve``: approve a pending approval gate (once)."""
 
     gate_id: str = _id("gateId", required=True)
     note: str | None = wire_field(default=None, max_len=REASON_MAX_CHARS)
+
+
+@attrs.frozen(kw_only=True)
+class GateRejectIn:
+    """``agenttask.gate.reject``: deny a pending approval gate (once), saying why."""
+
+    gate_id: str = _id("gateId", required=True)
+    note: str = wire_field(
+        min_len=1, max_len=REASON_MAX_CHARS, doc="the reason, shown to the task's creator"
+    )
+
+
+@attrs.frozen(kw_only=True)
+class GateApplyIn:
+    """``agenttask.gate.apply``: make the one call an approved grant names, consuming it."""
+
+    task_id: str = _id("taskId", required=True)
+    gate_id: str = _id("gateId", required=True)
+    verb: str = wire_field(pattern=VERB_PATTERN, doc="the grant's targetVerb")
+    input: dict[str, Any] = wire_field(
+        doc="the call's input; its canonical SHA-256 must equal the grant's inputHash"
+    )
+    fence: int | None = _fence()
 
 
 @attrs.frozen(kw_only=True)

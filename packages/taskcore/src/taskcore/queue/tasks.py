@@ -30,7 +30,7 @@ from taskcore.queue.requests import CreateIn, FeedIn, ListIn, ReorderIn, TaskRef
 from taskcore.queue.transitions import TaskAction, next_status
 from taskcore.queue.types import FeedResult, ListResult, RankResult, TaskStatus, TaskView
 from taskcore.queue.verb_registry import require_registered
-from taskcore.queue.views import feed_entry, task_view
+from taskcore.queue.views import feed_entry, gate_view, task_view
 from taskcore.store.queue_api import TaskRecord
 
 __all__ = [
@@ -196,8 +196,9 @@ def rank_by_objective(call: QueueCall, request: TaskRef) -> RankResult:
 def feed(call: QueueCall, request: FeedIn) -> FeedResult:
     """The reasoning feed: one task, one matter, or the workspace's non-matter tasks.
 
-    * ``taskId``: the task's status, checkpoint and ``checkpoint.output``, for its creator or
-      an admin; anyone else gets the same ``NOT_FOUND`` as for a missing task.
+    * ``taskId``: the task's status, checkpoint and ``checkpoint.output`` and its approval
+      gate (with the decision and its reason), for its creator or an admin; anyone else gets
+      the same ``NOT_FOUND`` as for a missing task.
     * ``matterId``: the matter's tasks (rationale, autonomy exercised, status), only if the
       caller may read the matter (same ``NOT_FOUND`` otherwise), proven before disclosure.
     * neither: the workspace's tasks without a matter.
@@ -213,6 +214,9 @@ def feed(call: QueueCall, request: FeedIn) -> FeedResult:
         if not may_read(call, task, lease_holder=False):
             raise task_not_found(request.task_id)
         entry = feed_entry(task, call.now_ms, with_state=True)
+        if task.escalation_gate_id is not None:
+            gate = call.tx.queue.get_gate(call.workspace, task.escalation_gate_id)
+            entry = attrs.evolve(entry, gate=None if gate is None else gate_view(gate))
         return FeedResult(matter_id=task.matter_id, entries=(entry,), next_cursor=None)
     if request.matter_id is not None:
         require_readable_matter(call, request.matter_id)

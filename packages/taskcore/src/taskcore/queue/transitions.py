@@ -52,6 +52,7 @@ class TaskAction(enum.Enum):
     REJECT = "agenttask.gate.reject"
     REPRIORITIZE = "agenttask.reorder"
     WRITE_PHASE = "agenttask.checkpoint.write"
+    APPLY_GRANT = "agenttask.gate.apply"
 
 
 _Q, _L, _E = TaskStatus.QUEUED, TaskStatus.LEASED, TaskStatus.ESCALATED
@@ -71,6 +72,7 @@ TASK_TRANSITIONS: Mapping[TaskStatus, Mapping[TaskAction, TaskStatus]] = Mapping
             _A.CANCEL: _C,
             _A.REPRIORITIZE: _L,
             _A.WRITE_PHASE: _L,
+            _A.APPLY_GRANT: _L,
         },
         _E: {_A.APPROVE: _Q, _A.REJECT: _F, _A.CANCEL: _C, _A.REPRIORITIZE: _E},
         _F: {_A.REQUEUE: _Q},

@@ -31,6 +31,7 @@ __all__ = [
     "GateDecision",
     "GateStatus",
     "Grant",
+    "GrantApplied",
     "LeaseHandle",
     "LeaseView",
     "ListResult",
@@ -199,6 +200,15 @@ class EscalateResult:
 
 
 @attrs.frozen(kw_only=True)
+class GrantApplied:
+    """``agenttask.gate.apply``: the consumed grant and the granted call's own result."""
+
+    gate: ApprovalGateView = wire_field()
+    verb: str = wire_field()
+    result: Any = wire_field(doc="what the granted operation answered")
+
+
+@attrs.frozen(kw_only=True)
 class GateDecision:
     """An approval gate after an admin decided it, and its task."""
 
@@ -233,6 +243,9 @@ class FeedEntry:
     last_error: str | None = wire_field(wire="lastError")
     checkpoint: Any = wire_field(default=None)
     output: Any = wire_field(default=None)
+    gate: ApprovalGateView | None = wire_field(
+        default=None, doc="single-task feed: the task's approval gate and its decision"
+    )
 
 
 @attrs.frozen(kw_only=True)
