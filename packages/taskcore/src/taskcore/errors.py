@@ -99,6 +99,7 @@ class ErrorCode(enum.Enum):
     DEPTH_EXCEEDED = ("DEPTH_EXCEEDED", ErrorKind.CONFLICT)
     EXECUTION_UNCERTAIN = ("EXECUTION_UNCERTAIN", ErrorKind.CONFLICT)
     COLLECTOR_PROFILE_CHANGED = ("COLLECTOR_PROFILE_CHANGED", ErrorKind.CONFLICT)
+    NOT_ADMITTED = ("NOT_ADMITTED", ErrorKind.CONFLICT)
 
     # -- the service cannot answer right now -----------------------------------------------
     BUSY = ("BUSY", ErrorKind.UNAVAILABLE)

@@ -95,6 +95,7 @@ _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.gate.operations",
     "taskcore.workflow.operations",
     "taskcore.collector.operations",
+    "taskcore.evidence.operations",
 )
 
 

@@ -121,6 +121,7 @@ from taskcore.workflow.states import (
 __all__ = [
     "COLLECTOR_COMPLETION",
     "UPLOAD_KIND",
+    "admitted_receipt",
     "collector_claim",
     "collector_completion_problem",
     "collector_descriptor",
@@ -777,6 +778,36 @@ def _reverify(tx: Transaction, transfer: TransferRecord, public_key: str) -> Non
     if decoded.digest != transfer.transfer_digest:
         raise TaskError(ErrorCode.INTEGRITY_FAILURE, "a retained transfer changed on disk")
     decoded.verify(public_key)
+
+
+def admitted_receipt(
+    tx: Transaction, subject: SubjectRecord, *, verify_signatures: bool = True
+) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """Admission's evidence checks for ``subject``, now: ``(receipt_digest, ())`` or why not.
+
+    The receipt the subject's current evidence supports (live registration and revocation,
+    current collector profile, live origin grants: :func:`_receipt_for`) must be the stored
+    one, and every retained signed transfer it names must still verify against its enrolled
+    key. Problems are ``(task_id, code)`` pairs with the qualification codes, plus
+    ``receipt_missing`` and ``transfer_unverified``. Subject currency is the caller's check
+    (:func:`~taskcore.authority.subjects.check_current`); the landing recheck runs both.
+    """
+    expected, problems = _receipt_for(tx, subject)
+    if expected is None:
+        return None, tuple(problems) or ((subject.change_id, "not_collected"),)
+    stored = tx.collector.receipt_of_subject(subject.subject_seq)
+    if stored is None or stored.receipt_digest != receipt_digest(expected):
+        return None, ((expected.tasks[0].task_id, "receipt_missing"),)
+    if verify_signatures:
+        for entry in expected.transfers:
+            transfer = tx.collector.transfer_of_attempt(entry.attempt_id)
+            try:
+                if transfer is None:
+                    raise TaskError(ErrorCode.INTEGRITY_FAILURE, "a retained transfer is missing")
+                _reverify(tx, transfer, entry.public_key)
+            except TaskError:
+                return None, ((entry.task_id, "transfer_unverified"),)
+    return stored.receipt_digest, ()
 
 
 _PROBLEM_ERRORS: Final = {

@@ -170,6 +170,15 @@ class AuthorityStore(Protocol):
         """Return the newest subject of a Change under a profile, or ``None``."""
         ...
 
+    def subjects_with_revision(
+        self, repository_id: str, profile_id: str, revision: str, limit: int
+    ) -> tuple[SubjectRecord, ...]:
+        """Subjects of a profile recorded for ``revision`` (any Change), newest first.
+
+        The landing recheck asks which subjects a pushed revision could be; at most ``limit``.
+        """
+        ...
+
     def supersede_subject(self, subject_seq: int, at_ms: int) -> None:
         """Mark a subject superseded (it stays readable)."""
         ...

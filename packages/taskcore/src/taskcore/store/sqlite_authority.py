@@ -110,6 +110,14 @@ COMPONENT = Component(
             ) STRICT;
             """,
         ),
+        # The landing recheck finds the subjects of a pushed revision.
+        Migration(
+            2,
+            """
+            CREATE INDEX authority_subject_revision
+                ON authority_subject(repository_id, profile_id, revision, subject_seq);
+            """,
+        ),
     ),
 )
 
@@ -380,6 +388,18 @@ class SqliteAuthorityStore:
             (repository_id, profile_id, change_id),
         ).fetchone()
         return None if row is None else _subject(row)
+
+    def subjects_with_revision(
+        self, repository_id: str, profile_id: str, revision: str, limit: int
+    ) -> tuple[SubjectRecord, ...]:
+        """Subjects of a profile recorded for ``revision`` (any Change), newest first."""
+        rows = self._conn.execute(
+            f"SELECT {_SUBJECT_COLUMNS} FROM authority_subject "  # noqa: S608 - constant
+            "WHERE repository_id = ? AND profile_id = ? AND revision = ? "
+            "ORDER BY subject_seq DESC LIMIT ?",
+            (repository_id, profile_id, revision, limit),
+        ).fetchall()
+        return tuple(_subject(r) for r in rows)
 
     def supersede_subject(self, subject_seq: int, at_ms: int) -> None:
         """Mark a subject superseded (it stays readable)."""

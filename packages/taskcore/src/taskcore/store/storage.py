@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from taskcore.store.audit_api import AuditStore
     from taskcore.store.authority_api import AuthorityStore
     from taskcore.store.collector_api import CollectorStore
+    from taskcore.store.forge_api import ForgeStore
     from taskcore.store.journal_api import JournalStore
     from taskcore.store.queue_api import QueueStore
     from taskcore.store.tokens_api import TokenStore
@@ -57,6 +58,7 @@ _COMPONENT_MODULES: tuple[str, ...] = (
     "authority",
     "journal",
     "collector",
+    "forge",
 )
 
 
@@ -100,6 +102,11 @@ class Transaction(Protocol):
     @property
     def collector(self) -> CollectorStore:
         """Collector profiles, retained signed transfers, receipts."""
+        ...
+
+    @property
+    def forge(self) -> ForgeStore:
+        """Forge settings and the commit-status outbox."""
         ...
 
 
@@ -171,6 +178,13 @@ class SqliteTransaction:
         from taskcore.store.sqlite_collector import SqliteCollectorStore
 
         return SqliteCollectorStore(self.conn)
+
+    @cached_property
+    def forge(self) -> ForgeStore:
+        """Forge settings and the commit-status outbox."""
+        from taskcore.store.sqlite_forge import SqliteForgeStore
+
+        return SqliteForgeStore(self.conn)
 
 
 class SqliteStorage:
