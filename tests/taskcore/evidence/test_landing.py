@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 from taskcore.actors import Tier
@@ -139,7 +140,7 @@ def test_a_commit_the_authority_lacks_is_judged_by_the_revision_sent(live, quali
     git(live.repo, "reset", "-q", "--hard", commit)
     git(live.repo, "reflog", "expire", "--expire=now", "--all")
     git(live.repo, "gc", "-q", "--prune=now")
-    with pytest.raises(Exception):
+    with pytest.raises(subprocess.CalledProcessError):
         git(live.repo, "cat-file", "-t", twin)
     answer = check(live, twin, revision=git_revision(live.repo, commit))
     assert (answer["admitted"], answer["receipt_digest"]) == (True, receipt)

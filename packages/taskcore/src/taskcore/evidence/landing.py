@@ -1,4 +1,4 @@
-"""The landing recheck: is this pushed revision admitted to this protected ref, *now*?
+"""The landing recheck: whether a pushed revision may land on a protected ref, *now*.
 
 Seed 000: "Approval and integration recheck the exact current subject, installed policy and
 requirement, retained signed transfers, current profile and executor

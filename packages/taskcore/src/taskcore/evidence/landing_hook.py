@@ -1,4 +1,4 @@
-"""The agent-task pre-receive hook: a protected ref moves only if the authority admits it.
+r"""The agent-task pre-receive hook: a protected ref moves only if the authority admits it.
 
 ``agent-task landing install`` copies this file into a bare repository's ``hooks/pre-receive``
 with its settings filled into :data:`CONFIG` (see :mod:`taskcore.evidence.landing_install`).
@@ -19,7 +19,7 @@ installed with ``--fail-open``) only an unreachable or failing authority lets th
 through, and the pass says so every time. Deleting a protected ref is refused. Refs that are
 not protected are never looked at.
 
->>> parse_updates(b"0" * 40 + b" " + b"a" * 40 + b" refs/heads/main\\n")
+>>> parse_updates(b"0" * 40 + b" " + b"a" * 40 + b" refs/heads/main\n")
 [('0000000000000000000000000000000000000000', 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', 'refs/heads/main')]
 >>> revision_of_listing(b"")
 'a8f2224e03b9147739d6f242f9b67670b0d141d0e834ad0ed8c1442d47f4423b'
@@ -90,14 +90,15 @@ def _blob_hashes(oids: list[bytes]) -> dict[bytes, str]:
     unique = list(dict.fromkeys(oids))
     if not unique:
         return {}
-    proc = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-        ["git", "cat-file", "--batch"],
+    proc = subprocess.Popen(
+        ["git", "cat-file", "--batch"],  # noqa: S607 - the git on PATH that runs this hook
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env=_git_env(),
     )
-    assert proc.stdin is not None and proc.stdout is not None
+    assert proc.stdin is not None
+    assert proc.stdout is not None
     feeder = threading.Thread(target=_feed, args=(proc.stdin, unique), daemon=True)
     feeder.start()
     timer = threading.Timer(_GIT_TIMEOUT, proc.kill)
@@ -132,7 +133,7 @@ def commit_revision(commit: str) -> str:
     """The revision of ``commit`` in the repository the hook runs in (``docs/git-mapping.md``)."""
     try:
         done = subprocess.run(  # noqa: S603 - fixed argv, no shell
-            ["git", "ls-tree", "-r", "-z", "--full-tree", commit],
+            ["git", "ls-tree", "-r", "-z", "--full-tree", commit],  # noqa: S607
             capture_output=True,
             env=_git_env(),
             timeout=_GIT_TIMEOUT,
@@ -259,7 +260,9 @@ def _explain(out: IO[str], ref: str, new: str, result: dict[str, Any]) -> None:
     task = step.get("task_id")
     task_text = f" {task}" if isinstance(task, str) and _CODE.fullmatch(task) else ""
     change = result.get("change_id")
-    change_text = f" (Change {change})" if isinstance(change, str) and _CODE.fullmatch(change) else ""
+    change_text = (
+        f" (Change {change})" if isinstance(change, str) and _CODE.fullmatch(change) else ""
+    )
     out.write(f"{_PREFIX}  next: {operation}{task_text}{change_text}\n")
 
 
@@ -275,9 +278,7 @@ def _unavailable(config: dict[str, Any], out: IO[str], ref: str, new: str, why: 
     return False
 
 
-def check_update(
-    config: dict[str, Any], token: str, ref: str, new: str, out: IO[str]
-) -> bool:
+def check_update(config: dict[str, Any], token: str, ref: str, new: str, out: IO[str]) -> bool:
     """Check one protected update; print what happened; return whether it may land."""
     if _is_zero(new):
         out.write(f"{_PREFIX}{ref} REFUSED: a protected ref cannot be deleted by a push\n")
@@ -308,8 +309,10 @@ def check_update(
         return False
     except (urllib.error.URLError, TimeoutError, OSError, ValueError) as err:
         reason = getattr(err, "reason", err)
-        why = "timed out" if isinstance(reason, TimeoutError) or "timed out" in str(reason) else (
-            "is unreachable"
+        why = (
+            "timed out"
+            if isinstance(reason, TimeoutError) or "timed out" in str(reason)
+            else ("is unreachable")
         )
         return _unavailable(
             config, out, ref, new, f"the authority at {_clean(config['url'], 200)} {why}"
