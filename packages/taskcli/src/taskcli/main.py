@@ -29,6 +29,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "collector_cmd",
     "collect_cmd",
     "stop_cmd",
+    "landing_cmd",
 )
 
 

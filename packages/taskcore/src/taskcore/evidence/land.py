@@ -33,7 +33,7 @@ from taskcore.authority import gitrev
 from taskcore.authority.admin import OPERATOR
 from taskcore.authority.subjects import load_route
 from taskcore.canonical import canonical_json
-from taskcore.clock import Clock
+from taskcore.clock import Clock, SystemClock
 from taskcore.collector.authority import qualification
 from taskcore.collector.wire import QualificationRequest
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
@@ -47,11 +47,11 @@ from taskcore.evidence.landing import (
 )
 from taskcore.limits import GIT_TIMEOUT_SECONDS
 from taskcore.store.audit_api import AuditEvent
-from taskcore.store.storage import Storage
+from taskcore.store.storage import Storage, open_storage
 from taskcore.workflow.guard import ActorGuard
 from taskcore.workflow.journal import Caller
 
-__all__ = ["LAND_OPERATION", "LandOutcome", "land_change"]
+__all__ = ["LAND_OPERATION", "LandOutcome", "land_change", "land_in_data_dir"]
 
 LAND_OPERATION: Final = "landing.land"
 """The audit operation name of a landing (one event per ``land``, admitted or refused)."""
@@ -398,3 +398,29 @@ def _land(
         revision=revision,
         receipt_digest=decision.receipt_digest,
     )
+
+
+def land_in_data_dir(
+    data_dir: Path | str,
+    *,
+    repository_id: str,
+    profile_id: str,
+    change_id: str,
+    into: str,
+    merge: bool = False,
+    clock: Clock | None = None,
+) -> LandOutcome:
+    """:func:`land_change` against the journal in ``data_dir`` (never created: ``NOT_FOUND``)."""
+    storage = open_storage(data_dir)
+    try:
+        return land_change(
+            storage,
+            clock or SystemClock(),
+            repository_id=repository_id,
+            profile_id=profile_id,
+            change_id=change_id,
+            into=into,
+            merge=merge,
+        )
+    finally:
+        storage.close()

@@ -142,7 +142,9 @@ class ForgeStore(Protocol):
         """Record a delivery attempt's outcome (or a lease on the row while it is sent)."""
         ...
 
-    def published_successes(self, repository_id: str | None, limit: int) -> tuple[OutboxRecord, ...]:
+    def published_successes(
+        self, repository_id: str | None, limit: int
+    ) -> tuple[OutboxRecord, ...]:
         """Newest-first ``success`` rows that are still the latest status of their key.
 
         These are the statuses a revocation may have to withdraw (``repository_id`` ``None``:
