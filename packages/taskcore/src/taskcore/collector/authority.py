@@ -88,6 +88,7 @@ from taskcore.contract import (
 )
 from taskcore.digest import RECEIPT_DOMAIN, domain_digest, request_domain, sha256_hex
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence import forge
 from taskcore.limits import (
     COLLECTOR_ENVELOPE_MAX_BYTES,
     FINALIZE_TRANSFERS_MAX,
@@ -639,6 +640,15 @@ def collector_upload(storage: Storage, clock: Clock, caller: Caller, envelope: b
                 updated_at_ms=now,
             )
         )
+        if not passing:
+            failed: WorkflowTask = _decode(WorkflowTask, task.body)
+            forge.status_for_failed_record(
+                tx,
+                now,
+                task,
+                required=failed.graph_status is GraphStatus.REQUIRED,
+                outcome=record.outcome.value,
+            )
         tx.journal.insert_request(
             RequestRecord(
                 owner_id=caller.agent.owner_id,
@@ -862,6 +872,8 @@ def collector_finalize(
                 created_at_ms=clock.now_ms(),
             )
         )
+        if created:
+            forge.status_for_receipt(tx, clock.now_ms(), subject, digest)
         return FinalizeOutcome(receipt_digest=digest, created=created, receipt=receipt)
 
 
