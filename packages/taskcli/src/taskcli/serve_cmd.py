@@ -2,7 +2,8 @@
 
 With no flags it works in a fresh place: it creates the data directory, and on the first
 start of a fresh journal writes an admin token to ``DATA_DIR/admin.token`` (mode 0600) and
-says where, once. SIGTERM or Ctrl-C stops it gracefully: it stops accepting, lets in-flight
+says where, once. Beside the HTTP server it runs the forge-status delivery worker
+(:mod:`taskcore.evidence.forge_delivery`), which is idle unless a profile publishes statuses. SIGTERM or Ctrl-C stops it gracefully: it stops accepting, lets in-flight
 requests finish, then closes the journal.
 """
 
@@ -13,6 +14,7 @@ from pathlib import Path
 import click
 from taskcore import ErrorCode, Service, TaskError
 from taskcore.auth import TokenAdmin
+from taskcore.evidence.forge_delivery import start_forge_delivery
 
 from taskcli.common import data_dir_option, fail, resolve_data_dir
 
@@ -53,6 +55,7 @@ def serve_command(data_dir: Path | None, host: str, port: int, log_level: str) -
             "it is not shown anywhere else",
             err=True,
         )
+    delivery = start_forge_delivery(service)
     try:
 
         def ready(url: str) -> None:
@@ -69,6 +72,7 @@ def serve_command(data_dir: Path | None, host: str, port: int, log_level: str) -
                 False,
             )
     finally:
+        delivery.stop()
         service.close()
     click.echo("agent-task: stopped", err=True)
 
