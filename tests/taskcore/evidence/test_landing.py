@@ -198,3 +198,18 @@ def test_the_response_type_names_every_wire_field():
         "revision",
     ]
     assert normalize_target("refs/tags/v1") == "refs/tags/v1"
+
+
+def test_a_failed_run_is_refused_with_qualifications_failure_code(authority, state, tmp_path):
+    from tests.taskcore.collector.conftest import Live, recipe
+
+    failing = Live(authority, state, tmp_path, command=recipe("exit 2"))
+    try:
+        failing.checkpoint()
+        failing.collect()
+        answer = check(failing, head(failing.repo))
+        assert (answer["admitted"], answer["code"]) == (False, "not_qualified")
+        assert [f["code"] for f in answer["failures"]] == ["collector_not_passed"]
+        assert answer["next"] == {"operation": "none"}
+    finally:
+        failing.close()

@@ -34,14 +34,13 @@ from taskcore.authority.admin import OPERATOR
 from taskcore.authority.subjects import load_route
 from taskcore.canonical import canonical_json
 from taskcore.clock import Clock, SystemClock
-from taskcore.collector.authority import qualification
-from taskcore.collector.wire import QualificationRequest
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence.landing import (
     REF_PATTERN,
     LandingCheckRequest,
     LandingCheckResponse,
+    explain,
     landing_decision,
     normalize_target,
 )
@@ -367,22 +366,14 @@ def _land(
                 )
             )
     except _RefusedError as refused:
-        decision = refused.decision
-        if decision.code == "not_qualified" and decision.change_id is not None:
-            actor = Actor(token_id=OPERATOR, workspace=workspace, tier=Tier.ADMIN)
-            caller = Caller(
-                actor=actor,
-                repository_id=repository_id,
-                profile_id=profile_id,
-                guard=ActorGuard(actor),
-            )
-            advice = qualification(
-                storage,
-                clock,
-                caller,
-                QualificationRequest(version=1, change_id=decision.change_id),
-            )
-            decision = attrs.evolve(decision, next=advice.next)
+        actor = Actor(token_id=OPERATOR, workspace=workspace, tier=Tier.ADMIN)
+        caller = Caller(
+            actor=actor,
+            repository_id=repository_id,
+            profile_id=profile_id,
+            guard=ActorGuard(actor),
+        )
+        decision = explain(refused.decision, storage, clock, caller)
         raise TaskError(
             ErrorCode.NOT_ADMITTED,
             f"{ref} was not moved: " + _explain(decision),

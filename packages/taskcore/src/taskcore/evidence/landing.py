@@ -49,6 +49,7 @@ __all__ = [
     "REF_PATTERN",
     "LandingCheckRequest",
     "LandingCheckResponse",
+    "explain",
     "landing_check",
     "landing_decision",
     "normalize_target",
@@ -244,9 +245,25 @@ def landing_check(
         if computed is not None and computed != request.revision:
             return _answer(request, "revision_mismatch")
         decision = landing_decision(tx, view, request)
+    return explain(decision, storage, clock, caller)
+
+
+def explain(
+    decision: LandingCheckResponse, storage: Storage, clock: Clock, caller: Caller
+) -> LandingCheckResponse:
+    """Add qualification's ``next`` and per-task failures to a ``not_qualified`` refusal.
+
+    Read after the decision (it is advice): qualification's failures come first, then the
+    admission problems of tasks it did not explain (``receipt_missing``,
+    ``transfer_unverified``), at most :data:`~taskcore.limits.QUALIFICATION_FAILURES_MAX`.
+    """
     if decision.code != "not_qualified" or decision.change_id is None:
         return decision
     advice = qualification(
         storage, clock, caller, QualificationRequest(version=1, change_id=decision.change_id)
     )
-    return attrs.evolve(decision, next=advice.next)
+    explained = {f.task_id for f in advice.failures}
+    failures = list(advice.failures) + [f for f in decision.failures if f.task_id not in explained]
+    return attrs.evolve(
+        decision, next=advice.next, failures=tuple(failures[:QUALIFICATION_FAILURES_MAX])
+    )
