@@ -150,3 +150,35 @@ def test_land_needs_a_route(world):
     )
     assert result.exit_code == 3
     assert "--profile" in result.stderr
+
+
+def test_forge_outbox_lists_statuses_and_their_delivery(world, tmp_path):
+    from taskcore.evidence.forge import ForgeStatusConfig, apply_forge_settings
+
+    apply_forge_settings(
+        world.service.storage,
+        world.service.clock,
+        workspace="w1",
+        repository_id="acme",
+        profile_id="default",
+        config=ForgeStatusConfig(
+            repository_id="acme",
+            kind="github",
+            api_url="https://api.github.com",
+            project="octo/acme",
+            token_file=str(tmp_path / "gh.token"),
+        ),
+    )
+    assert ok(world, "forge", "outbox") == []
+    commit(world, "x = 5\n")
+    ok(world, "checkpoint", "c1", "--workspace", str(world.repo))
+    ok(world, "collect", "c1")
+    rows = ok(world, "forge", "outbox", "--repository", "acme")
+    assert [(r["state"], r["status"]) for r in rows] == [
+        ("success", "queued"),
+        ("pending", "superseded"),
+    ]
+    assert rows[0]["context"] == "agent-task/default"
+    text = invoke(world, "forge", "outbox").stdout
+    assert "agent-task/default success queued" in text
+    assert invoke(world, "forge", "outbox", "--limit", "0").exit_code == 3

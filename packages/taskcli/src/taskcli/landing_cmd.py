@@ -1,4 +1,4 @@
-"""``agent-task landing install|uninstall`` (the pre-receive hook) and ``agent-task land``.
+"""``agent-task landing install|uninstall`` (the hook), ``agent-task land``, ``agent-task forge``.
 
 Options and output only: the hook, its installation and the landing live in
 :mod:`taskcore.evidence` (``landing_install``, ``land``).
@@ -11,6 +11,7 @@ from typing import Any
 
 import click
 from taskcore import ErrorCode, TaskError
+from taskcore.evidence.forge import outbox_view
 from taskcore.evidence.land import land_in_data_dir
 from taskcore.evidence.landing_install import HookSettings, install_hook, uninstall_hook
 from taskcore.limits import LANDING_TIMEOUT_DEFAULT_SECONDS
@@ -177,7 +178,38 @@ def land_command(
     emit(run(as_json, act), as_json, render)
 
 
+@click.group("forge")
+def forge_group() -> None:
+    """Forge commit statuses (publish_forge_status): what is queued and how delivery went."""
+
+
+@forge_group.command("outbox")
+@click.option("--repository", default=None, help="Only this repository's statuses.")
+@click.option("--limit", type=int, default=50, show_default=True, help="Newest rows to show.")
+@data_dir_option
+@json_option
+def outbox_command(
+    repository: str | None, limit: int, data_dir: Path | None, as_json: bool
+) -> None:
+    """List the newest commit statuses and their delivery (service host, read-only)."""
+
+    def act() -> list[dict[str, Any]]:
+        return outbox_view(resolve_data_dir(data_dir), repository_id=repository, limit=limit)
+
+    def render(rows: list[dict[str, Any]]) -> str:
+        if not rows:
+            return "no commit statuses"
+        return "\n".join(
+            f"{r['seq']:>5} {r['commit'][:12]} {r['context']} {r['state']:<7} {r['status']:<10} "
+            f"attempts {r['attempts']}" + (f" ({r['last_error']})" if r["last_error"] else "")
+            for r in rows
+        )
+
+    emit(run(as_json, act), as_json, render)
+
+
 def register(group: click.Group) -> None:
-    """Add ``landing`` and ``land``."""
+    """Add ``landing``, ``land`` and ``forge``."""
     group.add_command(landing_group)
     group.add_command(land_command)
+    group.add_command(forge_group)

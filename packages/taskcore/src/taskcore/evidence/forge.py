@@ -48,7 +48,7 @@ from taskcore.store.audit_api import AuditEvent
 from taskcore.store.authority_api import SubjectRecord
 from taskcore.store.forge_api import ForgeSettingsRecord, OutboxRecord
 from taskcore.store.journal_api import TaskRecord
-from taskcore.store.storage import Storage, Transaction
+from taskcore.store.storage import Storage, Transaction, open_storage
 
 __all__ = [
     "CONTEXT_PREFIX",
@@ -58,6 +58,7 @@ __all__ = [
     "apply_forge_settings",
     "check_target_url",
     "context_of",
+    "outbox_view",
     "render_target_url",
     "settings_record",
     "status_for_claim",
@@ -390,3 +391,41 @@ def withdraw_published(tx: Transaction, now_ms: int, repository_id: str | None =
         ):
             written += 1
     return written
+
+
+def outbox_view(
+    data_dir: Path | str, *, repository_id: str | None = None, limit: int = 50
+) -> list[dict[str, object]]:
+    """The newest outbox rows of the journal in ``data_dir`` for an operator (read-only).
+
+    Each row says where the status goes, its state, and how delivery went (``status``,
+    ``attempts``, ``last_error``); no row holds a token.
+    """
+    if not 1 <= limit <= 1000:
+        raise TaskError(ErrorCode.OUT_OF_BOUNDS, "--limit must be 1..1000")
+    storage = open_storage(data_dir)
+    try:
+        with storage.read() as tx:
+            rows = tx.forge.rows(repository_id, limit)
+    finally:
+        storage.close()
+    return [
+        {
+            "seq": r.seq,
+            "repository_id": r.repository_id,
+            "profile_id": r.profile_id,
+            "change_id": r.change_id,
+            "commit": r.commit,
+            "context": r.context,
+            "state": r.state,
+            "cause": r.cause,
+            "description": r.description,
+            "target_url": r.target_url,
+            "forge": f"{r.kind} {r.api_url} {r.project}",
+            "status": r.status,
+            "attempts": r.attempts,
+            "last_error": r.last_error,
+            "next_attempt_at_ms": r.next_attempt_at_ms,
+        }
+        for r in rows
+    ]
