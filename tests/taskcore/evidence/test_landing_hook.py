@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -274,6 +275,43 @@ def test_a_slow_authority_times_out_and_refuses(live, tmp_path):
     finally:
         world.stop()
         silent.close()
+
+
+class Trickle(Silent):
+    """Answers one byte every 0.3 s: each read succeeds, the whole answer never arrives."""
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+            threading.Thread(target=self._drip, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _drip(conn: socket.socket) -> None:
+        try:
+            for byte in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" * 100:
+                conn.sendall(bytes([byte]))
+                time.sleep(0.3)
+        except OSError:
+            return
+
+
+def test_the_timeout_bounds_the_whole_exchange_not_each_read(live, tmp_path):
+    trickle = Trickle()
+    world = Landing(live, tmp_path, url=trickle.url, timeout=2)
+    try:
+        commit_file(live.repo, "calc.py", "x = 15\n")
+        started = time.monotonic()
+        done = world.push_main()
+        assert time.monotonic() - started < 15
+        assert done.returncode != 0
+        assert "timed out (the landing check fails closed)" in done.stderr
+    finally:
+        world.stop()
+        trickle.close()
 
 
 def test_fail_open_lets_an_unchecked_update_through_and_says_so(live, tmp_path):

@@ -226,8 +226,28 @@ def ask(config: dict[str, Any], token: str, ref: str, commit: str, revision: str
             "Accept": "application/json",
         },
     )
-    with urllib.request.urlopen(request, timeout=float(config["timeout"])) as response:  # noqa: S310
-        return json.loads(response.read(_ANSWER_MAX + 1)[:_ANSWER_MAX] or b"null")
+    timeout = float(config["timeout"])
+    outcome: dict[str, Any] = {}
+
+    def exchange() -> None:
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+                outcome["answer"] = json.loads(
+                    response.read(_ANSWER_MAX + 1)[:_ANSWER_MAX] or b"null"
+                )
+        except BaseException as exc:  # handed to the caller below
+            outcome["error"] = exc
+
+    # The timeout bounds the whole exchange, not only each socket read: a server that
+    # trickles bytes cannot hold the push open.
+    worker = threading.Thread(target=exchange, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    if worker.is_alive():
+        raise TimeoutError("timed out")
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("answer")
 
 
 def _result(answer: Any) -> dict[str, Any] | None:
