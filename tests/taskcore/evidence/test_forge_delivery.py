@@ -185,6 +185,54 @@ def test_the_shapes_refuse_what_the_docs_do_not_allow():
     ) == ["no accepted credential header"]
 
 
+def test_gitlab_with_a_bearer_token_uses_the_authorization_header():
+    import json as json_module
+
+    from taskcore.store.forge_api import OutboxRecord
+
+    row = OutboxRecord(
+        seq=1,
+        repository_id="acme",
+        profile_id="p",
+        subject_seq=1,
+        change_id="c",
+        commit="a" * 40,
+        revision="b" * 64,
+        context="agent-task/p",
+        state="error",
+        cause="receipt_withdrawn",
+        description="d",
+        target_url="https://b.example/x",
+        receipt_digest=None,
+        kind="gitlab",
+        api_url="https://gitlab.example/api/v4",
+        project="42",
+        token_file="/t",
+        token_header="bearer",
+        status="queued",
+        attempts=0,
+        next_attempt_at_ms=0,
+        last_error=None,
+        created_at_ms=0,
+        updated_at_ms=0,
+    )
+    request = build_request(row, TOKEN)
+    headers = {k.lower(): v for k, v in request.headers}
+    assert request.url == "https://gitlab.example/api/v4/projects/42/statuses/" + "a" * 40
+    assert (
+        violations(
+            GITLAB_SHAPE,
+            "POST",
+            request.url.split("gitlab.example")[1],
+            dict(request.headers),
+            request.body,
+        )
+        == []
+    )
+    assert "private-token" not in headers
+    assert json_module.loads(request.body)["state"] == "failed"
+
+
 def test_the_request_never_shows_its_token_when_printed():
     from taskcore.store.forge_api import OutboxRecord
 
