@@ -8,7 +8,9 @@
 #   4. task-stop blocks with next checkpoint after an uncommitted edit;
 #   5. after a commit that breaks a test, a new checkpoint and collection give qualified false
 #      with a typed failure, and task-stop blocks;
-#   6. after the collector key is revoked, the old receipt no longer qualifies.
+#   6. after the collector key is revoked, the old receipt no longer qualifies;
+#   L. landing: the pre-receive hook refuses an unqualified push, lets the qualified one land
+#      and refuses the same revision after a revocation (see the landing section at the end).
 #
 # Usage: examples/collector-loop.sh   (from anywhere; uses the project's .venv)
 set -euo pipefail
@@ -125,6 +127,59 @@ Q=$("$AT" qualification stable --json)
 Q=$("$AT" qualification stable --json)
 [ "$(echo "$Q" | field 'd["qualified"]')" = "false" ] && echo "$Q" | grep -q executor_revoked \
   && ok "revoked: qualified false, $(echo "$Q" | field 'd["failures"]')" || fail "the old receipt still qualifies: $Q"
+
+# ==== landing (issue 15): the authority's word gates where code lands ========================
+# A bare repository stands for the team's git host; its pre-receive hook asks the authority
+# (workflow.landing_check) before refs/heads/main moves:
+#
+#   L1. an unqualified push is refused, with qualification's reason and next step;
+#   L2. after a fix is checkpointed and collected, the qualified revision lands;
+#   L3. after the collector key is revoked, the next push of that same revision is refused.
+
+step "L0. re-enroll the collector key (step 6 revoked it) and install a profile for the new epoch"
+"$AT" operator enroll --repository calc --step tests --registration ci --executor this-host --public-key "$PUB" --data-dir "$DATA" --json
+"$AT" operator install-collector-profile --profile-id pytest-2 --repository calc --profile default --step tests \
+  --registration ci --arg "$PY" --arg -m --arg pytest --arg -q --arg -p --arg no:cacheprovider \
+  --allow-env PYTEST_DISABLE_PLUGIN_AUTOLOAD --timeout-ms 120000 --output-limit 65536 --data-dir "$DATA" --json >/dev/null
+
+step "L0. a bare repository with the landing hook"
+ORIGIN="$WORK/origin.git"
+git clone -q --bare "$REPO" "$ORIGIN"
+git -C "$ORIGIN" update-ref refs/heads/main "$(git rev-list --max-parents=0 HEAD)"   # main at the first commit
+"$AT" admin token create --workspace demo --tier agent --name landing-hook --data-dir "$DATA" > "$WORK/hook.token"
+"$AT" landing install --git-dir "$ORIGIN" --repository calc --profile default --protect refs/heads/main \
+  --url "$URL" --token-file "$WORK/hook.token" --timeout 30 --json
+
+step "L1. an unqualified push is refused"
+if git push -q "$ORIGIN" HEAD:refs/heads/main 2>"$WORK/push.err"; then
+  fail "the broken commit was pushed to main"
+else
+  grep -q "REFUSED: not_qualified" "$WORK/push.err" && ok "refused: $(grep -o 'failures: .*' "$WORK/push.err" | head -1)" \
+    || fail "unexpected refusal: $(cat "$WORK/push.err")"
+fi
+
+step "L2. the fix is checkpointed and collected; the qualified revision lands"
+printf 'def add(a, b):\n    return a + b\n' > calc.py
+git commit -qam "fix add"
+"$AT" checkpoint main-work --workspace "$REPO" >/dev/null
+"$AT" collect main-work --data-dir "$DATA" --state-dir "$STATE" --quiet >/dev/null
+if git push -q "$ORIGIN" HEAD:refs/heads/main 2>"$WORK/push.err"; then
+  [ "$(git -C "$ORIGIN" rev-parse refs/heads/main)" = "$(git rev-parse HEAD)" ] \
+    && ok "landed: $(grep -o 'refs/heads/main -> .*' "$WORK/push.err" | head -1)" || fail "main did not move"
+else
+  fail "the qualified push was refused: $(cat "$WORK/push.err")"
+fi
+
+step "L3. after a revocation, the next push of the same revision is refused"
+"$AT" operator revoke --registration ci --reason "key rotated again" --data-dir "$DATA" --json >/dev/null
+git commit -q --amend -m "fix add (same content, another commit)"   # same tree: same revision
+if git push -q --force "$ORIGIN" HEAD:refs/heads/main 2>"$WORK/push.err"; then
+  fail "a revoked receipt still landed"
+else
+  grep -q "executor_revoked" "$WORK/push.err" && ok "refused: $(grep -o 'failures: .*' "$WORK/push.err" | head -1)" \
+    || fail "unexpected refusal: $(cat "$WORK/push.err")"
+fi
+# ==== end of landing ===========================================================================
 
 echo
 if [ "$FAILED" -ne 0 ]; then echo "collector loop: FAILED"; exit 1; fi

@@ -5,6 +5,7 @@ import stat
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -161,3 +162,57 @@ def test_each_request_is_one_json_log_line_with_the_request_id_it_echoes(data):
     assert whoami[0]["status"] == 200
     assert token not in "".join(served.lines)
     assert "atk_" not in "".join(served.lines)
+
+
+def test_serve_delivers_queued_forge_statuses(tmp_path, data):
+    """A status queued in the journal reaches the forge while ``agent-task serve`` runs."""
+    from taskcore.store import open_storage
+    from taskcore.store.forge_api import OutboxRecord
+
+    from tests.taskcore.evidence.forge_server import GITHUB_SHAPE, FakeForge
+
+    forge = FakeForge(GITHUB_SHAPE)
+    token = tmp_path / "forge.token"
+    token.write_text("ghp_from_a_file\n")
+    storage = open_storage(data, create=True)
+    with storage.write() as tx:
+        tx.forge.enqueue(
+            OutboxRecord(
+                seq=0,
+                repository_id="acme",
+                profile_id="default",
+                subject_seq=1,
+                change_id="c1",
+                commit="a" * 40,
+                revision="b" * 64,
+                context="agent-task/default",
+                state="success",
+                cause="receipt",
+                description="agent-task: qualified",
+                target_url=None,
+                receipt_digest="c" * 64,
+                kind="github",
+                api_url=forge.url,
+                project="octo/acme",
+                token_file=str(token),
+                token_header="bearer",
+                status="queued",
+                attempts=0,
+                next_attempt_at_ms=0,
+                last_error=None,
+                created_at_ms=0,
+                updated_at_ms=0,
+            )
+        )
+    storage.close()
+    served = Served("--data-dir", str(data))
+    try:
+        deadline = time.monotonic() + 20
+        while not forge.requests and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert forge.states() == ["success"]
+        assert forge.violations == []
+    finally:
+        assert served.stop() == 0
+        forge.close()
+    assert "ghp_from_a_file" not in "".join(served.lines)

@@ -10,6 +10,7 @@ from taskcore.authority.config import AgentTaskProfile, OperatorConfig, apply_co
 from taskcore.authority.operator import collector_test_requirement
 from taskcore.clock import FakeClock
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence.forge import ForgeStatusConfig
 from taskcore.store import open_storage
 
 from tests.taskcore.workflow.support import init_repo
@@ -42,7 +43,7 @@ def digest(storage, repo):
     ).requirement_digest
 
 
-def config(repo, data, digest, **entry):
+def config(repo, data, digest, forge=(), **entry):
     fields = {
         "repository_id": "acme",
         "profile_id": "default",
@@ -53,8 +54,24 @@ def config(repo, data, digest, **entry):
     }
     fields.update(entry)
     return OperatorConfig(
-        version=1, workspace="w1", agent_task_profiles=(AgentTaskProfile(**fields),)
+        version=1,
+        workspace="w1",
+        agent_task_profiles=(AgentTaskProfile(**fields),),
+        forge_status=tuple(forge),
     )
+
+
+def github(**changes):
+    fields = {
+        "repository_id": "acme",
+        "kind": "github",
+        "api_url": "https://api.github.com",
+        "project": "octo/acme",
+        "token_file": "/etc/agent-task/github.token",
+        "target_url": "https://agent-task.example/board/receipts/{receipt_digest}",
+    }
+    fields.update(changes)
+    return ForgeStatusConfig(**fields)
 
 
 def test_a_config_file_registers_task_only_profiles(storage, repo, data, digest):
@@ -115,7 +132,7 @@ def test_relative_paths_are_refused(storage, repo, data, digest, field):
     assert err.value.code is ErrorCode.INVALID_PATH
 
 
-def test_publishing_forge_status_is_refused(storage, repo, data, digest):
+def test_publishing_forge_status_without_a_forge_entry_is_refused(storage, repo, data, digest):
     with pytest.raises(TaskError) as err:
         apply_config(
             storage,
@@ -140,3 +157,110 @@ def test_a_repository_registered_at_another_path_is_a_conflict(
             data_dir=data,
         )
     assert err.value.code is ErrorCode.CONFLICT
+
+
+def settings(storage):
+    with storage.read() as tx:
+        return tx.forge.get_settings("acme", "default")
+
+
+def test_publishing_with_a_forge_entry_stores_the_settings_and_not_publishing_removes_them(
+    storage, repo, data, digest
+):
+    clock = FakeClock()
+    apply_config(
+        storage,
+        clock,
+        config(repo, data, digest, forge=[github()], publish_forge_status=True),
+        data_dir=data,
+    )
+    stored = settings(storage)
+    assert (stored.kind, stored.api_url, stored.project) == (
+        "github",
+        "https://api.github.com",
+        "octo/acme",
+    )
+    assert stored.token_header == "bearer"
+    assert stored.token_file == "/etc/agent-task/github.token"
+    apply_config(storage, clock, config(repo, data, digest), data_dir=data)
+    assert settings(storage) is None
+
+
+def test_gitlab_defaults_to_the_private_token_header(storage, repo, data, digest):
+    entry = github(kind="gitlab", api_url="https://gitlab.example/api/v4", project="grp/acme")
+    apply_config(
+        storage,
+        FakeClock(),
+        config(repo, data, digest, forge=[entry], publish_forge_status=True),
+        data_dir=data,
+    )
+    assert settings(storage).token_header == "private-token"
+
+
+@pytest.mark.parametrize(
+    ("changes", "code"),
+    [
+        ({"api_url": "http://api.example.com"}, ErrorCode.INVALID_VALUE),
+        ({"api_url": "https://api.example.com/?x=1"}, ErrorCode.INVALID_VALUE),
+        ({"project": "no-owner"}, ErrorCode.INVALID_VALUE),
+        ({"token_file": "github.token"}, ErrorCode.INVALID_PATH),
+        ({"target_url": "https://b.example/{token}"}, ErrorCode.INVALID_VALUE),
+        ({"target_url": "file:///etc/passwd"}, ErrorCode.INVALID_VALUE),
+        ({"repository_id": "gizmo"}, ErrorCode.INVALID_VALUE),
+    ],
+)
+def test_a_bad_forge_entry_is_refused_before_anything_is_applied(
+    storage, repo, data, digest, changes, code
+):
+    with pytest.raises(TaskError) as err:
+        apply_config(
+            storage,
+            FakeClock(),
+            config(repo, data, digest, forge=[github(**changes)], publish_forge_status=True),
+            data_dir=data,
+        )
+    assert err.value.code is code
+    with storage.read() as tx:
+        assert tx.authority.get_profile("acme", "default") is None
+
+
+def test_a_forge_entry_no_profile_publishes_to_is_refused(storage, repo, data, digest):
+    with pytest.raises(TaskError) as err:
+        apply_config(
+            storage, FakeClock(), config(repo, data, digest, forge=[github()]), data_dir=data
+        )
+    assert err.value.code is ErrorCode.INVALID_VALUE
+    assert "serves no profile" in err.value.message
+
+
+def test_forge_status_decodes_strictly_from_the_file():
+    raw = {
+        "version": 1,
+        "workspace": "w1",
+        "agent_task_profiles": [
+            {
+                "repository_id": "acme",
+                "profile_id": "default",
+                "native_repository": "/srv/acme",
+                "data_dir": "/var/lib/agent-task",
+                "target": "main",
+                "requirement_digest": "a" * 64,
+                "publish_forge_status": True,
+            }
+        ],
+        "forge_status": [
+            {
+                "repository_id": "acme",
+                "kind": "gitlab",
+                "api_url": "https://gitlab.example/api/v4",
+                "project": "42",
+                "token_file": "/etc/agent-task/gitlab.token",
+            }
+        ],
+    }
+    decoded = decode_config(json.dumps(raw).encode())
+    assert decoded.forge_status[0].project == "42"
+    raw["forge_status"][0]["token"] = "glpat-secret"
+    with pytest.raises(TaskError) as err:
+        decode_config(json.dumps(raw).encode())
+    assert err.value.code is ErrorCode.UNKNOWN_FIELD

@@ -30,6 +30,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "collect_cmd",
     "stop_cmd",
     "retention_cmd",
+    "landing_cmd",
 )
 
 

@@ -2,7 +2,8 @@
 
 With no flags it works in a fresh place: it creates the data directory, and on the first
 start of a fresh journal writes an admin token to ``DATA_DIR/admin.token`` (mode 0600) and
-says where, once. SIGTERM or Ctrl-C stops it gracefully: it stops accepting, lets in-flight
+says where, once. Beside the HTTP server it runs the forge-status delivery worker
+(:mod:`taskcore.evidence.forge_delivery`), which is idle unless a profile publishes statuses. SIGTERM or Ctrl-C stops it gracefully: it stops accepting, lets in-flight
 requests finish, then closes the journal.
 
 It also serves the operator board at ``/board`` and ``/metrics``, logs one line per request
@@ -19,6 +20,7 @@ from pathlib import Path
 import click
 from taskcore import ErrorCode, Service, TaskError
 from taskcore.auth import TokenAdmin
+from taskcore.evidence.forge_delivery import start_forge_delivery
 from taskcore.retention import RetentionSchedule, default_gate_index, load_retention_config
 
 from taskcli.common import data_dir_option, fail, resolve_data_dir
@@ -82,6 +84,7 @@ def serve_command(
             "it is not shown anywhere else",
             err=True,
         )
+    delivery = start_forge_delivery(service)
     try:
 
         def ready(url: str) -> None:
@@ -102,6 +105,7 @@ def serve_command(
             )
     finally:
         schedule.stop()
+        delivery.stop()
         service.close()
     click.echo("agent-task: stopped", err=True)
 

@@ -185,7 +185,12 @@ def revoke_token(storage: Storage, clock: Clock, token_id: str) -> bool:
     with storage.write() as tx:
         if tx.tokens.get(token_id) is None:
             raise TaskError(ErrorCode.NOT_FOUND, f"no token with id {token_id!r}")
-        return tx.tokens.revoke(token_id, clock.now_ms())
+        revoked = tx.tokens.revoke(token_id, clock.now_ms())
+        # Receipts whose originating grant this was stop counting: withdraw their statuses.
+        from taskcore.evidence.forge import withdraw_published
+
+        withdraw_published(tx, clock.now_ms())
+        return revoked
 
 
 def bearer_from_header(value: str | None) -> str | None:

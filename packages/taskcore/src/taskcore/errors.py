@@ -137,6 +137,7 @@ class ErrorCode(enum.Enum):
     GRANT_PENDING = ("GRANT_PENDING", ErrorKind.CONFLICT)
     GRANT_CONSUMED = ("GRANT_CONSUMED", ErrorKind.CONFLICT)
     GRANT_VOIDED = ("GRANT_VOIDED", ErrorKind.CONFLICT)
+    NOT_ADMITTED = ("NOT_ADMITTED", ErrorKind.CONFLICT)
 
     # -- the service cannot answer right now -----------------------------------------------
     BUSY = ("BUSY", ErrorKind.UNAVAILABLE)

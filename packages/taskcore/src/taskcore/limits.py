@@ -45,6 +45,13 @@ __all__ = [
     "FINALIZE_TRANSFERS_MAX",
     "FINDINGS_MAX",
     "FINDING_MAX_CHARS",
+    "FORGE_ATTEMPTS_MAX",
+    "FORGE_BACKOFF_BASE_MS",
+    "FORGE_BACKOFF_CAP_MS",
+    "FORGE_DESCRIPTION_MAX_CHARS",
+    "FORGE_RECHECK_MAX",
+    "FORGE_REQUEST_TIMEOUT_SECONDS",
+    "FORGE_TARGET_URL_MAX_CHARS",
     "GATE_CHECKS_KEPT",
     "GATE_FILES_KEPT",
     "GATE_HOOK_DEADLINE_MS",
@@ -59,6 +66,9 @@ __all__ = [
     "GIT_TIMEOUT_SECONDS",
     "ID_MAX_CHARS",
     "JSON_MAX_DEPTH",
+    "LANDING_SUBJECTS_MAX",
+    "LANDING_TIMEOUT_DEFAULT_SECONDS",
+    "LANDING_TIMEOUT_MAX_SECONDS",
     "LEASE_DEFAULT_MS",
     "LEASE_MAX_MS",
     "LEASE_MIN_MS",
@@ -296,3 +306,25 @@ RETENTION_MIN_DAYS: Final = 1
 """The shortest age any retention table accepts, in days (ours)."""
 RETENTION_MAX_DAYS: Final = 36_500
 """The longest age a retention table accepts, in days (ours: 100 years)."""
+
+# -- landing and forge statuses ---------------------------------------------------------------
+LANDING_SUBJECTS_MAX: Final = 16
+"""Subjects of one pushed revision the landing recheck considers, newest first (ours)."""
+LANDING_TIMEOUT_DEFAULT_SECONDS: Final = 10
+"""How long the pre-receive hook waits for the authority by default (ours)."""
+LANDING_TIMEOUT_MAX_SECONDS: Final = 120
+"""The longest wait ``agent-task landing install --timeout`` accepts (ours)."""
+FORGE_DESCRIPTION_MAX_CHARS: Final = 140
+"""Characters of a commit status description (GitHub's limit; GitLab allows 255)."""
+FORGE_TARGET_URL_MAX_CHARS: Final = 255
+"""Characters of a commit status target_url (GitLab's limit); a longer one is left out."""
+FORGE_ATTEMPTS_MAX: Final = 10
+"""Delivery attempts of one status before it is given up (ours)."""
+FORGE_BACKOFF_BASE_MS: Final = 2_000
+"""The first retry delay of a status delivery; each retry doubles it (ours)."""
+FORGE_BACKOFF_CAP_MS: Final = 300_000
+"""The longest retry delay of a status delivery, and of a 429's Retry-After (ours)."""
+FORGE_REQUEST_TIMEOUT_SECONDS: Final = 10
+"""How long one status delivery waits for the forge (ours)."""
+FORGE_RECHECK_MAX: Final = 256
+"""Published success statuses a revocation rechecks, newest first (ours)."""

@@ -122,6 +122,7 @@ _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.workflow.operations",
     "taskcore.collector.operations",
     "taskcore.observe.operations",
+    "taskcore.evidence.operations",
 )
 
 

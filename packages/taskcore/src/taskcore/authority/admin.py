@@ -42,6 +42,7 @@ from taskcore.contract.common import ID
 from taskcore.contract.task import TARGET_PATTERN
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest, is_hex64
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence import forge
 from taskcore.limits import REASON_MAX_CHARS
 from taskcore.store.audit_api import AuditEvent
 from taskcore.store.authority_api import (
@@ -331,6 +332,8 @@ def enroll_executor(
                 "public_key": public_key,
             },
         )
+        if epochs:  # re-enrollment: the older epochs' receipts stop counting
+            forge.withdraw_published(tx, clock.now_ms(), repository_id)
         return enrollment
 
 
@@ -379,4 +382,5 @@ def revoke_executor(
             "revoke_executor",
             {"registration_id": registration_id, "epoch": wanted},
         )
+        forge.withdraw_published(tx, clock.now_ms(), enrollment.repository_id)
         return revocation

@@ -4,6 +4,9 @@
 unknown field, a wrong type or another version is refused with its path) and registers every
 repository (once) and task-only profile it names (:func:`apply_config`). Each entry pins the
 data dir it belongs to; requirements are installed first, since entries pin their digests.
+An entry with ``publish_forge_status: true`` needs a ``forge_status`` entry for its repository
+(:class:`~taskcore.evidence.forge.ForgeStatusConfig`: GitHub or GitLab, API base URL, project,
+the token *file*); the entries themselves keep exactly the seed's fields.
 
 >>> config = decode_config(b'''{"version": 1, "workspace": "w1", "agent_task_profiles": [
 ...     {"repository_id": "acme", "profile_id": "default", "native_repository": "/src/acme",
@@ -26,6 +29,7 @@ from taskcore.clock import Clock
 from taskcore.codec import default_codec, wire_field
 from taskcore.contract.common import digest_field, id_field
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence.forge import ForgeStatusConfig, apply_forge_settings
 from taskcore.store.authority_api import ProfileRecord
 from taskcore.store.storage import Storage
 
@@ -52,6 +56,7 @@ class OperatorConfig:
     version: int = wire_field(version=True)
     workspace: str = id_field()
     agent_task_profiles: tuple[AgentTaskProfile, ...] = wire_field(min_len=1, max_len=64)
+    forge_status: tuple[ForgeStatusConfig, ...] = wire_field(default=(), max_len=64)
     kind: Literal["agent_task_profiles"] = wire_field(default="agent_task_profiles")
 
 
@@ -66,10 +71,36 @@ def apply_config(
     """Register every repository (once) and profile of ``config``; return the profiles.
 
     ``data_dir`` is the data dir ``storage`` lives in: an entry pinning another one is
-    ``INVALID_VALUE``, as is ``publish_forge_status`` (not supported by this build). Paths
-    must be absolute (``INVALID_PATH``); a repository already registered at another path is a
-    ``CONFLICT``. Entries are applied in order, each in its own transactions.
+    ``INVALID_VALUE``. ``publish_forge_status: true`` needs exactly one ``forge_status`` entry
+    for the repository, and every ``forge_status`` entry must serve a publishing profile
+    (``INVALID_VALUE``); forge entries are checked before anything is applied. Paths must be
+    absolute (``INVALID_PATH``); a repository already registered at another path is a
+    ``CONFLICT``. Entries are applied in order, each in its own transactions; a profile's
+    forge settings are written (publishing) or removed (not publishing) with it.
     """
+    forges: dict[str, ForgeStatusConfig] = {}
+    for forge_entry in config.forge_status:
+        if forge_entry.repository_id in forges:
+            raise TaskError(
+                ErrorCode.INVALID_VALUE,
+                f"repository {forge_entry.repository_id!r} has two forge_status entries",
+            )
+        forge_entry.check()
+        forges[forge_entry.repository_id] = forge_entry
+    publishing = {e.repository_id for e in config.agent_task_profiles if e.publish_forge_status}
+    unused = sorted(set(forges) - publishing)
+    if unused:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            f"forge_status for {', '.join(unused)} serves no profile with "
+            "publish_forge_status: true",
+        )
+    missing = sorted(publishing - set(forges))
+    if missing:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            f"publish_forge_status: true needs a forge_status entry for {', '.join(missing)}",
+        )
     out = []
     for entry in config.agent_task_profiles:
         if (
@@ -84,11 +115,6 @@ def apply_config(
                 ErrorCode.INVALID_VALUE,
                 f"profile {entry.profile_id!r} pins data_dir {entry.data_dir}; this command "
                 f"runs against {data_dir}. Run it with --data-dir {entry.data_dir}",
-            )
-        if entry.publish_forge_status:
-            raise TaskError(
-                ErrorCode.INVALID_VALUE,
-                "publish_forge_status is not supported by this build; set it to false",
             )
         with storage.read() as tx:
             existing = tx.authority.get_repository(entry.repository_id)
@@ -114,5 +140,13 @@ def apply_config(
                 target=entry.target,
                 requirement_digest=entry.requirement_digest,
             )
+        )
+        apply_forge_settings(
+            storage,
+            clock,
+            workspace=config.workspace,
+            repository_id=entry.repository_id,
+            profile_id=entry.profile_id,
+            config=forges[entry.repository_id] if entry.publish_forge_status else None,
         )
     return tuple(out)

@@ -31,6 +31,7 @@ from taskcore.contract import (
 )
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence import forge
 from taskcore.store.audit_api import AuditEvent
 from taskcore.store.collector_api import CollectorProfileRecord
 from taskcore.store.storage import Storage, Transaction
@@ -134,4 +135,6 @@ def install_collector_profile(
                 outcome="OK",
             )
         )
+        # A superseded profile's transfers stop counting: withdraw what relied on them.
+        forge.withdraw_published(tx, clock.now_ms(), profile.repository_id)
         return record

@@ -88,6 +88,7 @@ from taskcore.contract import (
 )
 from taskcore.digest import RECEIPT_DOMAIN, domain_digest, request_domain, sha256_hex
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence import forge
 from taskcore.limits import (
     COLLECTOR_ENVELOPE_MAX_BYTES,
     FINALIZE_TRANSFERS_MAX,
@@ -121,6 +122,7 @@ from taskcore.workflow.states import (
 __all__ = [
     "COLLECTOR_COMPLETION",
     "UPLOAD_KIND",
+    "admitted_receipt",
     "collector_claim",
     "collector_completion_problem",
     "collector_descriptor",
@@ -638,6 +640,15 @@ def collector_upload(storage: Storage, clock: Clock, caller: Caller, envelope: b
                 updated_at_ms=now,
             )
         )
+        if not passing:
+            failed: WorkflowTask = _decode(WorkflowTask, task.body)
+            forge.status_for_failed_record(
+                tx,
+                now,
+                task,
+                required=failed.graph_status is GraphStatus.REQUIRED,
+                outcome=record.outcome.value,
+            )
         tx.journal.insert_request(
             RequestRecord(
                 owner_id=caller.agent.owner_id,
@@ -779,6 +790,36 @@ def _reverify(tx: Transaction, transfer: TransferRecord, public_key: str) -> Non
     decoded.verify(public_key)
 
 
+def admitted_receipt(
+    tx: Transaction, subject: SubjectRecord, *, verify_signatures: bool = True
+) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """Admission's evidence checks for ``subject``, now: ``(receipt_digest, ())`` or why not.
+
+    The receipt the subject's current evidence supports (live registration and revocation,
+    current collector profile, live origin grants: :func:`_receipt_for`) must be the stored
+    one, and every retained signed transfer it names must still verify against its enrolled
+    key. Problems are ``(task_id, code)`` pairs with the qualification codes, plus
+    ``receipt_missing`` and ``transfer_unverified``. Subject currency is the caller's check
+    (:func:`~taskcore.authority.subjects.check_current`); the landing recheck runs both.
+    """
+    expected, problems = _receipt_for(tx, subject)
+    if expected is None:
+        return None, tuple(problems) or ((subject.change_id, "not_collected"),)
+    stored = tx.collector.receipt_of_subject(subject.subject_seq)
+    if stored is None or stored.receipt_digest != receipt_digest(expected):
+        return None, ((expected.tasks[0].task_id, "receipt_missing"),)
+    if verify_signatures:
+        for entry in expected.transfers:
+            transfer = tx.collector.transfer_of_attempt(entry.attempt_id)
+            try:
+                if transfer is None:
+                    raise TaskError(ErrorCode.INTEGRITY_FAILURE, "a retained transfer is missing")
+                _reverify(tx, transfer, entry.public_key)
+            except TaskError:
+                return None, ((entry.task_id, "transfer_unverified"),)
+    return stored.receipt_digest, ()
+
+
 _PROBLEM_ERRORS: Final = {
     "executor_revoked": ErrorCode.EXECUTOR_REVOKED,
     "executor_not_current": ErrorCode.EXECUTOR_NOT_ENROLLED,
@@ -831,6 +872,8 @@ def collector_finalize(
                 created_at_ms=clock.now_ms(),
             )
         )
+        if created:
+            forge.status_for_receipt(tx, clock.now_ms(), subject, digest)
         return FinalizeOutcome(receipt_digest=digest, created=created, receipt=receipt)
 
 

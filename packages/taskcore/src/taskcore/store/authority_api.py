@@ -197,6 +197,15 @@ class AuthorityStore(Protocol):
         """Return up to ``limit`` subjects (every version) of one Change, newest first."""
         ...
 
+    def subjects_with_revision(
+        self, repository_id: str, profile_id: str, revision: str, limit: int
+    ) -> tuple[SubjectRecord, ...]:
+        """Subjects of a profile recorded for ``revision`` (any Change), newest first.
+
+        The landing recheck asks which subjects a pushed revision could be; at most ``limit``.
+        """
+        ...
+
     def supersede_subject(self, subject_seq: int, at_ms: int) -> None:
         """Mark a subject superseded (it stays readable)."""
         ...

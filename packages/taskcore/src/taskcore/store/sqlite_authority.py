@@ -120,6 +120,14 @@ COMPONENT = Component(
                 WHERE superseded_at_ms IS NULL;
             """,
         ),
+        # The landing recheck finds the subjects of a pushed revision.
+        Migration(
+            3,
+            """
+            CREATE INDEX authority_subject_revision
+                ON authority_subject(repository_id, profile_id, revision, subject_seq);
+            """,
+        ),
     ),
 )
 
@@ -445,6 +453,18 @@ class SqliteAuthorityStore:
                 limit,
             ),
         )
+        return tuple(_subject(r) for r in rows)
+
+    def subjects_with_revision(
+        self, repository_id: str, profile_id: str, revision: str, limit: int
+    ) -> tuple[SubjectRecord, ...]:
+        """Subjects of a profile recorded for ``revision`` (any Change), newest first."""
+        rows = self._conn.execute(
+            f"SELECT {_SUBJECT_COLUMNS} FROM authority_subject "  # noqa: S608 - constant
+            "WHERE repository_id = ? AND profile_id = ? AND revision = ? "
+            "ORDER BY subject_seq DESC LIMIT ?",
+            (repository_id, profile_id, revision, limit),
+        ).fetchall()
         return tuple(_subject(r) for r in rows)
 
     def supersede_subject(self, subject_seq: int, at_ms: int) -> None:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from taskcore.store.audit_api import AuditStore
     from taskcore.store.authority_api import AuthorityStore
     from taskcore.store.collector_api import CollectorStore
+    from taskcore.store.forge_api import ForgeStore
     from taskcore.store.journal_api import JournalStore
     from taskcore.store.queue_api import QueueStore
     from taskcore.store.retention_api import RetentionStore
@@ -59,6 +60,7 @@ _COMPONENT_MODULES: tuple[str, ...] = (
     "journal",
     "collector",
     "retention",
+    "forge",
 )
 
 
@@ -107,6 +109,11 @@ class Transaction(Protocol):
     @property
     def retention(self) -> RetentionStore:
         """The retention sweep's lease and last report."""
+        ...
+
+    @property
+    def forge(self) -> ForgeStore:
+        """Forge settings and the commit-status outbox."""
         ...
 
 
@@ -185,6 +192,13 @@ class SqliteTransaction:
         from taskcore.store.sqlite_retention import SqliteRetentionStore
 
         return SqliteRetentionStore(self.conn)
+
+    @cached_property
+    def forge(self) -> ForgeStore:
+        """Forge settings and the commit-status outbox."""
+        from taskcore.store.sqlite_forge import SqliteForgeStore
+
+        return SqliteForgeStore(self.conn)
 
 
 class SqliteStorage:

@@ -82,6 +82,7 @@ from taskcore.contract import (
 )
 from taskcore.digest import sha256_hex
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence import forge
 from taskcore.limits import LEASE_MAX_MS, REFERENCE_BODY_MAX_BYTES, RETAINED_SUBJECT_SCAN_MAX
 from taskcore.store.authority_api import SubjectRecord
 from taskcore.store.journal_api import (
@@ -700,6 +701,7 @@ class WorkflowJournal:
                 fence=attempt.fence,
                 request_id=request.request_id,
             )
+            forge.status_for_claim(tx, now, task)
             return outcome
 
     @staticmethod

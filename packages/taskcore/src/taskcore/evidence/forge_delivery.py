@@ -1,0 +1,397 @@
+"""Deliver the commit-status outbox to GitHub and GitLab, with bounded exponential back-off.
+
+The request shapes (``docs/operator.md`` has them with their sources):
+
+* GitHub, "Create a commit status"
+  (https://docs.github.com/en/rest/commits/statuses?apiVersion=2022-11-28#create-a-commit-status):
+  ``POST {api_url}/repos/{owner}/{repo}/statuses/{sha}``, headers
+  ``Accept: application/vnd.github+json``, ``Authorization: Bearer <token>``,
+  ``X-GitHub-Api-Version: 2022-11-28``, body ``{"state", "target_url"?, "description",
+  "context"}`` with ``state`` in error|failure|pending|success;
+* GitLab, "Set the pipeline status of a commit"
+  (https://docs.gitlab.com/api/commits/#set-the-pipeline-status-of-a-commit):
+  ``POST {api_url}/projects/{id}/statuses/{sha}`` (``id`` URL-encoded), header
+  ``PRIVATE-TOKEN: <token>`` (or ``Authorization: Bearer``), body ``{"state", "name",
+  "target_url"?, "description"}`` with ``state`` in pending|running|success|failed|canceled|
+  skipped.
+
+:class:`ForgeDelivery` is the worker ``agent-task serve`` runs. Each round it leases the due
+rows (so a second worker on the same journal leaves them alone), sends them outside any
+transaction, then records the outcome: 2xx ``delivered``; 429, 5xx, a network failure, a
+timeout or an unreadable token file retried after ``min(cap, base * 2**(attempts-1))`` (a
+429's ``Retry-After`` is honoured up to the cap); any other 4xx ``refused`` and never
+retried; ``given_up`` after :data:`~taskcore.limits.FORGE_ATTEMPTS_MAX` attempts. Rows live
+in the journal, so a restart picks up where the last process stopped. A crash between a
+2xx and its record resends the same (commit, context, state), which changes nothing on the
+forge. The token is read from its file for each request and goes nowhere else: errors and
+the audit carry fixed categories (``http_503``, ``unreachable``), never response text.
+
+>>> BackoffPolicy(base_ms=1000, cap_ms=5000, attempts_max=5).delay_ms(3)
+4000
+>>> BackoffPolicy(base_ms=1000, cap_ms=5000, attempts_max=5).delay_ms(9)
+5000
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Final, Protocol
+from urllib.parse import quote
+
+import attrs
+
+from taskcore.canonical import canonical_json
+from taskcore.clock import Clock, SystemClock
+from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
+from taskcore.errors import TaskError
+from taskcore.limits import (
+    FORGE_ATTEMPTS_MAX,
+    FORGE_BACKOFF_BASE_MS,
+    FORGE_BACKOFF_CAP_MS,
+    FORGE_REQUEST_TIMEOUT_SECONDS,
+)
+from taskcore.store.audit_api import AuditEvent
+from taskcore.store.forge_api import OutboxRecord
+from taskcore.store.storage import Storage
+
+if TYPE_CHECKING:
+    from taskcore.service import Service
+
+__all__ = [
+    "DELIVERY_ACTOR",
+    "GITHUB_API_VERSION",
+    "GITHUB_STATES",
+    "GITLAB_STATES",
+    "BackoffPolicy",
+    "ForgeDelivery",
+    "ForgeReply",
+    "ForgeRequest",
+    "Transport",
+    "UrllibTransport",
+    "build_request",
+    "start_forge_delivery",
+]
+
+GITHUB_API_VERSION: Final = "2022-11-28"
+GITHUB_STATES: Final = {
+    "pending": "pending",
+    "success": "success",
+    "failure": "failure",
+    "error": "error",
+}
+"""Abstract state -> GitHub ``state``."""
+GITLAB_STATES: Final = {
+    "pending": "pending",
+    "success": "success",
+    "failure": "failed",
+    "error": "failed",
+}
+"""Abstract state -> GitLab ``state``."""
+
+DELIVERY_ACTOR: Final = "forge-delivery"
+"""The audit actor of a delivery's final outcome (one event per status, not per attempt)."""
+
+_TOKEN_MAX = 4096
+_USER_AGENT = "agent-task"
+
+
+@attrs.frozen(kw_only=True)
+class ForgeRequest:
+    """One HTTP request to a forge. ``headers`` carry the token: never log this object."""
+
+    method: str
+    url: str
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+
+    def __repr__(self) -> str:
+        return f"ForgeRequest({self.method} {self.url})"
+
+
+@attrs.frozen(kw_only=True)
+class ForgeReply:
+    """A forge's answer: the status code and a ``Retry-After`` header if any."""
+
+    status: int
+    retry_after: str | None = None
+
+
+class Transport(Protocol):
+    """Sends a :class:`ForgeRequest`; raises ``OSError`` when the forge cannot be reached."""
+
+    def send(self, request: ForgeRequest, timeout: float) -> ForgeReply:
+        """Send and return the reply (any status code is a reply)."""
+        ...
+
+
+class UrllibTransport:
+    """The standard library's HTTP client (the response body is read and dropped)."""
+
+    def send(self, request: ForgeRequest, timeout: float) -> ForgeReply:
+        """POST ``request``."""
+        http = urllib.request.Request(  # noqa: S310 - operator-configured http(s) base URL
+            request.url, data=request.body, method=request.method, headers=dict(request.headers)
+        )
+        try:
+            with urllib.request.urlopen(http, timeout=timeout) as response:  # noqa: S310
+                response.read(65536)
+                return ForgeReply(status=int(response.status))
+        except urllib.error.HTTPError as err:
+            with contextlib.suppress(OSError):
+                err.read(65536)
+            return ForgeReply(status=int(err.code), retry_after=err.headers.get("Retry-After"))
+
+
+def build_request(row: OutboxRecord, token: str) -> ForgeRequest:
+    """The forge request for an outbox row (see the module docstring for the shapes)."""
+    auth = (
+        ("Authorization", f"Bearer {token}")
+        if row.token_header == "bearer"  # noqa: S105 - a header name, not a secret
+        else ("PRIVATE-TOKEN", token)
+    )
+    if row.kind == "github":
+        owner, repo = row.project.split("/", 1)
+        url = (
+            f"{row.api_url}/repos/{quote(owner, safe='')}/{quote(repo, safe='')}"
+            f"/statuses/{row.commit}"
+        )
+        headers: tuple[tuple[str, str], ...] = (
+            ("Accept", "application/vnd.github+json"),
+            auth,
+            ("X-GitHub-Api-Version", GITHUB_API_VERSION),
+            ("Content-Type", "application/json"),
+            ("User-Agent", _USER_AGENT),
+        )
+        body: dict[str, str] = {
+            "state": GITHUB_STATES[row.state],
+            "description": row.description,
+            "context": row.context,
+        }
+    else:
+        url = f"{row.api_url}/projects/{quote(row.project, safe='')}/statuses/{row.commit}"
+        headers = (
+            auth,
+            ("Accept", "application/json"),
+            ("Content-Type", "application/json"),
+            ("User-Agent", _USER_AGENT),
+        )
+        body = {
+            "state": GITLAB_STATES[row.state],
+            "name": row.context,
+            "description": row.description,
+        }
+    if row.target_url is not None:
+        body["target_url"] = row.target_url
+    return ForgeRequest(
+        method="POST", url=url, headers=headers, body=json.dumps(body).encode("utf-8")
+    )
+
+
+@attrs.frozen(kw_only=True)
+class BackoffPolicy:
+    """Retry delays: ``min(cap_ms, base_ms * 2**(attempts-1))``; at most ``attempts_max``."""
+
+    base_ms: int = FORGE_BACKOFF_BASE_MS
+    cap_ms: int = FORGE_BACKOFF_CAP_MS
+    attempts_max: int = FORGE_ATTEMPTS_MAX
+
+    def delay_ms(self, attempts: int) -> int:
+        """The delay after the ``attempts``-th failed attempt."""
+        return int(min(self.cap_ms, self.base_ms * 2 ** max(0, min(attempts - 1, 40))))
+
+
+def _read_token(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8") as handle:
+            token = handle.read(_TOKEN_MAX + 1).strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not token or len(token) > _TOKEN_MAX or any(c.isspace() for c in token):
+        return None
+    return token
+
+
+def _retry_after_ms(value: str | None) -> int | None:
+    if value is None or not value.strip().isdigit():
+        return None
+    return int(value.strip()) * 1000
+
+
+@attrs.frozen(kw_only=True)
+class Attempt:
+    """What one attempt of one row came to."""
+
+    seq: int
+    status: str
+    last_error: str | None
+    http_status: int | None
+
+
+class ForgeDelivery:
+    """The outbox worker (see the module docstring). ``deliver_due`` is one round."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        clock: Clock | None = None,
+        transport: Transport | None = None,
+        policy: BackoffPolicy | None = None,
+        lease_ms: int = 60_000,
+        batch: int = 16,
+        timeout_s: float = FORGE_REQUEST_TIMEOUT_SECONDS,
+        poll_ms: int = 1_000,
+    ) -> None:
+        self.storage = storage
+        self.clock: Clock = clock or SystemClock()
+        self.transport: Transport = transport or UrllibTransport()
+        self.policy = policy or BackoffPolicy()
+        self.lease_ms = lease_ms
+        self.batch = batch
+        self.timeout_s = timeout_s
+        self.poll_ms = poll_ms
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- one round ----------------------------------------------------------------------
+    def _lease_due(self) -> tuple[OutboxRecord, ...]:
+        now = self.clock.now_ms()
+        with self.storage.read() as tx:
+            next_due = tx.forge.next_due_at()
+        if next_due is None or next_due > now:
+            return ()
+        with self.storage.write() as tx:
+            rows = tx.forge.due(now, self.batch)
+            for row in rows:
+                tx.forge.update_delivery(
+                    row.seq,
+                    status="queued",
+                    attempts=row.attempts,
+                    next_attempt_at_ms=now + self.lease_ms,
+                    last_error=row.last_error,
+                    now_ms=now,
+                )
+        return rows
+
+    def _send(self, row: OutboxRecord) -> tuple[str | None, int | None, int | None]:
+        """``(error category or None, HTTP status, retry-after ms)`` of one attempt."""
+        token = _read_token(row.token_file)
+        if token is None:
+            return "token_unreadable", None, None
+        try:
+            reply = self.transport.send(build_request(row, token), self.timeout_s)
+        except TimeoutError:
+            return "timeout", None, None
+        except OSError as exc:
+            reason = getattr(exc, "reason", None)
+            return ("timeout" if isinstance(reason, TimeoutError) else "unreachable"), None, None
+        if 200 <= reply.status < 300:
+            return None, reply.status, None
+        return f"http_{reply.status}", reply.status, _retry_after_ms(reply.retry_after)
+
+    def _record(
+        self, row: OutboxRecord, error: str | None, http: int | None, wait: int | None
+    ) -> Attempt:
+        now = self.clock.now_ms()
+        attempts = row.attempts + 1
+        if error is None:
+            status, next_at = "delivered", now
+        elif http is not None and 400 <= http < 500 and http != 429:
+            status, next_at = "refused", now
+        elif attempts >= self.policy.attempts_max:
+            status, next_at = "given_up", now
+        else:
+            delay = self.policy.delay_ms(attempts)
+            if wait is not None:
+                delay = max(delay, min(wait, self.policy.cap_ms))
+            status, next_at = "queued", now + delay
+        with self.storage.write() as tx:
+            current = tx.forge.get(row.seq)
+            if current is None:
+                return Attempt(seq=row.seq, status="missing", last_error=error, http_status=http)
+            # A row superseded while it was in flight stays superseded; the attempt counts.
+            final_status = "superseded" if current.status == "superseded" else status
+            tx.forge.update_delivery(
+                row.seq,
+                status=final_status,
+                attempts=attempts,
+                next_attempt_at_ms=next_at,
+                last_error=error,
+                now_ms=now,
+            )
+            if final_status in ("delivered", "refused", "given_up"):
+                tx.audit.append(
+                    AuditEvent(
+                        at_ms=now,
+                        actor=DELIVERY_ACTOR,
+                        workspace="",
+                        operation="forge.status",
+                        input_digest=domain_digest(
+                            AUDIT_INPUT_DOMAIN,
+                            canonical_json(
+                                {
+                                    "seq": row.seq,
+                                    "commit": row.commit,
+                                    "context": row.context,
+                                    "state": row.state,
+                                }
+                            ),
+                        ),
+                        outcome="OK" if final_status == "delivered" else (error or final_status),
+                    )
+                )
+        return Attempt(seq=row.seq, status=final_status, last_error=error, http_status=http)
+
+    def deliver_due(self) -> list[Attempt]:
+        """Lease the due rows, send each once, record each outcome; return what happened."""
+        out = []
+        for row in self._lease_due():
+            error, http, wait = self._send(row)
+            out.append(self._record(row, error, http, wait))
+        return out
+
+    # -- the background thread ----------------------------------------------------------
+    def _loop(self, on_error: Callable[[TaskError], None]) -> None:
+        while not self._stop.is_set():
+            try:
+                self.deliver_due()
+                with self.storage.read() as tx:
+                    next_due = tx.forge.next_due_at()
+            except TaskError as err:  # busy or unavailable storage: try again later
+                on_error(err)
+                next_due = None
+            wait = self.poll_ms
+            if next_due is not None:
+                wait = max(0, min(wait, next_due - self.clock.now_ms()))
+            self._stop.wait(wait / 1000)
+
+    def start(self, on_error: Callable[[TaskError], None] = lambda err: None) -> ForgeDelivery:
+        """Run rounds in a daemon thread until :meth:`stop`."""
+        if self._thread is None:
+            self._stop.clear()
+            self._thread = threading.Thread(
+                target=self._loop, args=(on_error,), daemon=True, name="forge-delivery"
+            )
+            self._thread.start()
+        return self
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """Stop after the current round (an in-flight request ends within its timeout)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            self._thread = None
+
+
+def start_forge_delivery(
+    service: Service, *, transport: Transport | None = None, policy: BackoffPolicy | None = None
+) -> ForgeDelivery:
+    """Start the delivery worker on a :class:`~taskcore.service.Service`'s journal and clock."""
+    return ForgeDelivery(
+        service.storage, clock=service.clock, transport=transport, policy=policy
+    ).start()
