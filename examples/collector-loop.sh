@@ -81,7 +81,7 @@ out = sys.stdin.read().strip()
 if not out:
     print("PASS"); sys.exit(0)
 text = json.loads(out)["hookSpecificOutput"]["additionalContext"]
-print(json.dumps(json.loads(text.split("\n", 1)[1])["next"]))'; }
+print(json.dumps(json.loads(text.rsplit("\n", 1)[1])["next"]))'; }
 
 step "1. qualification is false before collection"
 "$AT" checkpoint main-work --workspace "$REPO"

@@ -59,7 +59,7 @@ def feedback(text, harness="claude-code"):
         if harness == "claude-code"
         else out["reason"]
     )
-    return json.loads(body.split("\n", 1)[1])
+    return json.loads(body.rsplit("\n", 1)[1])
 
 
 def collect(world, change="c1"):

@@ -91,7 +91,7 @@ def feedback(text, harness="claude-code"):
         if harness == "claude-code"
         else out["reason"]
     )
-    return json.loads(body.split("\n", 1)[1])
+    return json.loads(body.rsplit("\n", 1)[1])
 
 
 def collect(live, change="c1"):

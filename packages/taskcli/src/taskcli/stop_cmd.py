@@ -83,6 +83,7 @@ def _hook_command(name: str, harness: str) -> click.Command:
             data_dir=resolve_data_dir(data_dir),
             stdin=sys.stdin.buffer,
             connect=_connect(endpoint),
+            endpoint=endpoint,
         )
         if text:
             click.echo(text)

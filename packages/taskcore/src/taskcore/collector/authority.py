@@ -70,8 +70,10 @@ from taskcore.collector.wire import (
     ReceiptTask,
     ReceiptTransfer,
     ReceiptV2,
+    RunSummary,
     TaskQualification,
     UploadOutcome,
+    run_summary,
 )
 from taskcore.contract import (
     CAPABILITY,
@@ -92,6 +94,7 @@ from taskcore.limits import (
     COLLECTOR_ENVELOPE_MAX_BYTES,
     FINALIZE_TRANSFERS_MAX,
     QUALIFICATION_FAILURES_MAX,
+    RUN_FAILURES_MAX,
 )
 from taskcore.store.authority_api import SubjectRecord
 from taskcore.store.collector_api import CollectorProfileRecord, ReceiptRecord, TransferRecord
@@ -597,6 +600,7 @@ def collector_upload(storage: Storage, clock: Clock, caller: Caller, envelope: b
                 record_outcome=record.outcome.value,
                 completes_dependency=passing,
                 admission="requires_finalization" if passing else "nonpassing",
+                run=run_summary(record, task_id=task.task_id, step_id=task.step_id),
             )
         )
         tx.collector.insert_transfer(
@@ -885,6 +889,7 @@ def qualification(
         claimable: str | None = None
         in_progress = failed_required = False
         all_required_collected = True
+        runs: list[RunSummary] = []
         for task in tx.journal.tasks_of_subject(subject.subject_seq):
             wtask: WorkflowTask = _decode(WorkflowTask, task.body)
             required = wtask.graph_status is GraphStatus.REQUIRED
@@ -930,6 +935,10 @@ def qualification(
                 in_progress = True
             if required and state == "failed":
                 failed_required = True
+            if state == "failed" and len(runs) < RUN_FAILURES_MAX:
+                summary = _failed_run(tx, task)
+                if summary is not None:
+                    runs.append(summary)
             if required and not (state == "succeeded" and task.completion == COLLECTOR_COMPLETION):
                 all_required_collected = False
                 if state == "succeeded":
@@ -970,7 +979,23 @@ def qualification(
             tasks=tuple(rows),
             failures=tuple(failures[:QUALIFICATION_FAILURES_MAX]),
             next=next_step,
+            run_failures=tuple(runs),
         )
+
+
+def _failed_run(tx: Transaction, task: TaskRecord) -> RunSummary | None:
+    """Why the task's retained run did not pass (its outcome and output tails), if it has one."""
+    if task.current_attempt_id is None:
+        return None
+    transfer = tx.collector.transfer_of_attempt(task.current_attempt_id)
+    if transfer is None or transfer.passing or transfer.kind != TransferKind.COMMAND.value:
+        return None
+    envelope = tx.collector.envelope(
+        transfer.transfer_digest, max_bytes=COLLECTOR_ENVELOPE_MAX_BYTES
+    )
+    decoded = decode_transfer(envelope)
+    record: ExecutionRecord = decode_record(ExecutionRecord, decoded.records[1])
+    return run_summary(record, task_id=task.task_id, step_id=task.step_id)
 
 
 def _task_state(

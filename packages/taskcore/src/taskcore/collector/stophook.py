@@ -37,9 +37,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
+import attrs
+
 from taskcore.auth import read_token_file
 from taskcore.authority.gitrev import git_revision, work_tree_state
 from taskcore.collector.client import WorkflowClient
+from taskcore.collector.nextstep import CommandOptions, advise
 from taskcore.collector.state import durable_write
 from taskcore.collector.stop import (
     Category,
@@ -55,6 +58,7 @@ from taskcore.limits import (
     GATE_STDIN_MAX_BYTES,
     QUALIFICATION_TIMEOUT_SECONDS,
     STOP_CONTINUATIONS_MAX,
+    STOP_DIRTY_PATHS_MAX,
 )
 from taskcore.paths import user_data_root
 from taskcore.workflow.reads import open_reader
@@ -209,7 +213,13 @@ def _read_local(
             )
     except TaskError:
         raise _BlockedError(error_decision(Category.WORKSPACE_UNAVAILABLE)) from None
-    return LocalRead(subject=subject, head=state.head, clean=clean, base_revision=base)
+    return LocalRead(
+        subject=subject,
+        head=state.head,
+        clean=clean,
+        base_revision=base,
+        dirty_paths=state.paths[:STOP_DIRTY_PATHS_MAX],
+    )
 
 
 _REJECTED: Final = (
@@ -249,8 +259,13 @@ def evaluate(
     workspace: Path,
     data_dir: Path,
     connect: Connect,
+    endpoint: str | None = None,
 ) -> StopDecision:
     """Run the read-only check and return the decision (never raises for a block).
+
+    A block carries the documented command for its ``next``
+    (:func:`taskcore.collector.nextstep.advise`), with the hook's endpoint, route and token
+    file filled in.
 
     No subject at all blocks with ``next`` checkpoint before anything is asked. A token file
     that cannot be read, a refused token, a failed call or a malformed answer block with
@@ -258,10 +273,40 @@ def evaluate(
     second local read is not clean at the subject's revision); the rest is
     :func:`~taskcore.collector.stop.decide` over the answer and the two local reads.
     """
+    decision = _evaluate(
+        change=change,
+        repository=repository,
+        profile=profile,
+        token_file=token_file,
+        workspace=workspace,
+        data_dir=data_dir,
+        connect=connect,
+    )
+    if decision.passed:
+        return decision
+    options = CommandOptions(
+        url=endpoint, repository=repository, profile=profile, token_file=str(token_file)
+    )
+    advice = advise(decision.next, decision.failures, change=change, options=options)
+    return attrs.evolve(decision, command=advice.command)
+
+
+def _evaluate(
+    *,
+    change: str,
+    repository: str,
+    profile: str,
+    token_file: Path,
+    workspace: Path,
+    data_dir: Path,
+    connect: Connect,
+) -> StopDecision:
     try:
         before = _read_local(data_dir, repository, profile, change, workspace)
         if before.subject is None:
-            return StopDecision(passed=False, next={"operation": "checkpoint"})
+            return StopDecision(
+                passed=False, next={"operation": "checkpoint"}, dirty_paths=before.dirty_paths
+            )
         raw = _ask(connect, token_file, repository, profile, change)
         after = _read_local(data_dir, repository, profile, change, workspace)
         dirty = not after.clean or after.subject is None or after.base_revision != after.subject[2]
@@ -306,6 +351,7 @@ def run_hook(
     data_dir: Path,
     stdin: BinaryIO,
     connect: Connect,
+    endpoint: str | None = None,
 ) -> tuple[int, str]:
     """Run one Stop hook for ``harness``; return ``(exit status, stdout text)``.
 
@@ -340,6 +386,7 @@ def run_hook(
                 workspace=workspace,
                 data_dir=data_dir,
                 connect=connect,
+                endpoint=endpoint,
             )
         if decision.passed:
             write_counter(path, 0)
