@@ -416,7 +416,8 @@ def test_a_failure_before_the_claim_claims_nothing(live, tmp_path):
     with pytest.raises(TaskError) as err:
         live.collect(data_dir=other)
     assert err.value.code is ErrorCode.NOT_FOUND
-    assert str(other) in err.value.message and "Nothing was claimed" in err.value.message
+    assert str(other) in err.value.message
+    assert "Nothing was claimed" in err.value.message
     assert "collector_claim" not in live.client.calls
     assert _collectable(live)
     assert live.collect()["qualification"]["qualified"] is True
@@ -594,7 +595,8 @@ def test_a_failed_run_is_retried_on_the_same_revision_with_checkpoint_retry(
         assert "No module named pytest" in out["run"]["stderr_tail"]
         q = out["qualification"]
         [run] = q["run_failures"]
-        assert run["exit_status"] == 1 and "No module named pytest" in run["stderr_tail"]
+        assert run["exit_status"] == 1
+        assert "No module named pytest" in run["stderr_tail"]
         assert out["next_command"] == "agent-task checkpoint c1"
         # The operator fixes the profile; the same commit is checkpointed again as a retry.
         from taskcore.collector.admin import install_collector_profile
