@@ -617,3 +617,35 @@ def test_a_failed_run_is_retried_on_the_same_revision_with_checkpoint_retry(
         assert "nothing to retry" in err.value.message
     finally:
         live.close()
+
+
+def test_reconcile_change_reconciles_an_unresolved_attempt_of_an_older_subject(live):
+    live.checkpoint()
+    answer = qualification(live.client, change="c1", **WORKFLOW)
+    old = answer["tasks"][0]
+    live.client.workflow(
+        "acme",
+        "default",
+        "collector_claim",
+        json.dumps(
+            {
+                "version": 1,
+                "request_id": "claim-old",
+                "task_id": old["task_id"],
+                "task_digest": old["task_digest"],
+                "execution_operation_id": "exec-old",
+                "requested_lease_ms": 1_000,
+            }
+        ).encode(),
+    )
+    commit_file(live.repo, "more.txt", "more\n")
+    live.checkpoint()
+    live.clock.advance(5_000)
+    stuck = qualification(live.client, change="c1", **WORKFLOW)
+    assert stuck["next"] == {"operation": "reconcile", "task_id": old["task_id"]}
+    assert {f["code"] for f in stuck["failures"]} == {"prior_subject_unresolved"}
+    out = reconcile_change(live.client, change="c1", **WORKFLOW)
+    assert out["reconciled"]["task_id"] == old["task_id"]
+    assert out["reconciled"]["change_version"] == 1
+    assert out["next_command"] == "agent-task collect c1"
+    assert live.collect()["qualification"]["qualified"] is True

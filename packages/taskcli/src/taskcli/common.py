@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import click
 from taskcore import ErrorCode, ErrorKind, TaskError
-from taskcore.auth import read_token_file
+from taskcore.auth import no_token_error, read_token_file
 from taskcore.codec import parse_json
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES
 from taskcore.paths import default_data_dir
@@ -239,8 +239,9 @@ class ServiceClient:
         import httpx
 
         headers = {"Content-Type": content_type, "Accept": "application/json"}
-        if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
+        if not self.token:
+            raise no_token_error()
+        headers["Authorization"] = f"Bearer {self.token}"
         try:
             response = self._client().post(self.url + path, content=body, headers=headers)
         except httpx.HTTPError as exc:

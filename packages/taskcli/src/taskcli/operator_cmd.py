@@ -24,12 +24,12 @@ import click
 from taskcore import TaskError
 from taskcore.authority import decode_requirement
 from taskcore.authority.config import decode_config
-from taskcore.authority.operator import AuthorityAdmin, collector_test_requirement
+from taskcore.authority.operator import AuthorityAdmin, collector_test_requirement, runtime_here
 from taskcore.codec import default_codec
-from taskcore.contract import CommandRecipe, decode_collector_profile
+from taskcore.contract import CommandCollectorProfile, CommandRecipe, decode_collector_profile
 from taskcore.errors import ErrorCode
 
-from taskcli.common import data_dir_option, emit, json_option, resolve_data_dir, run
+from taskcli.common import data_dir_option, emit, human, json_option, resolve_data_dir, run
 
 __all__ = ["register"]
 
@@ -330,7 +330,7 @@ def install_collector_profile_command(
                     runtime_identity=runtime_identity,
                 )
             record = admin.install_collector_profile(collector_profile)
-        return {
+        out: dict[str, Any] = {
             "profile_id": record.profile_id,
             "digest": record.digest,
             "repository_id": record.repository_id,
@@ -339,8 +339,28 @@ def install_collector_profile_command(
             "registration_id": record.registration_id,
             "registration_epoch": record.registration_epoch,
         }
+        if isinstance(collector_profile, CommandCollectorProfile):
+            here = runtime_here(collector_profile.recipe, collector_profile.runtime_identity_sha256)
+            out.update(
+                argv=list(collector_profile.recipe.argv),
+                argv0_resolved=here.executable,
+                sandbox=here.sandbox,
+                runtime_identity_sha256=collector_profile.runtime_identity_sha256,
+                runtime_matches_this_host=here.matches,
+            )
+        return out
 
-    emit(run(as_json, act), as_json)
+    def render(out: dict[str, Any]) -> str:
+        text = human(out)
+        if "argv0_resolved" in out:
+            text += (
+                f"\nthe command's argv[0] {out['argv'][0]!r} resolves here to "
+                f"{out['argv0_resolved']!r} (sandbox {out['sandbox']}); check that this is "
+                "the interpreter with your test tools installed"
+            )
+        return text
+
+    emit(run(as_json, act), as_json, render)
 
 
 @operator_group.command("revoke")
@@ -382,21 +402,32 @@ def show_command(
         with _admin(data_dir, create=False) as admin:
             view = admin.overview(repository, registration)
         repo = view.repository
+        profiles = []
+        for p in view.collector_profiles:
+            row: dict[str, Any] = {
+                "profile_id": p.profile_id,
+                "step_id": p.step_id,
+                "workflow_profile_id": p.workflow_profile_id,
+                "registration": f"{p.registration_id}@{p.registration_epoch}",
+                "current": p.superseded_at_ms is None,
+                "kind": p.kind,
+            }
+            body = decode_collector_profile(p.body)
+            if isinstance(body, CommandCollectorProfile):
+                here = runtime_here(body.recipe, body.runtime_identity_sha256)
+                row.update(
+                    argv=list(body.recipe.argv),
+                    argv0=body.recipe.argv[0],
+                    argv0_resolved=here.executable,
+                    runtime_matches_this_host=here.matches,
+                )
+            profiles.append(row)
         return {
             "repository_id": repo.repository_id,
             "workspace": repo.workspace,
             "work_tree": repo.work_tree,
             "policy_epoch": repo.policy_epoch,
-            "collector_profiles": [
-                {
-                    "profile_id": p.profile_id,
-                    "step_id": p.step_id,
-                    "workflow_profile_id": p.workflow_profile_id,
-                    "registration": f"{p.registration_id}@{p.registration_epoch}",
-                    "current": p.superseded_at_ms is None,
-                }
-                for p in view.collector_profiles
-            ],
+            "collector_profiles": profiles,
             "registrations": {
                 reg: [
                     {

@@ -61,7 +61,14 @@ from taskcore.store.authority_api import ProfileRecord, RepositoryRecord
 from taskcore.store.collector_api import CollectorProfileRecord
 from taskcore.store.storage import SqliteStorage
 
-__all__ = ["AuthorityAdmin", "EpochView", "RepositoryOverview", "collector_test_requirement"]
+__all__ = [
+    "AuthorityAdmin",
+    "EpochView",
+    "RepositoryOverview",
+    "RuntimeHere",
+    "collector_test_requirement",
+    "runtime_here",
+]
 
 
 def collector_test_requirement(step_id: str, summary: str) -> WorkflowRequirement:
@@ -105,6 +112,35 @@ class EpochView:
     step_id: str
     verification_key_id: str
     revoked: bool
+
+
+@attrs.frozen(kw_only=True)
+class RuntimeHere:
+    """What a command profile's ``argv[0]`` resolves to on this machine, and if it is pinned.
+
+    ``executable`` is the resolved path (what runs and what is hashed); ``matches`` whether
+    this machine's runtime identity is the one the profile pins (same-host collection needs
+    it; a profile pinned for another machine does not match here, which is expected there).
+    """
+
+    argv0: str
+    executable: str
+    sandbox: str
+    runtime_identity_sha256: str
+    matches: bool
+
+
+def runtime_here(recipe: CommandRecipe, pinned: str | None = None) -> RuntimeHere:
+    """Probe ``recipe`` on this machine (as a collection would) and compare with ``pinned``."""
+    identity = probe_runtime(recipe)
+    digest = runtime_identity_digest(identity)
+    return RuntimeHere(
+        argv0=recipe.argv[0],
+        executable=identity.executable,
+        sandbox=identity.sandbox.value,
+        runtime_identity_sha256=digest,
+        matches=pinned is None or pinned == digest,
+    )
 
 
 @attrs.frozen(kw_only=True)

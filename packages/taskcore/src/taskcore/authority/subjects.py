@@ -70,7 +70,8 @@ def _not_found() -> TaskError:
     # A repository of another workspace is indistinguishable from a missing one.
     return TaskError(
         ErrorCode.NOT_FOUND,
-        "no such repository and profile here; check the URL against 'agent-task admin' listings",
+        "no such repository and profile here; check --repository and --profile (the URL) "
+        "against 'agent-task operator show --repository R' on the service host",
     )
 
 

@@ -935,6 +935,10 @@ def qualification(
                 in_progress = True
             if required and state == "failed":
                 failed_required = True
+            if state == "failed" and _run_under_superseded_profile(tx, task):
+                failures.append(
+                    QualificationFailure(task_id=task.task_id, code="collector_profile_changed")
+                )
             if state == "failed" and len(runs) < RUN_FAILURES_MAX:
                 summary = _failed_run(tx, task)
                 if summary is not None:
@@ -981,6 +985,24 @@ def qualification(
             next=next_step,
             run_failures=tuple(runs),
         )
+
+
+def _run_under_superseded_profile(tx: Transaction, task: TaskRecord) -> bool:
+    """Whether the task's retained non-passing run was made under a profile since superseded.
+
+    Then its failure says nothing about the code: the same revision can be collected again
+    under the current profile (``checkpoint --retry``).
+    """
+    if task.current_attempt_id is None:
+        return False
+    transfer = tx.collector.transfer_of_attempt(task.current_attempt_id)
+    if transfer is None or transfer.passing:
+        return False
+    current = tx.collector.current_profile(task.repository_id, task.profile_id, task.step_id)
+    return current is not None and (current.profile_id, current.digest) != (
+        transfer.collector_profile_id,
+        transfer.collector_profile_digest,
+    )
 
 
 def _failed_run(tx: Transaction, task: TaskRecord) -> RunSummary | None:

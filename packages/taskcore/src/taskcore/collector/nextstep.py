@@ -192,15 +192,17 @@ def advise(
         return Advice(kind="reconcile", command=line("reconcile"))
     if operation == "checkpoint":
         return Advice(kind="checkpoint", command=line("checkpoint"))
-    if codes & FAILED_RUN_CODES:
-        return Advice(kind="fix", command=line("checkpoint"))
     if codes & NO_LONGER_COUNTING_CODES:
+        # Checked first: a run made under a profile, key or grant that changed since says
+        # nothing about the code; the same revision is worth collecting again as it is.
         return Advice(
             kind="retry",
             command=shlex.join(
                 ["agent-task", "checkpoint", change, "--retry", *options.route_flags()]
             ),
         )
+    if codes & FAILED_RUN_CODES:
+        return Advice(kind="fix", command=line("checkpoint"))
     if "attempt_in_progress" in codes:
         return Advice(
             kind="wait",

@@ -1,0 +1,141 @@
+"""A new user's path through docs/operator.md and the AGENTS.md block, for real (issue 11).
+
+A git repository with a small pytest suite, the operator's set-up through the CLI, a real
+``agent-task serve`` process, and the agent's commands with only the environment the
+instructions list. Each test walks one thing a user hit and follows the command the tool
+printed.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.taskcli.userpath import AGENT_TASK, UserPath, git
+
+
+@pytest.fixture(scope="module")
+def user(tmp_path_factory: pytest.TempPathFactory):
+    path = UserPath(tmp_path_factory.mktemp("user-path"))
+    path.set_up()
+    yield path
+    path.stop()
+
+
+def _block(hook_stdout: str) -> tuple[str, dict[str, object]]:
+    text = json.loads(hook_stdout)["hookSpecificOutput"]["additionalContext"]
+    return text, json.loads(text.rsplit("\n", 1)[1])
+
+
+# -- 1. a failed collect never strands a Change ---------------------------------------------------
+
+
+def test_collect_without_the_service_data_dir_claims_nothing_and_names_the_dir(user):
+    user.run("checkpoint", "no-data-dir")
+    done = user.run("collect", "no-data-dir", check=False)
+    assert done.returncode != 0
+    default = user.home / ".local" / "share" / "agent-task"
+    assert str(default) in done.stderr
+    assert "Nothing was claimed" in done.stderr
+    answer = user.qualification("no-data-dir")
+    assert answer["next"]["operation"] == "collector_claim"
+    assert answer["failures"] == []
+    out = user.run("collect", "no-data-dir", "--data-dir", str(user.data))
+    assert "qualified: true" in out.stdout
+    assert "claimed attempt a-" in out.stderr
+
+
+def test_a_collection_that_died_is_recovered_with_the_printed_commands(user):
+    user.commit(
+        "tests/test_slow.py", "import time\n\n\ndef test_slow():\n    time.sleep(4)\n", "slow"
+    )
+    user.run("checkpoint", "died")
+    env = user.agent_env()
+    env["AGENT_TASK_DATA_DIR"] = str(user.data)
+    collect = subprocess.Popen(
+        [AGENT_TASK, "collect", "died", "--lease-ms", "1000"],
+        env=env,
+        cwd=user.repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert collect.stderr is not None
+    for line in collect.stderr:
+        if "running..." in line:
+            break
+    collect.send_signal(signal.SIGKILL)  # the collector dies holding the attempt
+    collect.wait()
+    held = user.run("qualification", "died", check=False)
+    status = user.json("collector", "status")
+    assert isinstance(status, dict)
+    assert any(
+        row["state"] == "claimed" and row["change_id"] == "died" for row in status["attempts"]
+    )
+    time.sleep(2.5)  # the 1 s lease runs out without renewal
+    stuck = user.run("qualification", "died")
+    assert "next: reconcile" in stuck.stdout, held.stdout + stuck.stdout
+    reconcile = user.printed(stuck.stdout)
+    assert reconcile[:2] == ["reconcile", "died"]
+    done = user.run(*reconcile)
+    assert "reconciled: attempt a-" in done.stdout
+    collect_again = user.printed(done.stdout)
+    assert collect_again[:2] == ["collect", "died"]
+    out = user.run(*collect_again, env=env)
+    assert "qualified: true" in out.stdout
+    git(user.repo, "rm", "-q", "tests/test_slow.py")
+    git(user.repo, "commit", "-qm", "no slow test")
+
+
+# -- 2 and 3. a failed run says why, and is collected again on the same revision ------------------
+
+
+def test_a_broken_profile_says_why_and_the_same_revision_is_collected_again(user):
+    env = user.agent_env()
+    env["AGENT_TASK_DATA_DIR"] = str(user.data)
+    # The operator pins an interpreter that has no pytest (-S: no site-packages).
+    broken = user.install_profile("pytest-broken", "-S")
+    assert "argv0_resolved" in broken
+    user.run("checkpoint", "retry-me")
+    out = user.run("collect", "retry-me", env=env)
+    assert "collected: failed" in out.stdout
+    assert "No module named pytest" in out.stdout
+    answer = user.qualification("retry-me")
+    [run] = answer["run_failures"]
+    assert "No module named pytest" in run["stderr_tail"]
+    assert run["exit_status"] == 1
+    shown = user.run("qualification", "retry-me").stdout
+    assert "No module named pytest" in shown
+    text, feedback = _block(user.hook("retry-me"))
+    assert "No module named pytest" in text
+    assert "Nothing you can run" not in text
+    assert feedback["run_failures"][0]["stderr_tail"] == run["stderr_tail"]
+    # The operator fixes the profile; checkpointing the same commit is 'unchanged' ...
+    user.install_profile("pytest-fixed")
+    again = user.run("checkpoint", "retry-me")
+    assert again.stdout.startswith("unchanged")
+    assert "--retry" in again.stdout
+    # ... and qualification names the one command that retries the same revision.
+    q = user.run("qualification", "retry-me").stdout
+    retry = user.printed(q)
+    assert retry[:3] == ["checkpoint", "retry-me", "--retry"]
+    recorded = user.run(*retry)
+    assert recorded.stdout.startswith("recorded")
+    collect = user.printed(user.run("qualification", "retry-me").stdout)
+    final = user.run(*collect, env=env)
+    assert "collected: passed" in final.stdout
+    assert "qualified: true" in final.stdout
+    assert user.hook("retry-me") == ""
+
+
+def test_operator_show_names_what_argv0_resolves_to(user):
+    shown = user.operator("show", "--repository", "calc")
+    assert isinstance(shown, dict)
+    current = [p for p in shown["collector_profiles"] if p["current"]]
+    assert current[0]["argv0"].endswith("python") or "python" in current[0]["argv0"]
+    assert Path(current[0]["argv0_resolved"]).is_absolute()
