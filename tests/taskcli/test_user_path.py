@@ -139,3 +139,76 @@ def test_operator_show_names_what_argv0_resolves_to(user):
     current = [p for p in shown["collector_profiles"] if p["current"]]
     assert current[0]["argv0"].endswith("python") or "python" in current[0]["argv0"]
     assert Path(current[0]["argv0_resolved"]).is_absolute()
+
+
+# -- 4. stop hooks name what blocks ---------------------------------------------------------------
+
+
+def test_install_stop_as_documented_and_a_block_that_names_the_dirty_paths(user):
+    settings = user.repo / ".claude" / "settings.json"
+    inside = user.run(
+        "install-stop",
+        "hooked",
+        "--harness",
+        "claude-code",
+        "--settings",
+        str(settings),
+        "--endpoint",
+        user.url,
+        "--repository",
+        "calc",
+        "--profile",
+        "default",
+        "--token-file",
+        str(user.repo / "agent.token"),
+        "--workspace",
+        str(user.repo),
+        "--data-dir",
+        str(user.data),
+        check=False,
+    )
+    assert inside.returncode != 0
+    assert "inside the work tree" in inside.stderr
+    installed = user.run(
+        "install-stop",
+        "hooked",
+        "--harness",
+        "claude-code",
+        "--settings",
+        str(settings),
+        "--endpoint",
+        user.url,
+        "--repository",
+        "calc",
+        "--profile",
+        "default",
+        "--token-file",
+        str(user.token_file),
+        "--workspace",
+        str(user.repo),
+        "--data-dir",
+        str(user.data),
+    )
+    assert "commit .claude/settings.json" in installed.stdout
+    command = json.loads(settings.read_text())["hooks"]["Stop"][0]["hooks"][0]["command"]
+    text, feedback = _block(
+        user.run(*command.split()[1:], stdin=b'{"session_id":"s-hooked"}').stdout
+    )
+    assert feedback["next"] == {"operation": "checkpoint"}
+    assert feedback["dirty_paths"] == [".claude/settings.json"]
+    assert "Uncommitted: .claude/settings.json" in text
+    assert feedback["command"].startswith("agent-task checkpoint hooked --url ")
+    git(user.repo, "add", ".claude/settings.json")
+    git(user.repo, "commit", "-qm", "the task-stop hook")
+    text, feedback = _block(user.hook("hooked"))
+    assert feedback["next"] == {"operation": "checkpoint"}
+    assert "dirty_paths" not in feedback
+    user.run("checkpoint", "hooked")
+    text, feedback = _block(user.hook("hooked"))
+    assert feedback["next"]["operation"] == "collector_claim"
+    collect = feedback["command"].split()[1:]
+    assert collect[:2] == ["collect", "hooked"]
+    env = user.agent_env()
+    env["AGENT_TASK_DATA_DIR"] = str(user.data)
+    user.run(*collect, env=env)
+    assert user.hook("hooked") == ""

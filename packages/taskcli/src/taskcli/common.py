@@ -35,7 +35,9 @@ __all__ = [
     "human",
     "internal",
     "json_option",
+    "RequestCommand",
     "read_json_argument",
+    "request_option",
     "resolve_data_dir",
     "route_options",
     "run",
@@ -47,6 +49,36 @@ DEFAULT_URL = "http://127.0.0.1:8787"
 """Where ``agent-task serve`` listens by default."""
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")
+"""``--json`` means one thing everywhere: print one JSON document for programs."""
+
+request_option = click.option(
+    "--request",
+    "request",
+    default=None,
+    metavar="JSON|@FILE|-",
+    help="The request body: inline JSON, @FILE, or - for stdin (default {}).",
+)
+"""The request body of ``call`` and ``task`` (``--json`` is the output flag everywhere)."""
+
+
+class RequestCommand(click.Command):
+    """A command taking ``--request``: says so when someone passes the body after ``--json``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Parse as usual; an extra argument right after ``--json`` gets a hint."""
+        given = list(args)  # click consumes ``args`` while parsing
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as err:
+            if "--json" in given and "unexpected extra argument" in err.format_message():
+                raise click.UsageError(
+                    err.format_message()
+                    + " (--json prints JSON for programs; pass the request body with --request)",
+                    ctx,
+                ) from None
+            raise
+
+
 data_dir_option = click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -146,7 +178,7 @@ def run(as_json: bool, fn: Callable[[], Any]) -> Any:
 
 
 def read_json_argument(value: str | None, *, default: str = "{}") -> bytes:
-    """Return request bytes from ``--json``: inline JSON, ``@FILE`` or ``-`` (stdin).
+    """Return request bytes from ``--request``: inline JSON, ``@FILE`` or ``-`` (stdin).
 
     The bytes are sent as given; the service decodes them strictly. At most 16 MiB is read.
 

@@ -79,6 +79,7 @@ __all__ = [
     "read_counter",
     "read_payload",
     "run_hook",
+    "settings_advice",
     "write_counter",
 ]
 
@@ -461,11 +462,19 @@ def hook_command_line(
 ) -> str:
     """The shell command line of ``harness``'s Stop hook for ``change``.
 
-    The token file must be an absolute path (``INVALID_PATH``); the workspace and data dir are
-    written resolved, so the hook does not depend on the harness's working directory.
+    The token file must be an absolute path outside the work tree (``INVALID_PATH``); the
+    workspace and data dir are written resolved, so the hook does not depend on the harness's
+    working directory.
     """
     if not token_file.is_absolute():
         raise TaskError(ErrorCode.INVALID_PATH, "--token-file must be an absolute path")
+    if token_file.resolve().is_relative_to(workspace.resolve()):
+        raise TaskError(
+            ErrorCode.INVALID_PATH,
+            "--token-file is inside the work tree: it would be committed (or, untracked, keep "
+            "task-stop blocking on a dirty tree). Keep it outside, e.g. "
+            "~/.config/agent-task/agent.token",
+        )
     return shlex.join(
         [
             executable,
@@ -485,6 +494,37 @@ def hook_command_line(
             str(data_dir.resolve()),
         ]
     )
+
+
+def settings_advice(settings: Path, harness: str, workspace: Path) -> list[str]:
+    """What to do with the settings file ``install-stop`` wrote (lines for people).
+
+    A settings file inside the work tree must be committed: task-stop passes only on a clean
+    tree, so an untracked ``.claude/settings.json`` would block every stop. A Codex project
+    file also needs the project (and the hook) trusted.
+
+    >>> settings_advice(Path("/w/.claude/settings.json"), "claude-code", Path("/w"))[0]
+    "commit .claude/settings.json (it holds no secret): task-stop passes only on a clean work tree, so an uncommitted settings file would block every stop"
+    """
+    lines = []
+    target = Path(os.path.abspath(settings))
+    root = Path(os.path.abspath(workspace))
+    if target.is_relative_to(root):
+        rel = target.relative_to(root).as_posix()
+        lines.append(
+            f"commit {rel} (it holds no secret): task-stop passes only on a clean work tree, so "
+            "an uncommitted settings file would block every stop"
+        )
+    else:
+        lines.append(f"{target} is outside the work tree: nothing to commit")
+    if harness == CODEX:
+        lines.append(
+            "Codex runs a new or changed hook only after you trust it in /hooks, and loads a "
+            "project's .codex/hooks.json only in a trusted project"
+        )
+    else:
+        lines.append("Claude Code 2.1.163 or later reads this hook's block feedback")
+    return lines
 
 
 def install_stop_hook(
