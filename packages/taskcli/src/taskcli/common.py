@@ -26,6 +26,7 @@ from taskcore.paths import default_data_dir
 
 __all__ = [
     "DEFAULT_URL",
+    "RequestCommand",
     "ServiceClient",
     "client_options",
     "data_dir_option",
@@ -35,7 +36,6 @@ __all__ = [
     "human",
     "internal",
     "json_option",
-    "RequestCommand",
     "read_json_argument",
     "request_option",
     "resolve_data_dir",
