@@ -212,3 +212,90 @@ def test_install_stop_as_documented_and_a_block_that_names_the_dirty_paths(user)
     env["AGENT_TASK_DATA_DIR"] = str(user.data)
     user.run(*collect, env=env)
     assert user.hook("hooked") == ""
+
+
+# -- 5. a collector on another machine: only a clone, a token and its own key ---------------------
+
+
+def test_a_remote_collector_with_only_a_clone_qualifies_a_change(user, tmp_path):
+    laptop = tmp_path / "laptop"
+    (laptop / "home").mkdir(parents=True)
+    clone = laptop / "calc"
+    git(tmp_path, "clone", "-q", str(user.repo), str(clone))
+    state = laptop / "collector"
+    env = user.agent_env()
+    env.update(
+        HOME=str(laptop / "home"),
+        XDG_DATA_HOME=str(laptop / "home" / ".local" / "share"),
+        AGENT_TASK_COLLECTOR_DIR=str(state),
+    )
+    assert "AGENT_TASK_DATA_DIR" not in env
+    public = user.run("collector", "keygen", env=env).stdout.strip()
+    enrolled = user.operator(
+        "enroll",
+        "--repository",
+        "calc",
+        "--step",
+        "tests",
+        "--registration",
+        "laptop",
+        "--executor",
+        "laptop-1",
+        "--public-key",
+        public,
+    )
+    assert isinstance(enrolled, dict)
+    recipe = ["--arg", user_python(), "--arg", "-m", "--arg", "pytest", "--arg", "-q"]
+    recipe += ["--arg", "-p", "--arg", "no:cacheprovider"]
+    limits = ["--allow-env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "--timeout-ms", "120000"]
+    limits += ["--output-limit", "65536"]
+    probe = user.json("collector", "runtime-probe", *recipe, *limits, env=env)
+    assert isinstance(probe, dict)
+    user.operator(
+        "install-collector-profile",
+        "--profile-id",
+        "pytest-laptop",
+        "--repository",
+        "calc",
+        "--profile",
+        "default",
+        "--step",
+        "tests",
+        "--registration",
+        "laptop",
+        *recipe,
+        *limits,
+        "--runtime-identity",
+        probe["runtime_identity_sha256"],
+    )
+    pin = enrolled["pin_on_a_remote_collector"].split()
+    assert pin[:3] == ["agent-task", "collector", "pin-authority"]
+    user.run(*pin[1:], env=env)
+    # The agent commits and checkpoints on the service host's work tree ...
+    user.commit(
+        "tests/test_more.py",
+        "from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n",
+        "more",
+    )
+    user.run("checkpoint", "remote-work")
+    # ... the laptop's clone does not have that commit yet: nothing is claimed.
+    early = user.run("collect", "remote-work", "--clone", str(clone), env=env, check=False)
+    assert early.returncode != 0
+    assert "git fetch" in early.stderr
+    assert "Nothing was claimed" in early.stderr
+    assert user.qualification("remote-work")["next"]["operation"] == "collector_claim"
+    git(clone, "pull", "-q", "--ff-only")
+    out = user.run("collect", "remote-work", "--clone", str(clone), env=env)
+    assert "collected: passed" in out.stdout
+    assert "qualified: true" in out.stdout
+    answer = user.qualification("remote-work")
+    assert answer["qualified"] is True
+    assert not (laptop / "home" / ".local" / "share" / "agent-task" / "journal.sqlite").exists()
+    # Same-host collection again for the tests after this one.
+    user.install_profile("pytest-same-host")
+
+
+def user_python() -> str:
+    from tests.taskcli.userpath import PYTHON
+
+    return PYTHON

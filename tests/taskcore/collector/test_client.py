@@ -649,3 +649,53 @@ def test_reconcile_change_reconciles_an_unresolved_attempt_of_an_older_subject(l
     assert out["reconciled"]["change_version"] == 1
     assert out["next_command"] == "agent-task collect c1"
     assert live.collect()["qualification"]["qualified"] is True
+
+
+# -- remote mode: a clone, a pinned authority key, no data dir ------------------------------------
+
+
+def _clone(live, tmp_path):
+    target = tmp_path / "elsewhere" / "clone"
+    target.parent.mkdir()
+    git(target.parent, "clone", "-q", str(live.repo), str(target))
+    return target
+
+
+def _audience(live):
+    with live.service.storage.read() as tx:
+        return tx.collector.audience()
+
+
+def test_remote_collection_without_a_pinned_authority_claims_nothing(live, tmp_path):
+    live.checkpoint()
+    with pytest.raises(TaskError) as err:
+        live.collect(data_dir=None, clone=_clone(live, tmp_path))
+    assert err.value.code is ErrorCode.NOT_FOUND
+    assert "pin-authority" in err.value.message
+    assert "collector_claim" not in live.client.calls
+
+
+def test_remote_collection_verifies_the_descriptor_and_runs_on_the_clone(live, tmp_path):
+    from taskcore.collector.authority_key import load_authority_key
+
+    live.state.pin_authority(
+        public_key=load_authority_key(live.data_dir).public_key, audience=_audience(live)
+    )
+    live.checkpoint()
+    out = live.collect(data_dir=None, clone=_clone(live, tmp_path))
+    assert out["record_outcome"] == "passed"
+    assert out["qualification"]["qualified"] is True
+
+
+def test_a_descriptor_not_signed_by_the_pinned_key_is_refused_and_released(live, tmp_path):
+    from taskcore.collector.authority_key import ensure_authority_key
+
+    impostor = ensure_authority_key(tmp_path / "impostor")
+    live.state.pin_authority(public_key=impostor.public_key, audience=_audience(live))
+    live.checkpoint()
+    with pytest.raises(TaskError) as err:
+        live.collect(data_dir=None, clone=_clone(live, tmp_path))
+    assert err.value.code is ErrorCode.INVALID_SIGNATURE
+    assert "was released" in err.value.message
+    assert all(not a.has_reservation() for a in live.state.attempts())
+    assert _collectable(live)

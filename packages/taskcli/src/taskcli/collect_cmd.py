@@ -26,6 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
 import click
 from taskcore import TaskError
 from taskcore.collector.client import (
@@ -265,6 +266,14 @@ def _summary(result: dict[str, Any]) -> str:
     help="Lease to request for the collector attempt.",
 )
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--clone",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Remote mode: a git clone of the repository on this machine. The collector needs no "
+    "data dir: it verifies the descriptor with the authority key it pinned "
+    "('agent-task collector pin-authority') and runs on the clone.",
+)
 @route_options
 @client_options
 @data_dir_option
@@ -274,6 +283,7 @@ def collect_cmd(
     change: str,
     lease_ms: int,
     quiet: bool,
+    clone: Path | None,
     repository: str | None,
     profile: str | None,
     url: str,
@@ -284,7 +294,10 @@ def collect_cmd(
 ) -> None:
     """Collect CHANGE's next collector task once: check, claim, run, sign, retain, upload, finalize.
 
-    Every local check runs before the claim. A failure after the claim releases the attempt
+    Same host: the descriptor is rechecked against the service's own data dir (--data-dir or
+    AGENT_TASK_DATA_DIR). Elsewhere: --clone PATH, with the authority key pinned once
+    ('agent-task collector pin-authority'). Every local check runs before the claim. A
+    failure after the claim releases the attempt
     in the same command (the Change can be collected again) and prints the command to run.
     Exits 0 after a durable collection and upload, whether the command passed or failed; the
     outcome, the failed run's output tail and the next command are printed.
@@ -292,17 +305,26 @@ def collect_cmd(
 
     def act() -> dict[str, Any]:
         repo, prof = _route(repository, profile)
+        if clone is not None and data_dir is not None:
+            raise TaskError(
+                ErrorCode.BAD_INPUT,
+                "give --data-dir (the service's own, same host) or --clone (remote), not both",
+            )
         state = CollectorState.open(state_dir)
+        options = _options(url, repo, prof, token_file, data_dir, state_dir)
+        if clone is not None:
+            options = attrs.evolve(options, clone=str(clone.absolute()), data_dir=None)
         return collect_once(
             ServiceClient(url, token_file, timeout=120.0),
             repository=repo,
             profile=prof,
             change=change,
-            data_dir=resolve_data_dir(data_dir),
+            data_dir=None if clone is not None else resolve_data_dir(data_dir),
+            clone=None if clone is None else clone.absolute(),
             state=state,
             lease_ms=lease_ms,
             notify=_printer(quiet or as_json),
-            options=_options(url, repo, prof, token_file, data_dir, state_dir),
+            options=options,
         )
 
     result = run(as_json, act)

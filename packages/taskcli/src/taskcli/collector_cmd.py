@@ -70,6 +70,42 @@ def keygen_command(state_dir: Path | None, as_json: bool) -> None:
         )
 
 
+@collector_group.command("pin-authority")
+@click.option(
+    "--public-key", required=True, help="The authority's key (64 hex), from the operator."
+)
+@click.option("--audience", required=True, help="The authority's audience, from the operator.")
+@state_dir_option
+@json_option
+def pin_authority_command(
+    public_key: str, audience: str, state_dir: Path | None, as_json: bool
+) -> None:
+    """Trust one authority for remote collection (--clone): its key and audience, once.
+
+    'agent-task operator enroll' (or 'operator authority') prints both on the service host.
+    A remote collection accepts only descriptors this key signed; pinning another key in
+    the same state directory is refused.
+    """
+
+    def act() -> dict[str, Any]:
+        state = CollectorState.open(state_dir)
+        pinned = state.pin_authority(public_key=public_key, audience=audience)
+        return {
+            "public_key": pinned.public_key,
+            "key_id": pinned.key_id,
+            "audience": pinned.audience,
+            "state_dir": str(state.root),
+        }
+
+    emit(
+        run(as_json, act),
+        as_json,
+        lambda v: (
+            f"trusting authority key {v['key_id']} (audience {v['audience']}) in {v['state_dir']}"
+        ),
+    )
+
+
 @collector_group.command("runtime-probe")
 @click.option("--arg", "argv", multiple=True, required=True, help="One argv item (repeat).")
 @click.option("--workdir", default=".", show_default=True)

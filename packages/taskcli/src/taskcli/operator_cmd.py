@@ -214,7 +214,7 @@ def enroll_command(
     """Enroll a collector's public key for one repository and step (a new epoch each time)."""
 
     def act() -> dict[str, Any]:
-        with _admin(data_dir) as admin:
+        with _admin(data_dir, create=False) as admin:
             enrollment = admin.enroll(
                 registration_id=registration,
                 executor_id=executor,
@@ -222,13 +222,40 @@ def enroll_command(
                 step_id=step,
                 public_key=public_key,
             )
+            identity = admin.authority_identity()
         return {
             "registration_id": enrollment.registration_id,
             "registration_epoch": enrollment.registration_epoch,
             "executor_id": enrollment.executor_id,
             "verification_key_id": enrollment.verification_key_id,
             "note": "enrollment grants no receipt; install a collector profile for this epoch",
+            **_authority(identity),
         }
+
+    emit(run(as_json, act), as_json)
+
+
+def _authority(identity: Any) -> dict[str, Any]:
+    return {
+        "authority_public_key": identity.public_key,
+        "authority_key_id": identity.key_id,
+        "audience": identity.audience,
+        "pin_on_a_remote_collector": (
+            "agent-task collector pin-authority --public-key "
+            f"{identity.public_key} --audience {identity.audience}"
+        ),
+    }
+
+
+@operator_group.command("authority")
+@data_dir_option
+@json_option
+def authority_command(data_dir: Path | None, as_json: bool) -> None:
+    """Print the authority's descriptor-signing key and audience (what a remote collector pins)."""
+
+    def act() -> dict[str, Any]:
+        with _admin(data_dir, create=False) as admin:
+            return _authority(admin.authority_identity())
 
     emit(run(as_json, act), as_json)
 

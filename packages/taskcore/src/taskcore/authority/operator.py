@@ -39,6 +39,7 @@ from taskcore.authority.config import OperatorConfig, apply_config
 from taskcore.authority.requirement import RequirementStep, WorkflowRequirement
 from taskcore.clock import Clock, SystemClock
 from taskcore.collector.admin import install_collector_profile
+from taskcore.collector.authority_key import ensure_authority_key
 from taskcore.collector.records import runtime_identity_digest
 from taskcore.collector.runtime import probe_runtime
 from taskcore.collector.state import key_id_for
@@ -63,6 +64,7 @@ from taskcore.store.storage import SqliteStorage
 
 __all__ = [
     "AuthorityAdmin",
+    "AuthorityIdentity",
     "EpochView",
     "RepositoryOverview",
     "RuntimeHere",
@@ -112,6 +114,15 @@ class EpochView:
     step_id: str
     verification_key_id: str
     revoked: bool
+
+
+@attrs.frozen(kw_only=True)
+class AuthorityIdentity:
+    """The authority's descriptor-signing public key, its key ID and its audience."""
+
+    public_key: str
+    key_id: str
+    audience: str
 
 
 @attrs.frozen(kw_only=True)
@@ -170,10 +181,19 @@ class AuthorityAdmin:
 
     @property
     def storage(self) -> SqliteStorage:
-        """The journal, opened on first use."""
+        """The journal, opened on first use (with ``create``, the authority key too)."""
         if self._storage is None:
             self._storage = open_storage(self.data_dir, create=self.create)
+            if self.create:
+                ensure_authority_key(self.data_dir)
         return self._storage
+
+    def authority_identity(self) -> AuthorityIdentity:
+        """What a remote collector pins: the authority's public key, key ID and audience."""
+        with self.storage.read() as tx:
+            audience = tx.collector.audience()
+        key = ensure_authority_key(self.data_dir)
+        return AuthorityIdentity(public_key=key.public_key, key_id=key.key_id, audience=audience)
 
     def __enter__(self) -> AuthorityAdmin:
         return self

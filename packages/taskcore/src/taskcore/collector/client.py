@@ -42,12 +42,13 @@ import attrs
 
 from taskcore.authority.gitrev import git_revision, work_tree_state
 from taskcore.codec import default_codec
+from taskcore.collector.authority_key import verify_descriptor
 from taskcore.collector.collect import check_runtime, collect_command
 from taskcore.collector.descriptor import CollectorDescriptor
 from taskcore.collector.nextstep import Advice, CommandOptions, advise
 from taskcore.collector.records import ExecutionRecord
 from taskcore.collector.runtime import Progress
-from taskcore.collector.state import AttemptState, CollectorKey, CollectorState
+from taskcore.collector.state import AttemptState, CollectorKey, CollectorState, PinnedAuthority
 from taskcore.collector.wire import run_summary
 from taskcore.contract import CommandCollectorProfile, decode_collector_profile
 from taskcore.errors import ErrorCode, ErrorKind, TaskError
@@ -63,12 +64,15 @@ __all__ = [
     "Finalizing",
     "Recorded",
     "Released",
+    "RemoteSubject",
     "RenewalFailed",
     "Running",
     "Uploading",
     "WorkflowClient",
     "check_before_claim",
+    "check_before_claim_remote",
     "check_local_authority",
+    "check_remote_descriptor",
     "checkpoint",
     "clean_head",
     "collect_once",
@@ -390,6 +394,103 @@ def check_before_claim(
     return work_tree
 
 
+@attrs.frozen(kw_only=True)
+class RemoteSubject:
+    """What a remote collection checked before its claim: the trusted authority and subject."""
+
+    authority: PinnedAuthority
+    commit: str
+    revision: str
+
+
+def check_before_claim_remote(
+    client: WorkflowClient,
+    state: CollectorState,
+    clone: Path,
+    *,
+    repository: str,
+    profile: str,
+    change: str,
+    revision: str | None,
+) -> RemoteSubject:
+    """The local checks of a remote collection (no data dir) before it claims anything.
+
+    The collector must have pinned an authority (``NOT_FOUND`` otherwise, naming the command);
+    the service's current subject of ``change`` (``requirements``) must be the one
+    qualification reported (``SUBJECT_STALE``); the clone must hold its commit (``NOT_FOUND``:
+    fetch first) and the revision function over that commit in the clone must give the
+    subject's revision (``REVISION_MISMATCH``).
+    """
+    pinned = state.pinned_authority()
+    if pinned is None:
+        raise TaskError(
+            ErrorCode.NOT_FOUND,
+            "this collector trusts no authority yet: run 'agent-task collector pin-authority "
+            "--public-key KEY --audience AUDIENCE' with the values 'agent-task operator enroll' "
+            "(or 'agent-task operator authority') printed. Nothing was claimed",
+        )
+    answer = _result(
+        client.workflow(
+            repository, profile, "requirements", _body({"version": 1, "change_id": change})
+        )
+    )
+    subject = answer.get("subject")
+    if not subject or not subject.get("current") or subject.get("revision") != revision:
+        raise TaskError(
+            ErrorCode.SUBJECT_STALE,
+            "the service's current subject is not the one qualification reported; ask again. "
+            "Nothing was claimed",
+        )
+    commit = str(subject["commit"])
+    try:
+        local = git_revision(clone, commit)
+    except TaskError as err:
+        if err.code is ErrorCode.NOT_FOUND:
+            raise TaskError(
+                ErrorCode.NOT_FOUND,
+                f"the clone at {str(clone)[:300]} does not have commit {commit}: fetch it (git "
+                "fetch), then collect again. Nothing was claimed",
+            ) from None
+        raise
+    if local != subject["revision"]:
+        raise TaskError(
+            ErrorCode.REVISION_MISMATCH,
+            "the clone's content at the subject's commit does not give the subject's revision. "
+            "Nothing was claimed",
+        )
+    return RemoteSubject(authority=pinned, commit=commit, revision=local)
+
+
+def check_remote_descriptor(
+    descriptor: CollectorDescriptor,
+    expected: RemoteSubject,
+    *,
+    repository: str,
+    profile: str,
+) -> None:
+    """Accept a descriptor in remote mode only if the pinned authority signed it for us.
+
+    The signature must verify under the pinned key (``INVALID_SIGNATURE``); the audience must be
+    the pinned one and the route ours (``BINDING_MISMATCH``); the commit and revision those
+    checked in the clone before the claim (``SUBJECT_STALE``). The descriptor's own
+    consistency (profile digest, pinned request rebuilt from binding and profile) is checked
+    by :meth:`CollectorDescriptor.check`, and the collection recomputes the revision from the
+    clone's objects before it runs anything.
+    """
+    verify_descriptor(descriptor, expected.authority.public_key)
+    b = descriptor.binding
+    if b.audience != expected.authority.audience:
+        raise TaskError(
+            ErrorCode.BINDING_MISMATCH, "the descriptor is for another audience than the pinned one"
+        )
+    if (b.repository_id, b.workflow_profile_id) != (repository, profile):
+        raise TaskError(ErrorCode.BINDING_MISMATCH, "the descriptor is for another route")
+    if (b.commit, b.revision) != (expected.commit, expected.revision):
+        raise TaskError(
+            ErrorCode.SUBJECT_STALE, "the descriptor's subject differs from the one checked"
+        )
+
+
 def check_local_authority(descriptor: CollectorDescriptor, data_dir: Path, change: str) -> Path:
     """Recheck ``descriptor`` against the local authority in ``data_dir``; return the work tree.
 
@@ -510,13 +611,19 @@ def collect_once(
     repository: str,
     profile: str,
     change: str,
-    data_dir: Path,
+    data_dir: Path | None = None,
     state: CollectorState,
     lease_ms: int,
     notify: Callable[[CollectEvent], None] = _ignore,
     options: CommandOptions | None = None,
+    clone: Path | None = None,
 ) -> dict[str, Any]:
     """Follow qualification's ``next`` once: check, claim, describe, collect, upload, finalize.
+
+    Same-host mode (``data_dir``, the service's own data dir) rechecks everything against the
+    local authority; remote mode (``clone``, a git clone of the repository, no data dir)
+    accepts only a descriptor the pinned authority signed (:func:`check_remote_descriptor`)
+    and runs on the clone.
 
     When ``next`` is ``collector_finalize`` it only finalizes; when it is anything but
     ``collector_claim`` it is a ``CONFLICT`` naming the command to run instead
@@ -564,15 +671,33 @@ def collect_once(
     task = next(t for t in answer["tasks"] if t["task_id"] == step["task_id"])
     key = state.load_key()
     notify(Checking(step_id=task["step_id"]))
-    work_tree = check_before_claim(
-        data_dir,
-        key,
-        repository=repository,
-        profile=profile,
-        change=change,
-        step_id=task["step_id"],
-        revision=answer["revision"],
-    )
+    remote: RemoteSubject | None = None
+    if clone is not None:
+        work_tree = Path(clone)
+        remote = check_before_claim_remote(
+            client,
+            state,
+            work_tree,
+            repository=repository,
+            profile=profile,
+            change=change,
+            revision=answer["revision"],
+        )
+    elif data_dir is not None:
+        work_tree = check_before_claim(
+            data_dir,
+            key,
+            repository=repository,
+            profile=profile,
+            change=change,
+            step_id=task["step_id"],
+            revision=answer["revision"],
+        )
+    else:
+        raise TaskError(
+            ErrorCode.BAD_INPUT,
+            "give the service's data dir (same host) or --clone PATH (a collector elsewhere)",
+        )
     notify(Claiming(step_id=task["step_id"], task_id=task["task_id"]))
     claimed = _result(
         client.workflow(
@@ -646,7 +771,11 @@ def collect_once(
         raw = _result(client.workflow(repository, profile, "collector_descriptor", _body(handle)))
         descriptor = default_codec().structure(raw, CollectorDescriptor)
         descriptor.check()
-        work_tree = check_local_authority(descriptor, data_dir, change)
+        if remote is not None:
+            check_remote_descriptor(descriptor, remote, repository=repository, profile=profile)
+        else:
+            assert data_dir is not None
+            work_tree = check_local_authority(descriptor, data_dir, change)
         status = _result(client.workflow(repository, profile, "status", _body(handle)))
         if not status["currently_applicable"]:
             raise TaskError(

@@ -53,6 +53,7 @@ __all__ = [
     "AttemptState",
     "CollectorKey",
     "CollectorState",
+    "PinnedAuthority",
     "collector_status",
     "default_state_dir",
     "durable_write",
@@ -70,6 +71,7 @@ CLAIM_STATES: Final = ("claimed", "released", "uncertain", "upload_pending", "up
 
 _STATE_ENV: Final = "AGENT_TASK_COLLECTOR_DIR"
 _KEY_FILE: Final = "key.json"
+_AUTHORITY_FILE: Final = "authority.json"
 
 
 def default_state_dir() -> Path:
@@ -182,6 +184,16 @@ def _read_private(path: Path, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise TaskError(ErrorCode.PAYLOAD_TOO_LARGE, f"{path.name} is larger than expected")
     return data
+
+
+@attrs.frozen(kw_only=True)
+class PinnedAuthority:
+    """The authority a remote collector trusts: its descriptor-signing key and its audience."""
+
+    version: int = wire_field(version=True)
+    public_key: str = digest_field()
+    key_id: str = id_field()
+    audience: str = id_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -341,6 +353,60 @@ class CollectorState:
         if public_key_hex(key.seed) != key.public_key or key_id_for(key.public_key) != key.key_id:
             raise TaskError(ErrorCode.INTEGRITY_FAILURE, "the collector key file is inconsistent")
         return key
+
+    # -- the pinned authority (remote mode) ---------------------------------------------------
+    @property
+    def authority_path(self) -> Path:
+        """Where the pinned authority key and audience live."""
+        return self.root / _AUTHORITY_FILE
+
+    def pin_authority(self, *, public_key: str, audience: str) -> PinnedAuthority:
+        """Pin the authority this collector trusts (remote mode); never silently replaced.
+
+        Pinning the same key and audience again is a no-op; another key or audience is
+        ``ALREADY_EXISTS`` (use another ``--state-dir`` for another authority).
+        """
+        from taskcore.codec import default_codec
+
+        pinned = default_codec().structure(
+            {
+                "version": 1,
+                "public_key": public_key,
+                "key_id": key_id_for(public_key) if is_hex64(public_key) else "-",
+                "audience": audience,
+            },
+            PinnedAuthority,
+        )
+        existing = self.pinned_authority()
+        if existing is not None:
+            if existing != pinned:
+                raise TaskError(
+                    ErrorCode.ALREADY_EXISTS,
+                    f"this collector already trusts authority key {existing.key_id} of audience "
+                    f"{existing.audience}; it is never replaced (use another --state-dir)",
+                )
+            return existing
+        durable_write(self.authority_path, canonical_json(pinned))
+        return pinned
+
+    def pinned_authority(self) -> PinnedAuthority | None:
+        """The pinned authority, or ``None`` if none was pinned."""
+        if not os.path.lexists(self.authority_path):
+            return None
+        try:
+            raw = json.loads(_read_private(self.authority_path, 4096))
+        except ValueError:
+            raw = None
+        from taskcore.codec import default_codec
+
+        if not isinstance(raw, dict):
+            raise TaskError(ErrorCode.INTEGRITY_FAILURE, "the pinned authority file is damaged")
+        pinned = default_codec().structure(raw, PinnedAuthority)
+        if key_id_for(pinned.public_key) != pinned.key_id:
+            raise TaskError(
+                ErrorCode.INTEGRITY_FAILURE, "the pinned authority file is inconsistent"
+            )
+        return pinned
 
     # -- attempts ---------------------------------------------------------------------------
     @staticmethod
