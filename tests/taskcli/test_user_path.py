@@ -299,3 +299,72 @@ def user_python() -> str:
     from tests.taskcli.userpath import PYTHON
 
     return PYTHON
+
+
+# -- 6. OWNER/NAME repository IDs everywhere --------------------------------------------------------
+
+
+def test_an_owner_name_repository_is_registered_collected_and_qualified(user):
+    user.operator(
+        "register-repository", "--workspace", "demo", "--repository", "acme/calc", str(user.repo)
+    )
+    requirement = user.operator(
+        "install-requirement", "--repository", "acme/calc", "--test-step", "tests"
+    )
+    assert isinstance(requirement, dict)
+    user.operator(
+        "register-profile",
+        "--repository",
+        "acme/calc",
+        "--profile",
+        "default",
+        "--target",
+        "main",
+        "--requirement",
+        requirement["requirement_digest"],
+    )
+    public = user.json("collector", "keygen", "--state-dir", str(user.tmp / "acme-collector"))
+    assert isinstance(public, dict)
+    user.operator(
+        "enroll",
+        "--repository",
+        "acme/calc",
+        "--step",
+        "tests",
+        "--registration",
+        "acme-ci",
+        "--executor",
+        "this-host",
+        "--public-key",
+        public["public_key"],
+    )
+    user.operator(
+        "install-collector-profile",
+        "--profile-id",
+        "acme-pytest",
+        "--repository",
+        "acme/calc",
+        "--profile",
+        "default",
+        "--step",
+        "tests",
+        "--registration",
+        "acme-ci",
+        "--arg",
+        "/bin/sh",
+        "--arg",
+        "-c",
+        "--arg",
+        "test -f calc.py",
+    )
+    env = user.agent_env()
+    env.update(
+        AGENT_TASK_REPOSITORY="acme/calc",
+        AGENT_TASK_COLLECTOR_DIR=str(user.tmp / "acme-collector"),
+        AGENT_TASK_DATA_DIR=str(user.data),
+    )
+    user.run("checkpoint", "owner-name", env=env)
+    out = user.run("collect", "owner-name", env=env)
+    assert "qualified: true" in out.stdout
+    answer = json.loads(user.run("qualification", "owner-name", "--json", env=env).stdout)
+    assert answer["qualified"] is True

@@ -41,6 +41,7 @@ __all__ = [
     "resolve_data_dir",
     "route_options",
     "run",
+    "set_global_data_dir",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -87,9 +88,26 @@ data_dir_option = click.option(
 )
 
 
+_GLOBAL_DATA_DIR = "agent_task.data_dir"
+
+
+def set_global_data_dir(ctx: click.Context, value: Path | None) -> None:
+    """Remember the group's global ``--data-dir`` for the subcommand of this invocation."""
+    if value is not None:
+        ctx.meta[_GLOBAL_DATA_DIR] = value
+
+
 def resolve_data_dir(value: Path | None) -> Path:
-    """Return the data directory to use."""
-    return value if value is not None else default_data_dir()
+    """Return the data directory to use.
+
+    The command's own ``--data-dir``, else the global ``agent-task --data-dir``, else
+    ``$AGENT_TASK_DATA_DIR`` or ``~/.local/share/agent-task``.
+    """
+    if value is not None:
+        return value
+    ctx = click.get_current_context(silent=True)
+    chosen = ctx.meta.get(_GLOBAL_DATA_DIR) if ctx is not None else None
+    return chosen if isinstance(chosen, Path) else default_data_dir()
 
 
 def exit_table() -> str:

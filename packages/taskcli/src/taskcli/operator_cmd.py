@@ -39,7 +39,8 @@ def operator_group() -> None:
     """Operator acts on the authority (run on the service host, against --data-dir)."""
 
 
-def _admin(data_dir: Path | None, *, create: bool = True) -> AuthorityAdmin:
+def _admin(data_dir: Path | None, *, create: bool = False) -> AuthorityAdmin:
+    """The operator's acts on the data dir; only the first acts (register, apply) create it."""
     return AuthorityAdmin(resolve_data_dir(data_dir), create=create)
 
 
@@ -69,7 +70,7 @@ def register_repository_command(
     """Register the git work tree at PATH (absolute) as REPOSITORY of WORKSPACE."""
 
     def act() -> dict[str, Any]:
-        with _admin(data_dir) as admin:
+        with _admin(data_dir, create=True) as admin:
             record = admin.register_repository(
                 workspace=workspace, repository_id=repository, work_tree=path
             )
@@ -177,7 +178,7 @@ def apply_command(config: Path, data_dir: Path | None, as_json: bool) -> None:
 
     def act() -> list[dict[str, Any]]:
         parsed = decode_config(_read(config))
-        with _admin(data_dir) as admin:
+        with _admin(data_dir, create=True) as admin:
             applied = admin.apply_config(parsed)
         return [
             {

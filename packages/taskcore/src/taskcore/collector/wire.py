@@ -25,7 +25,7 @@ import attrs
 from taskcore.codec import wire_field
 from taskcore.collector.records import ExecutionRecord
 from taskcore.collector.transfer import OriginGrant
-from taskcore.contract.common import ExecutorBinding, digest_field, id_field
+from taskcore.contract.common import ExecutorBinding, digest_field, id_field, repository_field
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import (
     FINALIZE_TRANSFERS_MAX,
@@ -223,7 +223,7 @@ class ReceiptV2:
     receipt_version: Literal[2] = wire_field()
     capability: str = wire_field(max_len=128)
     audience: str = id_field()
-    repository_id: str = id_field()
+    repository_id: str = repository_field()
     workflow_profile_id: str = id_field()
     change_id: str = id_field()
     change_version: int = wire_field(lo=1)

@@ -28,7 +28,7 @@ from taskcore.contract import (
     WorkflowTask,
     WorkflowTaskAttempt,
 )
-from taskcore.contract.common import digest_field, id_field
+from taskcore.contract.common import digest_field, id_field, repository_field
 from taskcore.contract.task import TARGET_PATTERN
 from taskcore.limits import (
     CAPABILITY_MAX_CHARS,
@@ -89,7 +89,7 @@ class CapabilitiesResponse:
 class SubjectView:
     """A recorded subject of a Change, and whether it is the current one."""
 
-    repository_id: str = id_field()
+    repository_id: str = repository_field()
     profile_id: str = id_field()
     change_id: str = id_field()
     change_version: int = wire_field(lo=1)
