@@ -8,7 +8,12 @@
 #   4. task-stop blocks with next checkpoint after an uncommitted edit;
 #   5. after a commit that breaks a test, a new checkpoint and collection give qualified false
 #      with a typed failure, and task-stop blocks;
-#   6. after the collector key is revoked, the old receipt no longer qualifies.
+#   6. after the collector key is revoked, the old receipt no longer qualifies;
+#   7. a run under a broken collector profile says why (the end of its output), and after the
+#      operator fixes the profile the same revision is collected again with the printed
+#      'checkpoint --retry' and qualifies;
+#   8. a collector on another machine, with only a clone, a token and its own key (the
+#      authority key pinned once), qualifies a Change without the service's data dir.
 #
 # Usage: examples/collector-loop.sh   (from anywhere; uses the project's .venv)
 set -euo pipefail
@@ -125,6 +130,54 @@ Q=$("$AT" qualification stable --json)
 Q=$("$AT" qualification stable --json)
 [ "$(echo "$Q" | field 'd["qualified"]')" = "false" ] && echo "$Q" | grep -q executor_revoked \
   && ok "revoked: qualified false, $(echo "$Q" | field 'd["failures"]')" || fail "the old receipt still qualifies: $Q"
+
+step "7. a failed run says why; the operator fixes the profile; the same revision is collected again"
+"$AT" operator enroll --repository calc --step tests --registration ci --executor this-host --public-key "$PUB" --data-dir "$DATA" --json >/dev/null
+RECIPE=(--arg "$PY" --arg -m --arg pytest --arg -q --arg -p --arg no:cacheprovider)
+LIMITS=(--allow-env PYTEST_DISABLE_PLUGIN_AUTOLOAD --timeout-ms 120000 --output-limit 65536)
+# The operator pins the interpreter without its site-packages (-S): no pytest there.
+P=$("$AT" operator install-collector-profile --profile-id pytest-nosite --repository calc --profile default --step tests \
+  --registration ci --arg "$PY" --arg -S "${RECIPE[@]:2}" "${LIMITS[@]}" --data-dir "$DATA" --json)
+echo "argv[0] resolves to $(echo "$P" | field 'd["argv0_resolved"]')"
+printf 'def add(a, b):\n    return a + b\n' > calc.py
+git commit -qam "fix add"
+"$AT" checkpoint main-work --workspace "$REPO"
+OUT=$("$AT" collect main-work --data-dir "$DATA" --state-dir "$STATE")
+echo "$OUT"
+echo "$OUT" | grep -q "No module named pytest" && ok "collect shows why the run failed" || fail "no failure tail in: $OUT"
+"$AT" operator install-collector-profile --profile-id pytest-2 --repository calc --profile default --step tests \
+  --registration ci "${RECIPE[@]}" "${LIMITS[@]}" --data-dir "$DATA" --json >/dev/null
+"$AT" checkpoint main-work --workspace "$REPO" | head -1
+RUN=$("$AT" qualification main-work | sed -n 's/^run: //p')
+case "$RUN" in
+  "agent-task checkpoint main-work --retry"*) ok "qualification prints: $RUN" ;;
+  *) fail "expected a checkpoint --retry command, got: $RUN" ;;
+esac
+"$AT" ${RUN#agent-task } --workspace "$REPO"
+"$AT" collect main-work --data-dir "$DATA" --state-dir "$STATE" --quiet >/dev/null
+Q=$("$AT" qualification main-work --json)
+[ "$(echo "$Q" | field 'd["qualified"]')" = "true" ] && ok "the same revision qualified after the fix" || fail "not qualified after the retry: $Q"
+
+step "8. a collector on another machine: a clone, a token and its own key; no data dir"
+LAPTOP="$WORK/laptop"
+mkdir -p "$LAPTOP" && git clone -q "$REPO" "$LAPTOP/calc"
+export AGENT_TASK_COLLECTOR_DIR="$LAPTOP/collector"
+LPUB=$("$AT" collector keygen 2>/dev/null)
+ENR=$("$AT" operator enroll --repository calc --step tests --registration laptop --executor laptop-1 --public-key "$LPUB" --data-dir "$DATA" --json)
+PROBE=$("$AT" collector runtime-probe "${RECIPE[@]}" "${LIMITS[@]}" --json | field 'd["runtime_identity_sha256"]' | tr -d '"')
+"$AT" operator install-collector-profile --profile-id pytest-laptop --repository calc --profile default --step tests \
+  --registration laptop "${RECIPE[@]}" "${LIMITS[@]}" --runtime-identity "$PROBE" --data-dir "$DATA" --json >/dev/null
+PIN=$(echo "$ENR" | field 'd["pin_on_a_remote_collector"]' | tr -d '"')
+"$AT" ${PIN#agent-task }
+printf 'from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n' > tests/test_zero.py
+git add -A && git commit -qm "one more test"
+"$AT" checkpoint remote-work --workspace "$REPO"
+git -C "$LAPTOP/calc" pull -q --ff-only
+"$AT" collect remote-work --clone "$LAPTOP/calc"
+Q=$("$AT" qualification remote-work --json)
+[ "$(echo "$Q" | field 'd["qualified"]')" = "true" ] && [ ! -e "$XDG_DATA_HOME/agent-task/journal.sqlite" ] \
+  && ok "the remote collector qualified remote-work without the data dir" || fail "remote collection: $Q"
+unset AGENT_TASK_COLLECTOR_DIR
 
 echo
 if [ "$FAILED" -ne 0 ]; then echo "collector loop: FAILED"; exit 1; fi
