@@ -301,6 +301,20 @@ def user_python() -> str:
     return PYTHON
 
 
+# -- 6. smaller things a new user hit ---------------------------------------------------------------
+
+
+def test_an_unknown_profile_points_to_operator_show_and_claim_next_help_says_priority(user):
+    env = user.agent_env()
+    env["AGENT_TASK_PROFILE"] = "no-such-profile"
+    done = user.run("qualification", "anything", env=env, check=False)
+    assert done.returncode == 5
+    assert "agent-task operator show" in done.stderr
+    assert "'agent-task admin'" not in done.stderr
+    helped = user.run("queue", "claim-next", "--help").stdout
+    assert "highest priority first" in " ".join(helped.split())
+
+
 # -- 6. OWNER/NAME repository IDs everywhere --------------------------------------------------------
 
 
