@@ -30,6 +30,7 @@ True
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import shlex
@@ -718,18 +719,6 @@ def collect_once(
     )
     attempt = claimed["attempt"]
     attempt_id = attempt["attempt_id"]
-    state.record_claim(
-        attempt_id,
-        "claimed",
-        task_id=claimed["task_id"],
-        step_id=task["step_id"],
-        change_id=change,
-        repository_id=repository,
-        profile_id=profile,
-        fence=attempt["fence"],
-        claimed_at_ms=int(time.time() * 1000),
-        lease_expires_at_ms=claimed["lease_expires_at_ms"],
-    )
     notify(Claimed(attempt_id=attempt_id, lease_expires_at_ms=claimed["lease_expires_at_ms"]))
 
     def release(err: BaseException) -> TaskError:
@@ -743,7 +732,8 @@ def collect_once(
             reason=f"agent-task collect failed before uploading ({code.value})",
         )
         if refused is None:
-            state.record_claim(attempt_id, "released", note=f"{code.value}: {why}"[:500])
+            with contextlib.suppress(TaskError, OSError):
+                state.record_claim(attempt_id, "released", note=f"{code.value}: {why}"[:500])
             notify(Released(attempt_id=attempt_id, error=code.value))
             again = advise({"operation": "collector_claim"}, (), change=change, options=options)
             return TaskError(
@@ -752,7 +742,8 @@ def collect_once(
                 f"collected again: fix the cause, then run: {again.command}",
                 details={"attempt_id": attempt_id, "next_command": again.command},
             )
-        state.record_claim(attempt_id, "claimed", note=f"{code.value}: {why}"[:500])
+        with contextlib.suppress(TaskError, OSError):
+            state.record_claim(attempt_id, "claimed", note=f"{code.value}: {why}"[:500])
         force = shlex.join(["agent-task", "reconcile", change, "--force", *options.route_flags()])
         return TaskError(
             code,
@@ -768,6 +759,18 @@ def collect_once(
         "attempt_id": attempt_id,
     }
     try:
+        state.record_claim(
+            attempt_id,
+            "claimed",
+            task_id=claimed["task_id"],
+            step_id=task["step_id"],
+            change_id=change,
+            repository_id=repository,
+            profile_id=profile,
+            fence=attempt["fence"],
+            claimed_at_ms=int(time.time() * 1000),
+            lease_expires_at_ms=claimed["lease_expires_at_ms"],
+        )
         raw = _result(client.workflow(repository, profile, "collector_descriptor", _body(handle)))
         descriptor = default_codec().structure(raw, CollectorDescriptor)
         descriptor.check()
