@@ -503,8 +503,10 @@ def settings_advice(settings: Path, harness: str, workspace: Path) -> list[str]:
     tree, so an untracked ``.claude/settings.json`` would block every stop. A Codex project
     file also needs the project (and the hook) trusted.
 
-    >>> settings_advice(Path("/w/.claude/settings.json"), "claude-code", Path("/w"))[0]
-    "commit .claude/settings.json (it holds no secret): task-stop passes only on a clean work tree, so an uncommitted settings file would block every stop"
+    >>> settings_advice(Path("/w/.claude/settings.json"), "claude-code", Path("/w"))[0][:37]
+    'commit .claude/settings.json (it hold'
+    >>> settings_advice(Path("/home/me/.codex/hooks.json"), "codex", Path("/w"))[0]
+    '/home/me/.codex/hooks.json is outside the work tree: nothing to commit'
     """
     lines = []
     target = Path(os.path.abspath(settings))

@@ -143,8 +143,8 @@ class RunSummary:
 def output_tail(data: bytes, limit: int = RUN_TAIL_MAX_CHARS) -> str:
     r"""The last ``limit`` characters of ``data`` decoded as UTF-8 (invalid bytes replaced).
 
-    >>> output_tail(b"line 1\nE   ModuleNotFoundError: No module named 'pytest'\n", 40)
-    "uleNotFoundError: No module named 'pytest'\n"
+    >>> output_tail(b"E   ModuleNotFoundError: No module named 'pytest'", 24)
+    "No module named 'pytest'"
     """
     return data[-4 * limit :].decode("utf-8", "replace")[-limit:]
 
