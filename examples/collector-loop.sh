@@ -9,6 +9,11 @@
 #   5. after a commit that breaks a test, a new checkpoint and collection give qualified false
 #      with a typed failure, and task-stop blocks;
 #   6. after the collector key is revoked, the old receipt no longer qualifies;
+#   7. a run under a broken collector profile says why (the end of its output), and after the
+#      operator fixes the profile the same revision is collected again with the printed
+#      'checkpoint --retry' and qualifies;
+#   8. a collector on another machine, with only a clone, a token and its own key (the
+#      authority key pinned once), qualifies a Change without the service's data dir.
 #   L. landing: the pre-receive hook refuses an unqualified push, lets the qualified one land
 #      and refuses the same revision after a revocation (see the landing section at the end).
 #
@@ -83,7 +88,7 @@ out = sys.stdin.read().strip()
 if not out:
     print("PASS"); sys.exit(0)
 text = json.loads(out)["hookSpecificOutput"]["additionalContext"]
-print(json.dumps(json.loads(text.split("\n", 1)[1])["next"]))'; }
+print(json.dumps(json.loads(text.rsplit("\n", 1)[1])["next"]))'; }
 
 step "1. qualification is false before collection"
 "$AT" checkpoint main-work --workspace "$REPO"
@@ -128,19 +133,67 @@ Q=$("$AT" qualification stable --json)
 [ "$(echo "$Q" | field 'd["qualified"]')" = "false" ] && echo "$Q" | grep -q executor_revoked \
   && ok "revoked: qualified false, $(echo "$Q" | field 'd["failures"]')" || fail "the old receipt still qualifies: $Q"
 
+step "7. a failed run says why; the operator fixes the profile; the same revision is collected again"
+"$AT" operator enroll --repository calc --step tests --registration ci --executor this-host --public-key "$PUB" --data-dir "$DATA" --json >/dev/null
+RECIPE=(--arg "$PY" --arg -m --arg pytest --arg -q --arg -p --arg no:cacheprovider)
+LIMITS=(--allow-env PYTEST_DISABLE_PLUGIN_AUTOLOAD --timeout-ms 120000 --output-limit 65536)
+# The operator pins the interpreter without its site-packages (-S): no pytest there.
+P=$("$AT" operator install-collector-profile --profile-id pytest-nosite --repository calc --profile default --step tests \
+  --registration ci --arg "$PY" --arg -S "${RECIPE[@]:2}" "${LIMITS[@]}" --data-dir "$DATA" --json)
+echo "argv[0] resolves to $(echo "$P" | field 'd["argv0_resolved"]')"
+printf 'def add(a, b):\n    return a + b\n' > calc.py
+git commit -qam "fix add"
+"$AT" checkpoint main-work --workspace "$REPO"
+OUT=$("$AT" collect main-work --data-dir "$DATA" --state-dir "$STATE")
+echo "$OUT"
+echo "$OUT" | grep -q "No module named pytest" && ok "collect shows why the run failed" || fail "no failure tail in: $OUT"
+"$AT" operator install-collector-profile --profile-id pytest-2 --repository calc --profile default --step tests \
+  --registration ci "${RECIPE[@]}" "${LIMITS[@]}" --data-dir "$DATA" --json >/dev/null
+"$AT" checkpoint main-work --workspace "$REPO" | head -1
+RUN=$("$AT" qualification main-work | sed -n 's/^run: //p')
+case "$RUN" in
+  "agent-task checkpoint main-work --retry"*) ok "qualification prints: $RUN" ;;
+  *) fail "expected a checkpoint --retry command, got: $RUN" ;;
+esac
+"$AT" ${RUN#agent-task } --workspace "$REPO"
+"$AT" collect main-work --data-dir "$DATA" --state-dir "$STATE" --quiet >/dev/null
+Q=$("$AT" qualification main-work --json)
+[ "$(echo "$Q" | field 'd["qualified"]')" = "true" ] && ok "the same revision qualified after the fix" || fail "not qualified after the retry: $Q"
+
+step "8. a collector on another machine: a clone, a token and its own key; no data dir"
+LAPTOP="$WORK/laptop"
+mkdir -p "$LAPTOP" && git clone -q "$REPO" "$LAPTOP/calc"
+export AGENT_TASK_COLLECTOR_DIR="$LAPTOP/collector"
+LPUB=$("$AT" collector keygen 2>/dev/null)
+ENR=$("$AT" operator enroll --repository calc --step tests --registration laptop --executor laptop-1 --public-key "$LPUB" --data-dir "$DATA" --json)
+PROBE=$("$AT" collector runtime-probe "${RECIPE[@]}" "${LIMITS[@]}" --json | field 'd["runtime_identity_sha256"]' | tr -d '"')
+"$AT" operator install-collector-profile --profile-id pytest-laptop --repository calc --profile default --step tests \
+  --registration laptop "${RECIPE[@]}" "${LIMITS[@]}" --runtime-identity "$PROBE" --data-dir "$DATA" --json >/dev/null
+PIN=$(echo "$ENR" | field 'd["pin_on_a_remote_collector"]' | tr -d '"')
+"$AT" ${PIN#agent-task }
+printf 'from calc import add\n\n\ndef test_zero():\n    assert add(0, 0) == 0\n' > tests/test_zero.py
+git add -A && git commit -qm "one more test"
+"$AT" checkpoint remote-work --workspace "$REPO"
+git -C "$LAPTOP/calc" pull -q --ff-only
+"$AT" collect remote-work --clone "$LAPTOP/calc"
+Q=$("$AT" qualification remote-work --json)
+[ "$(echo "$Q" | field 'd["qualified"]')" = "true" ] && [ ! -e "$XDG_DATA_HOME/agent-task/journal.sqlite" ] \
+  && ok "the remote collector qualified remote-work without the data dir" || fail "remote collection: $Q"
+unset AGENT_TASK_COLLECTOR_DIR
+
 # ==== landing (issue 15): the authority's word gates where code lands ========================
 # A bare repository stands for the team's git host; its pre-receive hook asks the authority
 # (workflow.landing_check) before refs/heads/main moves:
 #
-#   L1. an unqualified push is refused, with qualification's reason and next step;
-#   L2. after a fix is checkpointed and collected, the qualified revision lands;
+#   L1. an unqualified (checkpointed, not yet collected) push is refused, with qualification's
+#       reason and next step;
+#   L2. once it is collected, the qualified revision lands;
 #   L3. after the collector key is revoked, the next push of that same revision is refused.
 
-step "L0. re-enroll the collector key (step 6 revoked it) and install a profile for the new epoch"
-"$AT" operator enroll --repository calc --step tests --registration ci --executor this-host --public-key "$PUB" --data-dir "$DATA" --json
-"$AT" operator install-collector-profile --profile-id pytest-2 --repository calc --profile default --step tests \
-  --registration ci --arg "$PY" --arg -m --arg pytest --arg -q --arg -p --arg no:cacheprovider \
-  --allow-env PYTEST_DISABLE_PLUGIN_AUTOLOAD --timeout-ms 120000 --output-limit 65536 --data-dir "$DATA" --json >/dev/null
+step "L0. re-enroll the collector key (a new epoch) and install a profile for it"
+"$AT" operator enroll --repository calc --step tests --registration ci --executor this-host --public-key "$PUB" --data-dir "$DATA" --json >/dev/null
+"$AT" operator install-collector-profile --profile-id pytest-3 --repository calc --profile default --step tests \
+  --registration ci "${RECIPE[@]}" "${LIMITS[@]}" --data-dir "$DATA" --json >/dev/null
 
 step "L0. a bare repository with the landing hook"
 ORIGIN="$WORK/origin.git"
@@ -151,17 +204,17 @@ git -C "$ORIGIN" update-ref refs/heads/main "$(git rev-list --max-parents=0 HEAD
   --url "$URL" --token-file "$WORK/hook.token" --timeout 30 --json
 
 step "L1. an unqualified push is refused"
+printf 'from calc import add\n\n\ndef test_two():\n    assert add(1, 1) == 2\n' > tests/test_two.py
+git add -A && git commit -qm "another test, not yet collected"
+"$AT" checkpoint main-work --workspace "$REPO" >/dev/null
 if git push -q "$ORIGIN" HEAD:refs/heads/main 2>"$WORK/push.err"; then
-  fail "the broken commit was pushed to main"
+  fail "the uncollected commit was pushed to main"
 else
   grep -q "REFUSED: not_qualified" "$WORK/push.err" && ok "refused: $(grep -o 'failures: .*' "$WORK/push.err" | head -1)" \
     || fail "unexpected refusal: $(cat "$WORK/push.err")"
 fi
 
-step "L2. the fix is checkpointed and collected; the qualified revision lands"
-printf 'def add(a, b):\n    return a + b\n' > calc.py
-git commit -qam "fix add"
-"$AT" checkpoint main-work --workspace "$REPO" >/dev/null
+step "L2. the commit is collected; the qualified revision lands"
 "$AT" collect main-work --data-dir "$DATA" --state-dir "$STATE" --quiet >/dev/null
 if git push -q "$ORIGIN" HEAD:refs/heads/main 2>"$WORK/push.err"; then
   [ "$(git -C "$ORIGIN" rev-parse refs/heads/main)" = "$(git rev-parse HEAD)" ] \
@@ -172,7 +225,7 @@ fi
 
 step "L3. after a revocation, the next push of the same revision is refused"
 "$AT" operator revoke --registration ci --reason "key rotated again" --data-dir "$DATA" --json >/dev/null
-git commit -q --amend -m "fix add (same content, another commit)"   # same tree: same revision
+git commit -q --amend -m "another test (same content, another commit)"   # same tree: same revision
 if git push -q --force "$ORIGIN" HEAD:refs/heads/main 2>"$WORK/push.err"; then
   fail "a revoked receipt still landed"
 else

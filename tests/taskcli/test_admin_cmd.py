@@ -8,7 +8,17 @@ from tests.taskcli.frontdoor import agent_task
 TOKEN = re.compile(r"atk_[0-9a-f]{16}_[0-9a-f]{64}")
 
 
+def _journal(path):
+    """A data dir with a journal, as 'agent-task serve' leaves it."""
+    from taskcore.auth import TokenAdmin
+
+    with TokenAdmin(path, create=True):
+        pass
+    return path
+
+
 def test_create_prints_the_bare_token_and_stores_only_its_hash(tmp_path):
+    _journal(tmp_path)
     result = agent_task(
         "admin",
         "token",
@@ -29,7 +39,7 @@ def test_create_prints_the_bare_token_and_stores_only_its_hash(tmp_path):
 
 
 def test_list_shows_bindings_and_revoke_marks_a_token(tmp_path):
-    data = str(tmp_path)
+    data = str(_journal(tmp_path))
     agent_task(
         "admin",
         "token",
@@ -58,6 +68,37 @@ def test_list_shows_bindings_and_revoke_marks_a_token(tmp_path):
     assert again[0]["revoked_at_ms"] is not None
 
 
+def test_create_without_the_service_journal_is_refused_and_names_the_data_dir(tmp_path):
+    missing = tmp_path / "not-the-service-data"
+    result = agent_task(
+        "admin",
+        "token",
+        "create",
+        "--workspace",
+        "w",
+        "--tier",
+        "agent",
+        "--data-dir",
+        str(missing),
+    )
+    assert result.exit_code == 5
+    assert str(missing) in result.stderr
+    assert result.stdout == ""
+    assert not missing.exists()
+
+
+def test_the_global_data_dir_reaches_the_command(tmp_path):
+    data = _journal(tmp_path / "data")
+    created = agent_task(
+        "--data-dir", str(data), "admin", "token", "create", "--workspace", "w", "--tier", "agent"
+    )
+    assert created.exit_code == 0, created.stderr
+    rows = json.loads(
+        agent_task("--data-dir", str(data), "admin", "token", "list", "--json").stdout
+    )
+    assert [r["workspace"] for r in rows] == ["w"]
+
+
 def test_list_of_a_missing_data_dir_is_not_found_and_creates_nothing(tmp_path):
     result = agent_task("admin", "token", "list", "--data-dir", str(tmp_path / "none"))
     assert result.exit_code == 5
@@ -66,6 +107,7 @@ def test_list_of_a_missing_data_dir_is_not_found_and_creates_nothing(tmp_path):
 
 
 def test_revoking_an_unknown_token_is_not_found(tmp_path):
+    _journal(tmp_path)
     agent_task(
         "admin",
         "token",
@@ -83,7 +125,7 @@ def test_revoking_an_unknown_token_is_not_found(tmp_path):
 
 
 def test_bad_bindings_are_refused(tmp_path):
-    data = str(tmp_path)
+    data = str(_journal(tmp_path))
     assert (
         agent_task(
             "admin", "token", "create", "--workspace", "w", "--tier", "root", "--data-dir", data

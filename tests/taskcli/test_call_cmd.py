@@ -14,7 +14,7 @@ def live(tmp_path_factory):
 
 def test_call_sends_inline_json_and_prints_the_answer(live):
     created = agent_task(
-        "call", "agenttask.create", "--json", '{"verb": "agent.run"}', *live.args()
+        "call", "agenttask.create", "--request", '{"verb": "agent.run"}', *live.args()
     )
     assert created.exit_code == 0, created.stderr
     task = json.loads(created.stdout)
@@ -22,8 +22,8 @@ def test_call_sends_inline_json_and_prints_the_answer(live):
     got = agent_task(
         "call",
         "agenttask.get",
-        "--compact",
         "--json",
+        "--request",
         json.dumps({"taskId": task["taskId"]}),
         *live.args(),
     )
@@ -34,12 +34,12 @@ def test_call_sends_inline_json_and_prints_the_answer(live):
 def test_call_reads_the_request_from_a_file_or_stdin(live, tmp_path):
     path = tmp_path / "req.json"
     path.write_text('{"verb": "agent.run", "payload": {"from": "file"}}')
-    from_file = agent_task("call", "agenttask.create", "--json", f"@{path}", *live.args())
+    from_file = agent_task("call", "agenttask.create", "--request", f"@{path}", *live.args())
     assert json.loads(from_file.stdout)["payload"] == {"from": "file"}
     from_stdin = agent_task(
         "call",
         "agenttask.create",
-        "--json",
+        "--request",
         "-",
         *live.args(),
         input='{"verb": "agent.run", "payload": {"from": "stdin"}}',
@@ -51,9 +51,9 @@ def test_call_reads_the_request_from_a_file_or_stdin(live, tmp_path):
     ("args", "status", "code"),
     [
         (["agenttask.nope"], 5, "UNKNOWN_OPERATION"),
-        (["agenttask.get", "--json", "{"], 3, "MALFORMED_JSON"),
-        (["agenttask.get", "--json", '{"taskId": "at_1", "x": 1}'], 3, "UNKNOWN_FIELD"),
-        (["agenttask.get", "--json", '{"taskId": "at_missing"}'], 5, "NOT_FOUND"),
+        (["agenttask.get", "--request", "{"], 3, "MALFORMED_JSON"),
+        (["agenttask.get", "--request", '{"taskId": "at_1", "x": 1}'], 3, "UNKNOWN_FIELD"),
+        (["agenttask.get", "--request", '{"taskId": "at_missing"}'], 5, "NOT_FOUND"),
     ],
 )
 def test_failures_exit_with_their_kinds_status(live, args, status, code):
@@ -122,3 +122,12 @@ def test_list_shows_every_registered_operation():
 
 def test_call_without_a_verb_is_a_usage_error():
     assert agent_task("call").exit_code == 2
+
+
+def test_json_is_the_output_flag_and_an_old_style_body_gets_a_hint(live):
+    result = agent_task("call", "agenttask.list", "--json", "{}", *live.args())
+    assert result.exit_code == 2
+    assert "pass the request body with --request" in result.stderr
+    listed = agent_task("call", "agenttask.list", "--json", *live.args())
+    assert listed.exit_code == 0
+    assert listed.stdout.count("\n") == 1

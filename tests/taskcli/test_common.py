@@ -35,7 +35,8 @@ def test_json_argument_from_a_missing_file_is_bad_input(tmp_path):
     assert info.value.code is ErrorCode.BAD_INPUT
 
 
-def test_unreachable_service_is_service_unreachable():
+def test_unreachable_service_is_service_unreachable(monkeypatch):
+    monkeypatch.setenv("AGENT_TASK_TOKEN", "atk_env")
     with pytest.raises(TaskError) as info:
         ServiceClient("http://127.0.0.1:1", None, timeout=5).verb("x", b"{}")
     assert info.value.code is ErrorCode.SERVICE_UNREACHABLE
@@ -47,6 +48,7 @@ def _client_answering(monkeypatch, status, content):
         return httpx.Response(status, content=content)
 
     monkeypatch.setattr(httpx.Client, "post", fake_post)
+    monkeypatch.setenv("AGENT_TASK_TOKEN", "atk_env")
     return ServiceClient("http://service", None)
 
 
@@ -76,6 +78,16 @@ def test_workflow_calls_need_a_route():
     with pytest.raises(TaskError) as info:
         ServiceClient("http://service", None).workflow(None, "p", "next", b"{}")
     assert info.value.code is ErrorCode.BAD_INPUT
+
+
+def test_no_token_names_the_token_file_option_not_the_http_header(monkeypatch):
+    monkeypatch.delenv("AGENT_TASK_TOKEN", raising=False)
+    with pytest.raises(TaskError) as info:
+        ServiceClient("http://127.0.0.1:1", None).verb("agenttask.list", b"{}")
+    assert info.value.code is ErrorCode.UNAUTHENTICATED
+    assert "--token-file" in info.value.message
+    assert "AGENT_TASK_TOKEN_FILE" in info.value.message
+    assert "Authorization" not in info.value.message
 
 
 def test_token_comes_from_the_file_or_the_environment(tmp_path, monkeypatch):

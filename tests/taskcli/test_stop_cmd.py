@@ -59,7 +59,7 @@ def feedback(text, harness="claude-code"):
         if harness == "claude-code"
         else out["reason"]
     )
-    return json.loads(body.split("\n", 1)[1])
+    return json.loads(body.rsplit("\n", 1)[1])
 
 
 def collect(world, change="c1"):
@@ -203,7 +203,7 @@ def test_install_stop_writes_a_codex_task_stop_command(tmp_path):
             "--token-file",
             str(tmp_path / "t"),
             "--workspace",
-            str(tmp_path),
+            str(tmp_path / "work"),
             "--data-dir",
             str(tmp_path / "d"),
         ],
@@ -212,6 +212,50 @@ def test_install_stop_writes_a_codex_task_stop_command(tmp_path):
     [group] = json.loads((tmp_path / "hooks.json").read_text())["hooks"]["Stop"]
     assert " task-codex-stop c1 " in group["hooks"][0]["command"]
     assert "instructions" in result.stdout
+    assert "nothing to commit" in result.stdout
+    assert "trust it in /hooks" in result.stdout
+
+
+def _install(tmp_path, work, token, settings):
+    return CliRunner().invoke(
+        cli("stop_cmd"),
+        [
+            "install-stop",
+            "c1",
+            "--harness",
+            "claude-code",
+            "--settings",
+            str(settings),
+            "--endpoint",
+            "http://x",
+            "--repository",
+            "acme",
+            "--profile",
+            "default",
+            "--token-file",
+            str(token),
+            "--workspace",
+            str(work),
+        ],
+    )
+
+
+def test_install_stop_refuses_a_token_file_inside_the_work_tree(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    result = _install(tmp_path, work, work / "agent.token", work / ".claude" / "settings.json")
+    assert result.exit_code == 3
+    assert "inside the work tree" in result.stderr
+    assert not (work / ".claude").exists()
+
+
+def test_install_stop_says_to_commit_a_settings_file_inside_the_work_tree(tmp_path):
+    work = tmp_path / "work"
+    work.mkdir()
+    result = _install(tmp_path, work, tmp_path / "agent.token", work / ".claude" / "settings.json")
+    assert result.exit_code == 0, result.output
+    assert "commit .claude/settings.json" in result.stdout
+    assert "2.1.163" in result.stdout
 
 
 def test_init_repo_writes_every_instruction_file(tmp_path):

@@ -15,7 +15,7 @@ def live(tmp_path_factory):
 
 
 def test_capabilities_through_the_task_command(live):
-    result = agent_task("task", "capabilities", "--json-output", *ROUTE, *live.args("agent"))
+    result = agent_task("task", "capabilities", "--json", *ROUTE, *live.args("agent"))
     assert result.exit_code == 0, result.stderr
     body = json.loads(result.stdout)
     assert body["capability"] == "agentscm.agent-workflow-tasks/v1"
@@ -33,7 +33,7 @@ def test_readable_output_for_people(live):
 def test_everyday_operations_reach_their_handlers(live, op):
     # An empty request is refused by the operation's own strict decoder, not by the CLI:
     # the route, the envelope and the token made it to the handler's input type.
-    result = agent_task("task", op, "--json", "{}", "--json-output", *ROUTE, *live.args("agent"))
+    result = agent_task("task", op, "--request", "{}", "--json", *ROUTE, *live.args("agent"))
     assert result.exit_code == 3
     assert json.loads(result.stderr)["code"] == "MISSING_FIELD"
 

@@ -98,3 +98,30 @@ def test_error_body_schema_accepts_every_code():
     validator = Draft202012Validator(schema)
     for code in ErrorCode:
         assert validator.is_valid({"error": "x", "code": code.value})
+
+
+def test_the_document_names_a_server_and_every_operation_a_4xx_response():
+    # Redocly's recommended rules no-empty-servers and operation-4xx-response
+    # (scripts/redocly-lint.sh runs Redocly itself).
+    doc = openapi_document(build_registry(), server_url="http://127.0.0.1:9999/")
+    assert doc["servers"] == [
+        {"url": "http://127.0.0.1:9999", "description": "this agent-task service"}
+    ]
+    assert openapi_document(build_registry())["servers"][0]["url"] == "http://127.0.0.1:8787"
+    for path, item in doc["paths"].items():
+        for method, operation in item.items():
+            if method == "parameters":
+                continue
+            codes = operation["responses"]
+            assert any(c.startswith("4") for c in codes), (path, method)
+
+
+def test_the_repository_pattern_accepts_owner_name_and_refuses_dot_segments():
+    import re
+
+    params = _doc()["paths"][WORKFLOW_PATH]["parameters"]
+    pattern = next(p for p in params if p["name"] == "repository")["schema"]["pattern"]
+    for ok in ("calc", "acme/calc", "a.b/c-d_e"):
+        assert re.search(pattern, ok), ok
+    for bad in ("", ".", "..", "../x", "a/..", "a/b/c", "a//b"):
+        assert not re.search(pattern, bad), bad

@@ -141,3 +141,77 @@ def test_installing_is_audited_as_an_operator_act(authority):
     install_collector_profile(authority.storage, authority.clock, profile=authority.profile())
     with authority.storage.read() as tx:
         assert tx.audit.count() == before + 1
+
+
+def test_a_review_profile_for_a_review_step_is_refused_at_install_not_after_a_claim(authority):
+    from taskcore.authority import install_requirement, register_profile
+    from taskcore.authority.requirement import RequirementStep, WorkflowRequirement
+    from taskcore.contract import (
+        ActionClass,
+        CriterionMode,
+        GraphStatus,
+        TaskCriterion,
+        WorkflowProgression,
+    )
+
+    review = WorkflowRequirement(
+        version=1,
+        requirement_id="reviewed",
+        summary="a review",
+        steps=(
+            RequirementStep(
+                step_id="review",
+                summary="an independent review",
+                action_class=ActionClass.REVIEW,
+                graph_status=GraphStatus.REQUIRED,
+                progression=WorkflowProgression.COLLECTOR,
+                depends_on=(),
+                criteria=(
+                    TaskCriterion(
+                        criterion="reviewed",
+                        description="reviewed",
+                        mode=CriterionMode.CONTROLLER_ONLY,
+                        required=True,
+                    ),
+                ),
+                references=(),
+            ),
+        ),
+    )
+    installed = install_requirement(
+        authority.storage, authority.clock, repository_id="acme", requirement=review
+    )
+    register_profile(
+        authority.storage,
+        authority.clock,
+        repository_id="acme",
+        profile_id="reviewed",
+        target="main",
+        requirement_digest=installed.requirement_digest,
+    )
+    profile = FiniteReviewCollectorProfile(
+        version=1,
+        kind="finite_review",
+        profile_id="rp",
+        repository_id="acme",
+        workflow_profile_id="reviewed",
+        step_id="review",
+        registration_id="reg-1",
+        registration_epoch=1,
+        executable_sha256="e" * 64,
+        provider_scope="anthropic",
+        transport_basis=TransportBasis.CLAUDE_CODE,
+        model="m",
+        policy_digest="f" * 64,
+        required_paths=("README.md",),
+        max_calls=1,
+        max_input_tokens=1,
+        max_output_tokens=1,
+        timeout_ms=1,
+    )
+    with pytest.raises(TaskError) as err:
+        install_collector_profile(authority.storage, authority.clock, profile=profile)
+    assert err.value.code is ErrorCode.INVALID_VALUE
+    assert "could only be reconciled" in err.value.message
+    with authority.storage.read() as tx:
+        assert tx.collector.current_profile("acme", "reviewed", "review") is None

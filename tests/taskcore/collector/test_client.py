@@ -8,6 +8,8 @@ import attrs
 import pytest
 from taskcore.codec import default_codec
 from taskcore.collector.client import (
+    Checking,
+    Claimed,
     Claiming,
     Collecting,
     Finalizing,
@@ -21,6 +23,7 @@ from taskcore.collector.client import (
     collect_once,
     finalize_if_ready,
     qualification,
+    reconcile_change,
     retry_uploads,
 )
 from taskcore.collector.descriptor import CollectorDescriptor
@@ -147,10 +150,13 @@ def test_collect_once_reports_each_stage_in_order(live):
     events = []
     live.collect(notify=events.append)
     stages = [type(e) for e in events if not isinstance(e, Running)]
-    assert stages == [Claiming, Collecting, Recorded, Uploading, Finalizing]
+    assert stages == [Checking, Claiming, Claimed, Collecting, Recorded, Uploading, Finalizing]
     assert events[0].step_id == "tests"
-    assert events[1].commit == head(live.repo)
-    assert events[1].argv == ("/bin/sh", "-c", "echo ok")
+    claimed = next(e for e in events if isinstance(e, Claimed))
+    collecting = next(e for e in events if isinstance(e, Collecting))
+    assert claimed.attempt_id.startswith("a")
+    assert collecting.commit == head(live.repo)
+    assert collecting.argv == ("/bin/sh", "-c", "echo ok")
     recorded = next(e for e in events if isinstance(e, Recorded))
     assert recorded.record.outcome.value == "passed"
 
@@ -163,7 +169,7 @@ def test_nothing_to_collect_is_a_conflict_and_claims_nothing(live):
         live.collect()
     assert err.value.code is ErrorCode.CONFLICT
     assert "nothing to collect" in err.value.message
-    assert err.value.details == {"next": {"operation": "none"}}
+    assert err.value.details == {"next": {"operation": "none"}, "next_command": None}
     assert live.client.calls == ["qualification"]
 
 
@@ -183,7 +189,12 @@ def test_a_pending_finalize_is_finalized_without_collecting_again(live):
     }
     events = []
     out = live.collect(notify=events.append)
-    assert out == {"collected": False, "upload": None, "qualification": out["qualification"]}
+    assert out == {
+        "collected": False,
+        "upload": None,
+        "qualification": out["qualification"],
+        "next_command": None,
+    }
     assert out["qualification"]["qualified"] is True
     assert events == [Finalizing()]
     assert "collector_claim" not in live.client.calls
@@ -241,10 +252,11 @@ def test_a_failed_upload_keeps_the_signed_transfer_and_names_retry_upload(live):
             **WORKFLOW,
         )
     assert err.value.code is ErrorCode.SERVICE_UNREACHABLE
-    assert err.value.message.endswith(
-        "; the signed transfer is retained, run 'agent-task retry-upload'"
-    )
     [attempt] = live.state.attempts()
+    assert err.value.message.endswith(
+        f"is retained: run agent-task retry-upload --attempt {attempt.path.name}, then "
+        "agent-task collect c1"
+    )
     assert attempt.has_transfer()
     assert attempt.read_json(attempt.upload_path) is None
     [view] = retry_uploads(live.client, live.state)
@@ -363,3 +375,327 @@ def test_checkpoint_of_a_new_commit_supersedes_and_a_new_collection_follows(live
     result = checkpoint(live.client, change="c1", commit=clean_head(live.repo), **WORKFLOW)
     assert result["subject"]["change_version"] == 2
     assert live.collect()["qualification"]["qualified"] is True
+
+
+# -- a failed collect never strands the Change ----------------------------------------------------
+
+
+def _collectable(live, change="c1"):
+    answer = qualification(live.client, change=change, **WORKFLOW)
+    return answer["next"]["operation"] == "collector_claim"
+
+
+class FailingAt(InProcessClient):
+    """The in-process client; ``op`` fails once with ``code`` (optionally after it ran)."""
+
+    def __init__(self, live, op, code=ErrorCode.SERVICE_UNREACHABLE, *, after=False):
+        super().__init__(live.service, live.token)
+        self.op, self.code, self.after, self.fired = op, code, after, False
+
+    def _maybe(self, op):
+        if op == self.op and not self.fired:
+            self.fired = True
+            raise TaskError(self.code, f"{op} failed on purpose")
+
+    def workflow(self, repository, profile, op, body):
+        if not self.after:
+            self._maybe(op)
+        answer = super().workflow(repository, profile, op, body)
+        if self.after:
+            self._maybe(op)
+        return answer
+
+    def upload(self, repository, profile, data):
+        self._maybe("collector_upload")
+        return super().upload(repository, profile, data)
+
+
+def test_a_failure_before_the_claim_claims_nothing(live, tmp_path):
+    other = tmp_path / "not-the-service-data"
+    live.checkpoint()
+    with pytest.raises(TaskError) as err:
+        live.collect(data_dir=other)
+    assert err.value.code is ErrorCode.NOT_FOUND
+    assert str(other) in err.value.message
+    assert "Nothing was claimed" in err.value.message
+    assert "collector_claim" not in live.client.calls
+    assert _collectable(live)
+    assert live.collect()["qualification"]["qualified"] is True
+
+
+def test_a_runtime_that_is_not_the_pinned_one_is_refused_before_the_claim(
+    authority, state, tmp_path
+):
+    live = Live(authority, state, tmp_path)
+    try:
+        from taskcore.collector.admin import install_collector_profile
+
+        pinned = authority.profile(recipe("echo ok"), profile_id="cp-elsewhere")
+        install_collector_profile(
+            authority.storage,
+            live.clock,
+            profile=attrs.evolve(pinned, runtime_identity_sha256="0" * 64),
+        )
+        live.checkpoint()
+        with pytest.raises(TaskError) as err:
+            live.collect()
+        assert err.value.code is ErrorCode.RUNTIME_MISMATCH
+        assert "resolves here to" in err.value.message
+        assert "collector_claim" not in live.client.calls
+        assert _collectable(live)
+    finally:
+        live.close()
+
+
+@pytest.mark.parametrize("op", ["collector_descriptor", "status"])
+def test_a_failure_after_the_claim_releases_the_attempt_in_the_same_call(live, op):
+    live.checkpoint()
+    failing = FailingAt(live, op)
+    with pytest.raises(TaskError) as err:
+        collect_once(
+            failing,
+            change="c1",
+            data_dir=live.data_dir,
+            state=live.state,
+            lease_ms=600_000,
+            **WORKFLOW,
+        )
+    attempt_id = err.value.details["attempt_id"]
+    assert f"attempt {attempt_id} was released" in err.value.message
+    assert err.value.details["next_command"] == "agent-task collect c1"
+    assert failing.calls.count("reconcile") == 1
+    assert live.state.claim(attempt_id)["state"] == "released"
+    assert _collectable(live)
+    out = live.collect()
+    assert out["attempt_id"] != attempt_id
+    assert out["qualification"]["qualified"] is True
+
+
+def test_a_transient_upload_failure_keeps_the_attempt_and_names_retry_upload(live):
+    live.checkpoint()
+    with pytest.raises(TaskError) as err:
+        collect_once(
+            FailingAt(live, "collector_upload"),
+            change="c1",
+            data_dir=live.data_dir,
+            state=live.state,
+            lease_ms=600_000,
+            **WORKFLOW,
+        )
+    attempt_id = err.value.details["attempt_id"]
+    [attempt] = live.state.attempts()
+    assert err.value.details["next_command"] == (
+        f"agent-task retry-upload --attempt {attempt.path.name}"
+    )
+    assert live.state.claim(attempt_id)["state"] == "upload_pending"
+    [view] = retry_uploads(live.client, live.state, attempt_name=attempt.path.name)
+    assert view["record_outcome"] == "passed"
+    out = live.collect()  # next is collector_finalize now: it only finalizes
+    assert out["collected"] is False
+    assert out["qualification"]["qualified"] is True
+
+
+def test_an_upload_the_authority_refuses_releases_the_attempt(live):
+    class Corrupting(InProcessClient):
+        def upload(self, repository, profile, data):
+            flipped = bytearray(data)
+            flipped[-1] ^= 0x01
+            return super().upload(repository, profile, bytes(flipped))
+
+    live.checkpoint()
+    with pytest.raises(TaskError) as err:
+        collect_once(
+            Corrupting(live.service, live.token),
+            change="c1",
+            data_dir=live.data_dir,
+            state=live.state,
+            lease_ms=600_000,
+            **WORKFLOW,
+        )
+    assert err.value.code in (ErrorCode.INVALID_SIGNATURE, ErrorCode.TRANSFER_MALFORMED)
+    assert "was released" in err.value.message
+    assert _collectable(live)
+    assert live.collect()["qualification"]["qualified"] is True
+
+
+def test_a_failed_release_names_reconcile_force(live):
+    class Unreachable(FailingAt):
+        def workflow(self, repository, profile, op, body):
+            if op in ("collector_descriptor", "reconcile"):
+                raise TaskError(ErrorCode.SERVICE_UNREACHABLE, f"{op} did not answer")
+            return super().workflow(repository, profile, op, body)
+
+    live.checkpoint()
+    with pytest.raises(TaskError) as err:
+        collect_once(
+            Unreachable(live, "none"),
+            change="c1",
+            data_dir=live.data_dir,
+            state=live.state,
+            lease_ms=600_000,
+            **WORKFLOW,
+        )
+    assert err.value.details["next_command"] == "agent-task reconcile c1 --force"
+    out = reconcile_change(live.client, change="c1", force=True, **WORKFLOW)
+    assert out["reconciled"]["attempt_id"] == err.value.details["attempt_id"]
+    assert out["next_command"] == "agent-task collect c1"
+    assert live.collect()["qualification"]["qualified"] is True
+
+
+def test_reconcile_change_finds_an_expired_attempt_by_itself(live):
+    live.checkpoint()
+    answer = qualification(live.client, change="c1", **WORKFLOW)
+    task = answer["tasks"][0]
+    live.client.workflow(
+        "acme",
+        "default",
+        "collector_claim",
+        json.dumps(
+            {
+                "version": 1,
+                "request_id": "claim-died",
+                "task_id": task["task_id"],
+                "task_digest": task["task_digest"],
+                "execution_operation_id": "exec-died",
+                "requested_lease_ms": 1_000,
+            }
+        ).encode(),
+    )
+    with pytest.raises(TaskError) as live_err:
+        reconcile_change(live.client, change="c1", **WORKFLOW)
+    assert "pass --force" in live_err.value.message
+    live.clock.advance(5_000)
+    stuck = qualification(live.client, change="c1", **WORKFLOW)
+    assert stuck["next"] == {"operation": "reconcile", "task_id": task["task_id"]}
+    out = reconcile_change(live.client, change="c1", **WORKFLOW)
+    assert out["reconciled"]["task_id"] == task["task_id"]
+    assert out["reconciled"]["new_fence"] == 2
+    assert out["qualification"]["next"]["operation"] == "collector_claim"
+    assert live.collect()["qualification"]["qualified"] is True
+
+
+def test_reconcile_with_nothing_to_reconcile_names_the_right_command(live):
+    live.checkpoint()
+    with pytest.raises(TaskError) as err:
+        reconcile_change(live.client, change="c1", **WORKFLOW)
+    assert err.value.code is ErrorCode.CONFLICT
+    assert err.value.details["next_command"] == "agent-task collect c1"
+
+
+def test_a_failed_run_is_retried_on_the_same_revision_with_checkpoint_retry(
+    authority, state, tmp_path
+):
+    live = Live(
+        authority, state, tmp_path, command=recipe("echo 'No module named pytest' >&2; exit 1")
+    )
+    try:
+        first = live.checkpoint()
+        out = live.collect()
+        assert out["record_outcome"] == "failed"
+        assert "No module named pytest" in out["run"]["stderr_tail"]
+        q = out["qualification"]
+        [run] = q["run_failures"]
+        assert run["exit_status"] == 1
+        assert "No module named pytest" in run["stderr_tail"]
+        assert out["next_command"] == "agent-task checkpoint c1"
+        # The operator fixes the profile; the same commit is checkpointed again as a retry.
+        from taskcore.collector.admin import install_collector_profile
+        from taskcore.collector.runtime import detect_sandbox
+
+        fixed = authority.profile(recipe("echo ok"), profile_id="cp-2", sandbox=detect_sandbox())
+        install_collector_profile(authority.storage, live.clock, profile=fixed)
+        assert live.checkpoint()["created"] is False
+        again = checkpoint(live.client, change="c1", commit=head(live.repo), retry=True, **WORKFLOW)
+        assert again["created"] is True
+        assert again["subject"]["revision"] == first["subject"]["revision"]
+        assert again["subject"]["change_version"] == first["subject"]["change_version"] + 1
+        assert again["tasks"][0]["task_id"] != first["tasks"][0]["task_id"]
+        assert live.collect()["qualification"]["qualified"] is True
+        with pytest.raises(TaskError) as err:
+            checkpoint(live.client, change="c1", commit=head(live.repo), retry=True, **WORKFLOW)
+        assert err.value.code is ErrorCode.CONFLICT
+        assert "nothing to retry" in err.value.message
+    finally:
+        live.close()
+
+
+def test_reconcile_change_reconciles_an_unresolved_attempt_of_an_older_subject(live):
+    live.checkpoint()
+    answer = qualification(live.client, change="c1", **WORKFLOW)
+    old = answer["tasks"][0]
+    live.client.workflow(
+        "acme",
+        "default",
+        "collector_claim",
+        json.dumps(
+            {
+                "version": 1,
+                "request_id": "claim-old",
+                "task_id": old["task_id"],
+                "task_digest": old["task_digest"],
+                "execution_operation_id": "exec-old",
+                "requested_lease_ms": 1_000,
+            }
+        ).encode(),
+    )
+    commit_file(live.repo, "more.txt", "more\n")
+    live.checkpoint()
+    live.clock.advance(5_000)
+    stuck = qualification(live.client, change="c1", **WORKFLOW)
+    assert stuck["next"] == {"operation": "reconcile", "task_id": old["task_id"]}
+    assert {f["code"] for f in stuck["failures"]} == {"prior_subject_unresolved"}
+    out = reconcile_change(live.client, change="c1", **WORKFLOW)
+    assert out["reconciled"]["task_id"] == old["task_id"]
+    assert out["reconciled"]["change_version"] == 1
+    assert out["next_command"] == "agent-task collect c1"
+    assert live.collect()["qualification"]["qualified"] is True
+
+
+# -- remote mode: a clone, a pinned authority key, no data dir ------------------------------------
+
+
+def _clone(live, tmp_path):
+    target = tmp_path / "elsewhere" / "clone"
+    target.parent.mkdir()
+    git(target.parent, "clone", "-q", str(live.repo), str(target))
+    return target
+
+
+def _audience(live):
+    with live.service.storage.read() as tx:
+        return tx.collector.audience()
+
+
+def test_remote_collection_without_a_pinned_authority_claims_nothing(live, tmp_path):
+    live.checkpoint()
+    with pytest.raises(TaskError) as err:
+        live.collect(data_dir=None, clone=_clone(live, tmp_path))
+    assert err.value.code is ErrorCode.NOT_FOUND
+    assert "pin-authority" in err.value.message
+    assert "collector_claim" not in live.client.calls
+
+
+def test_remote_collection_verifies_the_descriptor_and_runs_on_the_clone(live, tmp_path):
+    from taskcore.collector.authority_key import load_authority_key
+
+    live.state.pin_authority(
+        public_key=load_authority_key(live.data_dir).public_key, audience=_audience(live)
+    )
+    live.checkpoint()
+    out = live.collect(data_dir=None, clone=_clone(live, tmp_path))
+    assert out["record_outcome"] == "passed"
+    assert out["qualification"]["qualified"] is True
+
+
+def test_a_descriptor_not_signed_by_the_pinned_key_is_refused_and_released(live, tmp_path):
+    from taskcore.collector.authority_key import ensure_authority_key
+
+    impostor = ensure_authority_key(tmp_path / "impostor")
+    live.state.pin_authority(public_key=impostor.public_key, audience=_audience(live))
+    live.checkpoint()
+    with pytest.raises(TaskError) as err:
+        live.collect(data_dir=None, clone=_clone(live, tmp_path))
+    assert err.value.code is ErrorCode.INVALID_SIGNATURE
+    assert "was released" in err.value.message
+    assert all(not a.has_reservation() for a in live.state.attempts())
+    assert _collectable(live)

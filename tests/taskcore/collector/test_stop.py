@@ -150,7 +150,7 @@ def test_every_next_operation_has_a_fixed_sentence():
 def test_error_feedback_carries_only_the_category():
     decision = error_decision(Category.SERVICE_REQUEST_FAILED)
     text = decision.text()
-    body = json.loads(text.split("\n", 1)[1])
+    body = json.loads(text.rsplit("\n", 1)[1])
     assert body == {
         "status": "blocked",
         "failures": [],

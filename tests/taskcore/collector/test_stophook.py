@@ -91,7 +91,7 @@ def feedback(text, harness="claude-code"):
         if harness == "claude-code"
         else out["reason"]
     )
-    return json.loads(body.split("\n", 1)[1])
+    return json.loads(body.rsplit("\n", 1)[1])
 
 
 def collect(live, change="c1"):
@@ -412,6 +412,23 @@ def test_the_hook_command_line_refuses_a_relative_token_file(tmp_path):
     assert err.value.code is ErrorCode.INVALID_PATH
 
 
+def test_the_hook_command_line_refuses_a_token_file_inside_the_work_tree(tmp_path):
+    with pytest.raises(TaskError) as err:
+        hook_command_line(
+            "claude-code",
+            executable="agent-task",
+            change="c1",
+            endpoint="http://x",
+            repository="acme",
+            profile="default",
+            token_file=tmp_path / "sub" / ".." / "agent.token",
+            workspace=tmp_path,
+            data_dir=tmp_path / "d",
+        )
+    assert err.value.code is ErrorCode.INVALID_PATH
+    assert "inside the work tree" in err.value.message
+
+
 def test_install_stop_hook_writes_each_harness_s_command_with_resolved_paths(tmp_path):
     settings = tmp_path / "hooks.json"
     common = dict(
@@ -421,13 +438,13 @@ def test_install_stop_hook_writes_each_harness_s_command_with_resolved_paths(tmp
         repository="acme",
         profile="default",
         token_file=tmp_path / "my token",
-        workspace=tmp_path / "w" / "..",
+        workspace=tmp_path / "w" / "x" / "..",
         data_dir=tmp_path / "d",
     )
     codex = install_stop_hook(settings, "codex", **common)
     claude = install_stop_hook(settings, "claude-code", **common)
     assert " task-codex-stop c1 " in codex
-    assert f"--workspace {tmp_path.resolve()} " in codex
+    assert f"--workspace {(tmp_path / 'w').resolve()} " in codex
     groups = json.loads(settings.read_text())["hooks"]["Stop"]
     assert [g["hooks"][0]["command"] for g in groups] == [codex, claude]
     assert shlex.split(codex)[shlex.split(codex).index("--token-file") + 1] == str(

@@ -282,3 +282,28 @@ def test_in_process_main_reports_the_same_shapes(
         == 0
     )
     assert "additionalContext" in json.loads(out.getvalue())["hookSpecificOutput"]
+
+
+def test_codex_with_a_null_transcript_path_and_no_known_session_stays_silent(
+    roots: GateConfig, tmp_path: Path
+) -> None:
+    payload = {
+        "session_id": "019a1c2e-ffff-7d3a-9b1e-4f2a6c8e0aff",
+        "transcript_path": None,
+        "cwd": "/home/dev/src/nowhere",
+        "hook_event_name": "Stop",
+        "stop_hook_active": False,
+        "last_assistant_message": None,
+    }
+    for _ in range(3):
+        code, out, _err = stop(roots, tmp_path, payload, "--harness", "codex")
+        assert (code, out) == (0, "")
+
+
+def test_claude_code_naming_no_known_session_still_says_why(
+    roots: GateConfig, tmp_path: Path
+) -> None:
+    payload = {"session_id": "019a1c2e-ffff-7d3a-9b1e-4f2a6c8e0aff", "hook_event_name": "Stop"}
+    code, out, _err = stop(roots, tmp_path, payload, "--harness", "claude-code")
+    assert code == 0
+    assert "the stop was allowed" in json.loads(out)["systemMessage"]

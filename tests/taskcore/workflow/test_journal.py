@@ -744,3 +744,64 @@ def test_instructions_return_every_criterion_inline_or_a_schema_mismatch(world):
     )
     assert (mismatch.status, mismatch.entrypoint) == ("schema_mismatch", None)
     assert mismatch.mismatch.server_schema_versions == (1,)
+
+
+# -- reading one task by ID (what 'agent-task reconcile CHANGE' needs) -------------------------
+
+
+def test_the_task_read_names_the_newest_attempt_without_consuming_an_id(world):
+    from taskcore.workflow.types import TaskReadRequest
+
+    cp = world.checkpoint()
+    task = world.task(cp, "implement")
+    before = world.journal.task(world.caller(), TaskReadRequest(version=1, task_id=task.task_id))
+    assert before.current_attempt is None
+    assert before.state == "pending"
+    assert (before.change_id, before.change_version) == ("c1", 1)
+    claimed = _claim(world, task)
+    view = world.journal.task(world.caller(), TaskReadRequest(version=1, task_id=task.task_id))
+    assert view.state == "claimed"
+    assert view.subject_current is True
+    assert view.current_attempt.attempt.attempt_id == claimed["attempt"]["attempt_id"]
+    assert view.current_attempt.attempt_digest == claimed["attempt_digest"]
+    with world.storage.read() as tx:
+        assert len(tx.journal.transitions_of_task(task.task_id)) == 2  # derive + claim
+
+
+def test_the_task_read_of_an_unknown_or_foreign_task_is_not_found(world):
+    from taskcore.workflow.types import TaskReadRequest
+
+    assert (
+        _code(world.journal.task, world.caller(), TaskReadRequest(version=1, task_id="t-nope"))
+        is ErrorCode.NOT_FOUND
+    )
+    cp = world.checkpoint()
+    task = world.task(cp, "implement")
+    from tests.taskcore.workflow.support import PROFILE, REPO
+
+    stranger = actor("agent9", workspace="elsewhere")
+    outsider = Caller(
+        actor=stranger, repository_id=REPO, profile_id=PROFILE, guard=ActorGuard(stranger)
+    )
+    assert (
+        _code(world.journal.task, outsider, TaskReadRequest(version=1, task_id=task.task_id))
+        is ErrorCode.NOT_FOUND
+    )
+
+
+def test_a_retry_checkpoint_is_refused_while_an_attempt_is_unresolved(world):
+    from taskcore.workflow.types import CheckpointRequest
+
+    cp = world.checkpoint()
+    _claim(world, world.task(cp, "implement"))
+    request = CheckpointRequest(
+        version=1,
+        change_id="c1",
+        commit=cp.subject.commit,
+        context="",
+        retry=True,
+    )
+    with pytest.raises(TaskError) as err:
+        world.journal.checkpoint(world.caller(), request)
+    assert err.value.code is ErrorCode.CONFLICT
+    assert "agent-task reconcile c1" in err.value.message

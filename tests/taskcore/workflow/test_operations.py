@@ -24,6 +24,7 @@ EXPECTED = {
     "requirements",
     "result",
     "status",
+    "task",
 }
 
 

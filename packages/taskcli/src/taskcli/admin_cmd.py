@@ -65,10 +65,14 @@ def _row(record: TokenRecord) -> dict[str, Any]:
 def create_command(
     workspace: str, tier: str, autonomy: int, name: str, data_dir: Path | None
 ) -> None:
-    """Create a token and print it (alone, on stdout). It is shown only this once."""
+    """Create a token and print it (alone, on stdout). It is shown only this once.
+
+    The data dir must be the running service's (a missing journal is refused, never created:
+    a token in another journal would be unknown to the service).
+    """
 
     def act() -> str:
-        with TokenAdmin(resolve_data_dir(data_dir), create=True) as admin:
+        with TokenAdmin(resolve_data_dir(data_dir)) as admin:
             issued = admin.create(
                 workspace=workspace, tier=Tier.from_wire(tier), autonomy=autonomy, name=name
             )

@@ -3,7 +3,8 @@
 Queue and admin verbs go to ``POST /v/{verb}``; ``workflow.<op>`` goes to the workflow route
 of ``--repository``/``--profile`` inside the ``{"operation", "request"}`` envelope
 (``workflow.collector_upload`` sends the input bytes raw to the upload route). The request is
-``--json`` inline, ``--json @FILE`` or ``--json -`` (stdin); the answer is printed as JSON.
+``--request`` inline, ``--request @FILE`` or ``--request -`` (stdin); the answer is printed as
+indented JSON, or on one line with ``--json`` (for programs, as every command's ``--json``).
 ``--list`` lists the operations this build knows.
 """
 
@@ -18,10 +19,12 @@ from taskcore import Door
 from taskcore.service import WORKFLOW_PREFIX, default_registry
 
 from taskcli.common import (
+    RequestCommand,
     ServiceClient,
     client_options,
     emit,
     read_json_argument,
+    request_option,
     route_options,
     run,
 )
@@ -72,17 +75,13 @@ def _table(rows: list[dict[str, Any]]) -> str:
     )
 
 
-@click.command("call")
+@click.command("call", cls=RequestCommand)
 @click.argument("verb", required=False)
-@click.option(
-    "--json",
-    "request",
-    default=None,
-    metavar="JSON|@FILE|-",
-    help="The request: inline JSON, @FILE, or - for stdin (default {}).",
-)
+@request_option
 @click.option("--list", "list_ops", is_flag=True, help="List the operations and exit.")
-@click.option("--compact", is_flag=True, help="Print the answer on one line.")
+@click.option(
+    "--json", "--compact", "compact", is_flag=True, help="Print JSON for programs (one line)."
+)
 @route_options
 @client_options
 def call_command(
@@ -95,7 +94,10 @@ def call_command(
     url: str,
     token_file: Path | None,
 ) -> None:
-    """Call operation VERB on the service and print its JSON answer."""
+    """Call operation VERB on the service and print its JSON answer.
+
+    Example: agent-task call agenttask.create --request '{"verb": "agent.run"}'
+    """
     if list_ops:
         emit(_catalogue(), compact, _table)
         return

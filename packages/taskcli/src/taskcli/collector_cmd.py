@@ -4,7 +4,7 @@
 (``--state-dir``, default ``$AGENT_TASK_COLLECTOR_DIR`` or ``~/.local/share/agent-task/
 collector``) and prints only the public key and its key ID, which the operator enrolls.
 ``runtime-probe`` prints the runtime identity this machine gives a recipe, which a command
-collector profile pins. ``status`` lists retained attempts.
+collector profile pins. ``status`` lists the attempts this collector claimed and their state.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import click
 from taskcore.codec import default_codec
 from taskcore.collector.records import runtime_identity_digest
 from taskcore.collector.runtime import probe_runtime
-from taskcore.collector.state import CollectorState
+from taskcore.collector.state import CollectorState, collector_status
 from taskcore.contract import CommandRecipe
 
 from taskcli.common import emit, json_option, run
@@ -70,6 +70,42 @@ def keygen_command(state_dir: Path | None, as_json: bool) -> None:
         )
 
 
+@collector_group.command("pin-authority")
+@click.option(
+    "--public-key", required=True, help="The authority's key (64 hex), from the operator."
+)
+@click.option("--audience", required=True, help="The authority's audience, from the operator.")
+@state_dir_option
+@json_option
+def pin_authority_command(
+    public_key: str, audience: str, state_dir: Path | None, as_json: bool
+) -> None:
+    """Trust one authority for remote collection (--clone): its key and audience, once.
+
+    'agent-task operator enroll' (or 'operator authority') prints both on the service host.
+    A remote collection accepts only descriptors this key signed; pinning another key in
+    the same state directory is refused.
+    """
+
+    def act() -> dict[str, Any]:
+        state = CollectorState.open(state_dir)
+        pinned = state.pin_authority(public_key=public_key, audience=audience)
+        return {
+            "public_key": pinned.public_key,
+            "key_id": pinned.key_id,
+            "audience": pinned.audience,
+            "state_dir": str(state.root),
+        }
+
+    emit(
+        run(as_json, act),
+        as_json,
+        lambda v: (
+            f"trusting authority key {v['key_id']} (audience {v['audience']}) in {v['state_dir']}"
+        ),
+    )
+
+
 @collector_group.command("runtime-probe")
 @click.option("--arg", "argv", multiple=True, required=True, help="One argv item (repeat).")
 @click.option("--workdir", default=".", show_default=True)
@@ -111,28 +147,34 @@ def runtime_probe_command(
 @state_dir_option
 @json_option
 def status_command(state_dir: Path | None, as_json: bool) -> None:
-    """List retained attempts: reserved, signed, uploaded."""
+    """List the attempts this collector claimed, with their state.
+
+    States: claimed (a collection holds it, or died holding it), released (a failure after
+    the claim reconciled it), upload_pending (signed and retained; run 'agent-task
+    retry-upload'), uploaded (with the run's outcome). Retained attempt directories without a
+    claim record (made before this listing existed) are listed too.
+    """
 
     def act() -> dict[str, Any]:
         state = CollectorState.open(state_dir)
-        rows = []
-        for attempt in state.attempts():
-            descriptor = attempt.read_json(attempt.descriptor_path) or {}
-            upload = attempt.read_json(attempt.upload_path)
-            binding = descriptor.get("binding", {})
-            rows.append(
-                {
-                    "attempt": attempt.path.name,
-                    "task_id": binding.get("task_id"),
-                    "fence": binding.get("fence"),
-                    "reserved": attempt.has_reservation(),
-                    "signed": attempt.has_transfer(),
-                    "uploaded": upload is not None,
-                }
-            )
-        return {"state_dir": str(state.root), "attempts": rows}
+        return {"state_dir": str(state.root), "attempts": collector_status(state)}
 
-    emit(run(as_json, act), as_json)
+    def table(value: dict[str, Any]) -> str:
+        rows = value["attempts"]
+        if not rows:
+            return f"no attempts in {value['state_dir']}"
+        lines = [f"{'ATTEMPT':<36}  {'CHANGE':<16}  {'STEP':<12}  {'STATE':<14}  DETAIL"]
+        for r in rows:
+            detail = r.get("outcome") or r.get("note") or ""
+            if r.get("attempt_dir") and r["state"] == "upload_pending":
+                detail = f"retry-upload --attempt {r['attempt_dir']}"
+            lines.append(
+                f"{r.get('attempt_id') or '-'!s:<36}  {str(r.get('change_id') or '-')[:16]:<16}  "
+                f"{str(r.get('step_id') or '-')[:12]:<12}  {r['state']:<14}  {detail}"
+            )
+        return "\n".join(lines)
+
+    emit(run(as_json, act), as_json, table)
 
 
 def register(group: click.Group) -> None:

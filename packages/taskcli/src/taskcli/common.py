@@ -19,13 +19,14 @@ from urllib.parse import quote
 
 import click
 from taskcore import ErrorCode, ErrorKind, TaskError
-from taskcore.auth import read_token_file
+from taskcore.auth import no_token_error, read_token_file
 from taskcore.codec import parse_json
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES
 from taskcore.paths import default_data_dir
 
 __all__ = [
     "DEFAULT_URL",
+    "RequestCommand",
     "ServiceClient",
     "client_options",
     "data_dir_option",
@@ -36,9 +37,11 @@ __all__ = [
     "internal",
     "json_option",
     "read_json_argument",
+    "request_option",
     "resolve_data_dir",
     "route_options",
     "run",
+    "set_global_data_dir",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,6 +50,36 @@ DEFAULT_URL = "http://127.0.0.1:8787"
 """Where ``agent-task serve`` listens by default."""
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON for programs.")
+"""``--json`` means one thing everywhere: print one JSON document for programs."""
+
+request_option = click.option(
+    "--request",
+    "request",
+    default=None,
+    metavar="JSON|@FILE|-",
+    help="The request body: inline JSON, @FILE, or - for stdin (default {}).",
+)
+"""The request body of ``call`` and ``task`` (``--json`` is the output flag everywhere)."""
+
+
+class RequestCommand(click.Command):
+    """A command taking ``--request``: says so when someone passes the body after ``--json``."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """Parse as usual; an extra argument right after ``--json`` gets a hint."""
+        given = list(args)  # click consumes ``args`` while parsing
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as err:
+            if "--json" in given and "unexpected extra argument" in err.format_message():
+                raise click.UsageError(
+                    err.format_message()
+                    + " (--json prints JSON for programs; pass the request body with --request)",
+                    ctx,
+                ) from None
+            raise
+
+
 data_dir_option = click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
@@ -55,9 +88,26 @@ data_dir_option = click.option(
 )
 
 
+_GLOBAL_DATA_DIR = "agent_task.data_dir"
+
+
+def set_global_data_dir(ctx: click.Context, value: Path | None) -> None:
+    """Remember the group's global ``--data-dir`` for the subcommand of this invocation."""
+    if value is not None:
+        ctx.meta[_GLOBAL_DATA_DIR] = value
+
+
 def resolve_data_dir(value: Path | None) -> Path:
-    """Return the data directory to use."""
-    return value if value is not None else default_data_dir()
+    """Return the data directory to use.
+
+    The command's own ``--data-dir``, else the global ``agent-task --data-dir``, else
+    ``$AGENT_TASK_DATA_DIR`` or ``~/.local/share/agent-task``.
+    """
+    if value is not None:
+        return value
+    ctx = click.get_current_context(silent=True)
+    chosen = ctx.meta.get(_GLOBAL_DATA_DIR) if ctx is not None else None
+    return chosen if isinstance(chosen, Path) else default_data_dir()
 
 
 def exit_table() -> str:
@@ -146,7 +196,7 @@ def run(as_json: bool, fn: Callable[[], Any]) -> Any:
 
 
 def read_json_argument(value: str | None, *, default: str = "{}") -> bytes:
-    """Return request bytes from ``--json``: inline JSON, ``@FILE`` or ``-`` (stdin).
+    """Return request bytes from ``--request``: inline JSON, ``@FILE`` or ``-`` (stdin).
 
     The bytes are sent as given; the service decodes them strictly. At most 16 MiB is read.
 
@@ -239,8 +289,9 @@ class ServiceClient:
         import httpx
 
         headers = {"Content-Type": content_type, "Accept": "application/json"}
-        if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
+        if not self.token:
+            raise no_token_error()
+        headers["Authorization"] = f"Bearer {self.token}"
         try:
             response = self._client().post(self.url + path, content=body, headers=headers)
         except httpx.HTTPError as exc:

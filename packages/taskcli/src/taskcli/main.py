@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 
 import click
 
-from taskcli.common import exit_table
+from taskcli.common import exit_table, set_global_data_dir
 
 __all__ = ["cli", "load_commands", "main"]
 
@@ -39,8 +40,22 @@ _COMMAND_MODULES: tuple[str, ...] = (
     epilog=exit_table(),
 )
 @click.version_option(package_name="taskcli")
-def cli() -> None:
-    """agent-task: typed, leased tasks for coding agents, with signed evidence."""
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="The service's data dir, for every command that uses one (default "
+    "$AGENT_TASK_DATA_DIR or ~/.local/share/agent-task); a command's own --data-dir wins.",
+)
+@click.pass_context
+def cli(ctx: click.Context, data_dir: Path | None) -> None:
+    """agent-task: typed, leased tasks for coding agents, with signed evidence.
+
+    Commands that need the service's journal (operator and admin commands, same-host collect,
+    the task-stop hooks) refuse a data dir without one and say which directory they used;
+    only 'serve', 'operator register-repository' and 'operator apply' create it.
+    """
+    set_global_data_dir(ctx, data_dir)
 
 
 _loaded: list[str] = []

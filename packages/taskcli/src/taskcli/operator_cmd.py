@@ -24,12 +24,12 @@ import click
 from taskcore import TaskError
 from taskcore.authority import decode_requirement
 from taskcore.authority.config import decode_config
-from taskcore.authority.operator import AuthorityAdmin, collector_test_requirement
+from taskcore.authority.operator import AuthorityAdmin, collector_test_requirement, runtime_here
 from taskcore.codec import default_codec
-from taskcore.contract import CommandRecipe, decode_collector_profile
+from taskcore.contract import CommandCollectorProfile, CommandRecipe, decode_collector_profile
 from taskcore.errors import ErrorCode
 
-from taskcli.common import data_dir_option, emit, json_option, resolve_data_dir, run
+from taskcli.common import data_dir_option, emit, human, json_option, resolve_data_dir, run
 
 __all__ = ["register"]
 
@@ -39,7 +39,8 @@ def operator_group() -> None:
     """Operator acts on the authority (run on the service host, against --data-dir)."""
 
 
-def _admin(data_dir: Path | None, *, create: bool = True) -> AuthorityAdmin:
+def _admin(data_dir: Path | None, *, create: bool = False) -> AuthorityAdmin:
+    """The operator's acts on the data dir; only the first acts (register, apply) create it."""
     return AuthorityAdmin(resolve_data_dir(data_dir), create=create)
 
 
@@ -69,7 +70,7 @@ def register_repository_command(
     """Register the git work tree at PATH (absolute) as REPOSITORY of WORKSPACE."""
 
     def act() -> dict[str, Any]:
-        with _admin(data_dir) as admin:
+        with _admin(data_dir, create=True) as admin:
             record = admin.register_repository(
                 workspace=workspace, repository_id=repository, work_tree=path
             )
@@ -177,7 +178,7 @@ def apply_command(config: Path, data_dir: Path | None, as_json: bool) -> None:
 
     def act() -> list[dict[str, Any]]:
         parsed = decode_config(_read(config))
-        with _admin(data_dir) as admin:
+        with _admin(data_dir, create=True) as admin:
             applied = admin.apply_config(parsed)
         return [
             {
@@ -214,7 +215,7 @@ def enroll_command(
     """Enroll a collector's public key for one repository and step (a new epoch each time)."""
 
     def act() -> dict[str, Any]:
-        with _admin(data_dir) as admin:
+        with _admin(data_dir, create=False) as admin:
             enrollment = admin.enroll(
                 registration_id=registration,
                 executor_id=executor,
@@ -222,13 +223,40 @@ def enroll_command(
                 step_id=step,
                 public_key=public_key,
             )
+            identity = admin.authority_identity()
         return {
             "registration_id": enrollment.registration_id,
             "registration_epoch": enrollment.registration_epoch,
             "executor_id": enrollment.executor_id,
             "verification_key_id": enrollment.verification_key_id,
             "note": "enrollment grants no receipt; install a collector profile for this epoch",
+            **_authority(identity),
         }
+
+    emit(run(as_json, act), as_json)
+
+
+def _authority(identity: Any) -> dict[str, Any]:
+    return {
+        "authority_public_key": identity.public_key,
+        "authority_key_id": identity.key_id,
+        "audience": identity.audience,
+        "pin_on_a_remote_collector": (
+            "agent-task collector pin-authority --public-key "
+            f"{identity.public_key} --audience {identity.audience}"
+        ),
+    }
+
+
+@operator_group.command("authority")
+@data_dir_option
+@json_option
+def authority_command(data_dir: Path | None, as_json: bool) -> None:
+    """Print the authority's descriptor-signing key and audience (what a remote collector pins)."""
+
+    def act() -> dict[str, Any]:
+        with _admin(data_dir, create=False) as admin:
+            return _authority(admin.authority_identity())
 
     emit(run(as_json, act), as_json)
 
@@ -330,7 +358,7 @@ def install_collector_profile_command(
                     runtime_identity=runtime_identity,
                 )
             record = admin.install_collector_profile(collector_profile)
-        return {
+        out: dict[str, Any] = {
             "profile_id": record.profile_id,
             "digest": record.digest,
             "repository_id": record.repository_id,
@@ -339,8 +367,28 @@ def install_collector_profile_command(
             "registration_id": record.registration_id,
             "registration_epoch": record.registration_epoch,
         }
+        if isinstance(collector_profile, CommandCollectorProfile):
+            here = runtime_here(collector_profile.recipe, collector_profile.runtime_identity_sha256)
+            out.update(
+                argv=list(collector_profile.recipe.argv),
+                argv0_resolved=here.executable,
+                sandbox=here.sandbox,
+                runtime_identity_sha256=collector_profile.runtime_identity_sha256,
+                runtime_matches_this_host=here.matches,
+            )
+        return out
 
-    emit(run(as_json, act), as_json)
+    def render(out: dict[str, Any]) -> str:
+        text = human(out)
+        if "argv0_resolved" in out:
+            text += (
+                f"\nthe command's argv[0] {out['argv'][0]!r} resolves here to "
+                f"{out['argv0_resolved']!r} (sandbox {out['sandbox']}); check that this is "
+                "the interpreter with your test tools installed"
+            )
+        return text
+
+    emit(run(as_json, act), as_json, render)
 
 
 @operator_group.command("revoke")
@@ -382,21 +430,32 @@ def show_command(
         with _admin(data_dir, create=False) as admin:
             view = admin.overview(repository, registration)
         repo = view.repository
+        profiles = []
+        for p in view.collector_profiles:
+            row: dict[str, Any] = {
+                "profile_id": p.profile_id,
+                "step_id": p.step_id,
+                "workflow_profile_id": p.workflow_profile_id,
+                "registration": f"{p.registration_id}@{p.registration_epoch}",
+                "current": p.superseded_at_ms is None,
+                "kind": p.kind,
+            }
+            body = decode_collector_profile(p.body)
+            if isinstance(body, CommandCollectorProfile):
+                here = runtime_here(body.recipe, body.runtime_identity_sha256)
+                row.update(
+                    argv=list(body.recipe.argv),
+                    argv0=body.recipe.argv[0],
+                    argv0_resolved=here.executable,
+                    runtime_matches_this_host=here.matches,
+                )
+            profiles.append(row)
         return {
             "repository_id": repo.repository_id,
             "workspace": repo.workspace,
             "work_tree": repo.work_tree,
             "policy_epoch": repo.policy_epoch,
-            "collector_profiles": [
-                {
-                    "profile_id": p.profile_id,
-                    "step_id": p.step_id,
-                    "workflow_profile_id": p.workflow_profile_id,
-                    "registration": f"{p.registration_id}@{p.registration_epoch}",
-                    "current": p.superseded_at_ms is None,
-                }
-                for p in view.collector_profiles
-            ],
+            "collector_profiles": profiles,
             "registrations": {
                 reg: [
                     {

@@ -84,7 +84,10 @@ def queue_group() -> None:
 @client_options
 @json_option
 def claim_next(verb: str | None, url: str, token_file: Path | None, as_json: bool) -> None:
-    """Claim the oldest queued task this token may run (agenttask.claimNext)."""
+    """Claim the next queued task this token may run: highest priority first, then oldest.
+
+    (agenttask.claimNext)
+    """
     _send(url, token_file, "agenttask.claimNext", _prune({"verb": verb}), as_json)
 
 

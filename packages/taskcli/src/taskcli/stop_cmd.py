@@ -30,6 +30,7 @@ from taskcore.collector.stophook import (
     Connect,
     install_stop_hook,
     run_hook,
+    settings_advice,
 )
 
 from taskcli.common import ServiceClient, emit, resolve_data_dir, run
@@ -83,6 +84,7 @@ def _hook_command(name: str, harness: str) -> click.Command:
             data_dir=resolve_data_dir(data_dir),
             stdin=sys.stdin.buffer,
             connect=_connect(endpoint),
+            endpoint=endpoint,
         )
         if text:
             click.echo(text)
@@ -119,9 +121,19 @@ def _agent_task_executable() -> str:
 @click.option("--endpoint", required=True)
 @click.option("--repository", required=True)
 @click.option("--profile", required=True)
-@click.option("--token-file", required=True, type=click.Path(path_type=Path))
-@click.option("--workspace", required=True, type=click.Path(path_type=Path))
-@click.option("--data-dir", type=click.Path(path_type=Path), default=None)
+@click.option(
+    "--token-file",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The agent's token file: an absolute path outside the work tree.",
+)
+@click.option("--workspace", required=True, type=click.Path(path_type=Path), help="The work tree.")
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="The local authority's data dir (default $AGENT_TASK_DATA_DIR).",
+)
 def install_stop_command(
     change: str,
     harness: str,
@@ -152,6 +164,8 @@ def install_stop_command(
     command = run(False, act)
     click.echo(f"installed the {harness} Stop hook in {settings}:")
     click.echo(f"  {command}")
+    for line in settings_advice(settings, harness, workspace):
+        click.echo(line)
     click.echo(
         "instructions: the 'Workflow tasks' block ('agent-task init-repo') tells the agent how "
         "to discover, collect and qualify before it finishes"

@@ -2,9 +2,9 @@
 
 ``agent-task task next``, ``claim``, ``heartbeat``, ``result``, ``status`` (and every other
 workflow operation: ``capabilities``, ``instructions``, ``reference``, ``cancel``,
-``reconcile``, ``recovery``, ...) send ``{"operation": OP, "request": --json}`` to the
+``reconcile``, ``recovery``, ...) send ``{"operation": OP, "request": --request}`` to the
 workflow route of ``--repository``/``--profile`` and print the answer readably, or as JSON
-with ``--json-output``.
+with ``--json`` (as every command does).
 """
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ from typing import Any
 import click
 
 from taskcli.common import (
+    RequestCommand,
     ServiceClient,
     client_options,
     emit,
     read_json_argument,
+    request_option,
     route_options,
     run,
 )
@@ -29,16 +31,10 @@ EVERYDAY = ("next", "claim", "heartbeat", "result", "status")
 """The operations listed first in ``agent-task task --help``."""
 
 
-@click.command("task")
+@click.command("task", cls=RequestCommand)
 @click.argument("operation")
-@click.option(
-    "--json",
-    "request",
-    default=None,
-    metavar="JSON|@FILE|-",
-    help="The operation's request: inline JSON, @FILE, or - for stdin (default {}).",
-)
-@click.option("--json-output", "as_json", is_flag=True, help="Print JSON for programs.")
+@request_option
+@click.option("--json", "--json-output", "as_json", is_flag=True, help="Print JSON for programs.")
 @route_options
 @client_options
 def task_command(
@@ -50,7 +46,10 @@ def task_command(
     url: str,
     token_file: Path | None,
 ) -> None:
-    """Run workflow OPERATION (next, claim, heartbeat, result, status, ...) for a route."""
+    """Run workflow OPERATION (next, claim, heartbeat, result, status, ...) for a route.
+
+    Example: agent-task task next --request '{"version": 1, "change_id": "main-work"}'
+    """
 
     def act() -> Any:
         body = read_json_argument(request)

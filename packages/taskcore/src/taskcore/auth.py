@@ -46,6 +46,7 @@ __all__ = [
     "issue_token",
     "issue_token_in",
     "list_tokens",
+    "no_token_error",
     "parse_token",
     "read_token_file",
     "revoke_token",
@@ -211,6 +212,19 @@ def bearer_from_header(value: str | None) -> str | None:
     if scheme.lower() != "bearer" or not credential or " " in credential:
         return None
     return credential
+
+
+def no_token_error() -> TaskError:
+    """What a client says when it has no token to send (instead of sending none).
+
+    >>> no_token_error().code.value
+    'UNAUTHENTICATED'
+    """
+    return TaskError(
+        ErrorCode.UNAUTHENTICATED,
+        "no token: give --token-file FILE (or set AGENT_TASK_TOKEN_FILE, or AGENT_TASK_TOKEN); "
+        "an operator prints one with 'agent-task admin token create'",
+    )
 
 
 def read_token_file(path: Path | str) -> str:

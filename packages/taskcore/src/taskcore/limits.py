@@ -104,9 +104,13 @@ __all__ = [
     "RETENTION_MIN_DAYS",
     "REVIEW_CALLS_MAX",
     "REVISION_ENTRIES_MAX",
+    "RUN_ARGV0_MAX_CHARS",
+    "RUN_FAILURES_MAX",
+    "RUN_TAIL_MAX_CHARS",
     "SCHEMA_VERSIONS_MAX",
     "STEPS_MAX",
     "STOP_CONTINUATIONS_MAX",
+    "STOP_DIRTY_PATHS_MAX",
     "TARGET_MAX_CHARS",
     "TEXT_MAX_CHARS",
     "U64_MAX",
@@ -178,6 +182,14 @@ DEPENDENCIES_MAX: Final = 64
 """Dependencies of one step (ours)."""
 QUALIFICATION_FAILURES_MAX: Final = 32
 """Typed failures in one qualification answer (*seed*: 32)."""
+RUN_FAILURES_MAX: Final = 8
+"""Failed collector runs one qualification answer explains (ours; additive field)."""
+RUN_TAIL_MAX_CHARS: Final = 1000
+"""Characters of a failed run's stdout tail and of its stderr tail shown to people (ours)."""
+RUN_ARGV0_MAX_CHARS: Final = 512
+"""Characters of a resolved ``argv[0]`` shown to people (ours)."""
+STOP_DIRTY_PATHS_MAX: Final = 20
+"""Uncommitted paths a task-stop block lists (ours)."""
 FINALIZE_TRANSFERS_MAX: Final = 32
 """Transfers streamed by one collector finalization (*seed*: 32)."""
 RETAINED_SUBJECT_SCAN_MAX: Final = 4096

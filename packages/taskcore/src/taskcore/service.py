@@ -558,11 +558,19 @@ class Service:
         registry: Registry | None = None,
         **config: Any,
     ) -> Service:
-        """Open (creating if needed) the journal in ``data_dir`` and build a service on it."""
+        """Open (creating if needed) the journal in ``data_dir`` and build a service on it.
+
+        The authority's descriptor-signing key (``DATA_DIR/authority-key.json``) is generated
+        here the first time.
+        """
         config_obj = ServiceConfig(data_dir=Path(data_dir), **config)
         storage: SqliteStorage = open_storage(
             data_dir, create=True, busy_timeout_ms=config_obj.busy_timeout_ms
         )
+        # The authority's descriptor-signing key is made with the data dir it belongs to.
+        from taskcore.collector.authority_key import ensure_authority_key
+
+        ensure_authority_key(config_obj.data_dir)
         return cls(storage, config=config_obj, clock=clock, registry=registry)
 
     def close(self) -> None:

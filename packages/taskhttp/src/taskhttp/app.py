@@ -112,7 +112,7 @@ def create_app(
     """
     queue_mcp = McpEndpoint(service, Family.QUEUE)
     workspace_mcp = McpEndpoint(service, Family.WORKSPACE)
-    openapi_cache: dict[int, bytes] = {}
+    openapi_cache: dict[tuple[int, str], bytes] = {}
 
     async def refuse(bearer: str | None, name: str, err: TaskError) -> Response:
         await _in_thread(service.refuse, bearer, name, err)
@@ -173,10 +173,11 @@ def create_app(
         return JSONResponse({"status": "ok"})
 
     async def openapi(request: Request) -> Response:
-        key = len(service.registry)
+        base = str(request.base_url).rstrip("/")[:512]
+        key = (len(service.registry), base)
         if key not in openapi_cache:
             openapi_cache.clear()
-            openapi_cache[key] = dumps(openapi_document(service.registry))
+            openapi_cache[key] = dumps(openapi_document(service.registry, server_url=base))
         return _ok(openapi_cache[key])
 
     async def http_error(request: Request, exc: Exception) -> Response:

@@ -25,12 +25,14 @@ from taskcore import (
     Surface,
     __version__,
 )
+from taskcore.contract.common import REPOSITORY_ID
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES
 from taskcore.schema import SchemaBuilder, error_schema
 from taskcore.service import WORKFLOW_OPERATION_PATTERN
 
 __all__ = [
     "COLLECTOR_UPLOAD_PATH",
+    "DEFAULT_SERVER",
     "HEALTH_PATH",
     "MCP_PATH",
     "OPENAPI_PATH",
@@ -51,6 +53,11 @@ VERB_SURFACES = frozenset({Surface.QUEUE, Surface.ADMIN})
 
 _ERROR_REF = {"$ref": "#/components/schemas/ErrorBody"}
 _SEGMENT = r"^(?!\.\.?$)[A-Za-z0-9._-]{1,128}$"
+_REPOSITORY = f"^{REPOSITORY_ID}$"
+"""A repository: one identifier or ``OWNER/NAME`` (the contract's pattern, anchored)."""
+
+DEFAULT_SERVER = "http://127.0.0.1:8787"
+"""Where ``agent-task serve`` listens by default (the document's server when none is known)."""
 
 
 def _errors(statuses: set[int]) -> dict[str, Any]:
@@ -116,14 +123,29 @@ def _verb_paths(registry: Registry, builder: SchemaBuilder) -> dict[str, Any]:
 def _route_params() -> list[dict[str, Any]]:
     return [
         {
-            "name": name,
+            "name": "repository",
             "in": "path",
             "required": True,
-            "description": f"the {name} identifier (never taken from the body)",
+            "description": "the repository: one identifier or OWNER/NAME (send the slash "
+            "percent-encoded, %2F, or plain); never taken from the body",
+            "schema": {"type": "string", "pattern": _REPOSITORY},
+        },
+        {
+            "name": "profile",
+            "in": "path",
+            "required": True,
+            "description": "the profile identifier (never taken from the body)",
             "schema": {"type": "string", "pattern": _SEGMENT},
-        }
-        for name in ("repository", "profile")
+        },
     ]
+
+
+_MALFORMED_HTTP = {
+    "4XX": {
+        "description": "a request the HTTP server could not read (malformed request line or "
+        "headers) is answered before any route, without the {error, code} body"
+    }
+}
 
 
 def _workflow_paths(registry: Registry, builder: SchemaBuilder) -> dict[str, Any]:
@@ -221,6 +243,9 @@ def _service_paths() -> dict[str, Any]:
     mcp_responses = {
         "200": _ok("a JSON-RPC response", {"type": "object"}),
         "202": {"description": "a notification or response was accepted"},
+        # Authentication, the body bound and the media type are checked before MCP reads the
+        # message; their refusals are {error, code} bodies like every other route's.
+        **_errors({400, 401, 403, 404, 413, 415}),
         "default": {"description": "a JSON-RPC error or an {error, code} body"},
     }
     return {
@@ -240,6 +265,7 @@ def _service_paths() -> dict[str, Any]:
                         },
                     ),
                     **_errors({503}),
+                    **_MALFORMED_HTTP,
                 },
             }
         },
@@ -248,7 +274,7 @@ def _service_paths() -> dict[str, Any]:
                 "operationId": "openapi",
                 "summary": "This document.",
                 "security": [],
-                "responses": {"200": _ok("OpenAPI 3.1", {"type": "object"})},
+                "responses": {"200": _ok("OpenAPI 3.1", {"type": "object"}), **_MALFORMED_HTTP},
             }
         },
         MCP_PATH: {
@@ -270,9 +296,9 @@ def _service_paths() -> dict[str, Any]:
                         "name": name,
                         "in": "query",
                         "required": True,
-                        "schema": {"type": "string", "pattern": _SEGMENT},
+                        "schema": {"type": "string", "pattern": pattern},
                     }
-                    for name in ("repository", "profile")
+                    for name, pattern in (("repository", _REPOSITORY), ("profile", _SEGMENT))
                 ],
                 "requestBody": _json_body(jsonrpc),
                 "responses": mcp_responses,
@@ -281,8 +307,12 @@ def _service_paths() -> dict[str, Any]:
     }
 
 
-def openapi_document(registry: Registry) -> dict[str, Any]:
-    """Return the OpenAPI 3.1 document of the service for ``registry``."""
+def openapi_document(registry: Registry, *, server_url: str | None = None) -> dict[str, Any]:
+    """Return the OpenAPI 3.1 document of the service for ``registry``.
+
+    ``servers`` names ``server_url`` (the address the document was fetched from) or, without
+    one, the default ``agent-task serve`` address.
+    """
     builder = SchemaBuilder(ref_prefix="#/components/schemas/")
     paths = {**_service_paths(), **_verb_paths(registry, builder)}
     paths.update(_workflow_paths(registry, builder))
@@ -298,6 +328,14 @@ def openapi_document(registry: Registry) -> dict[str, Any]:
                 "bearer token, checked (tier, autonomy, scope), strictly decoded and audited."
             ),
         },
+        "servers": [
+            {
+                "url": (server_url or DEFAULT_SERVER).rstrip("/"),
+                "description": "this agent-task service"
+                if server_url
+                else "the default 'agent-task serve' address",
+            }
+        ],
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": schemas,

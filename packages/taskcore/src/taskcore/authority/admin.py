@@ -38,7 +38,7 @@ from taskcore.authority.requirement import (
 from taskcore.canonical import canonical_json
 from taskcore.clock import Clock
 from taskcore.contract import ExecutorEnrollment, ExecutorRevocation
-from taskcore.contract.common import ID
+from taskcore.contract.common import ID, REPOSITORY_ID
 from taskcore.contract.task import TARGET_PATTERN
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest, is_hex64
 from taskcore.errors import ErrorCode, TaskError
@@ -68,6 +68,7 @@ OPERATOR = "operator"
 """The actor name operator acts are audited under."""
 
 _ID = re.compile(ID)
+_REPOSITORY = re.compile(REPOSITORY_ID)
 _WORKSPACE = re.compile(r"[A-Za-z0-9._-]{1,128}")
 _TARGET = re.compile(TARGET_PATTERN)
 
@@ -105,7 +106,12 @@ def register_repository(
     The path must be absolute, the top level of a git work tree and not a symlink; it is
     stored resolved. The repository starts at policy epoch 1 with the default policy.
     """
-    _check_id(repository_id, "repository_id")
+    if not isinstance(repository_id, str) or _REPOSITORY.fullmatch(repository_id) is None:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            "repository_id must be one identifier or OWNER/NAME, each part matching "
+            f"{ID} and not '.' or '..'",
+        )
     if _WORKSPACE.fullmatch(workspace) is None:
         raise TaskError(ErrorCode.INVALID_VALUE, "workspace must match [A-Za-z0-9._-]{1,128}")
     path = Path(work_tree)

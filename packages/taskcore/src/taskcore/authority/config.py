@@ -27,7 +27,7 @@ import attrs
 from taskcore.authority.admin import register_profile, register_repository
 from taskcore.clock import Clock
 from taskcore.codec import default_codec, wire_field
-from taskcore.contract.common import digest_field, id_field
+from taskcore.contract.common import digest_field, id_field, repository_field
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence.forge import ForgeStatusConfig, apply_forge_settings
 from taskcore.store.authority_api import ProfileRecord
@@ -40,7 +40,7 @@ __all__ = ["AgentTaskProfile", "OperatorConfig", "apply_config", "decode_config"
 class AgentTaskProfile:
     """One ``agent_task_profiles`` entry (seed: exactly these fields)."""
 
-    repository_id: str = id_field()
+    repository_id: str = repository_field()
     profile_id: str = id_field()
     native_repository: str = wire_field(min_len=1, max_len=4096)
     data_dir: str = wire_field(min_len=1, max_len=4096)

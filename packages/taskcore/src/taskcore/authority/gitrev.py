@@ -331,6 +331,11 @@ class WorkTreeState:
     head: str | None
     clean: bool
     changed_paths: int
+    paths: tuple[str, ...] = ()
+    """The first changed or untracked paths, as ``git status`` lists them (at most 20)."""
+
+
+_LISTED_PATHS_MAX = 20
 
 
 def work_tree_state(work_tree: Path | str) -> WorkTreeState:
@@ -365,7 +370,10 @@ def work_tree_state(work_tree: Path | str) -> WorkTreeState:
     records = [r for r in done.stdout.split(b"\x00") if r]
     # A rename record is followed by its source path as a separate NUL-terminated field.
     changed = sum(1 for r in records if len(r) > 3 and r[2:3] == b" ")
-    return WorkTreeState(head=head, clean=not records, changed_paths=changed)
+    paths = tuple(
+        r[3:].decode("utf-8", "replace")[:512] for r in records if len(r) > 3 and r[2:3] == b" "
+    )[:_LISTED_PATHS_MAX]
+    return WorkTreeState(head=head, clean=not records, changed_paths=changed, paths=paths)
 
 
 def head_revision(work_tree: Path | str) -> tuple[str, str]:

@@ -39,6 +39,7 @@ from taskcore.authority.config import OperatorConfig, apply_config
 from taskcore.authority.requirement import RequirementStep, WorkflowRequirement
 from taskcore.clock import Clock, SystemClock
 from taskcore.collector.admin import install_collector_profile
+from taskcore.collector.authority_key import ensure_authority_key
 from taskcore.collector.records import runtime_identity_digest
 from taskcore.collector.runtime import probe_runtime
 from taskcore.collector.state import key_id_for
@@ -61,7 +62,15 @@ from taskcore.store.authority_api import ProfileRecord, RepositoryRecord
 from taskcore.store.collector_api import CollectorProfileRecord
 from taskcore.store.storage import SqliteStorage
 
-__all__ = ["AuthorityAdmin", "EpochView", "RepositoryOverview", "collector_test_requirement"]
+__all__ = [
+    "AuthorityAdmin",
+    "AuthorityIdentity",
+    "EpochView",
+    "RepositoryOverview",
+    "RuntimeHere",
+    "collector_test_requirement",
+    "runtime_here",
+]
 
 
 def collector_test_requirement(step_id: str, summary: str) -> WorkflowRequirement:
@@ -108,6 +117,44 @@ class EpochView:
 
 
 @attrs.frozen(kw_only=True)
+class AuthorityIdentity:
+    """The authority's descriptor-signing public key, its key ID and its audience."""
+
+    public_key: str
+    key_id: str
+    audience: str
+
+
+@attrs.frozen(kw_only=True)
+class RuntimeHere:
+    """What a command profile's ``argv[0]`` resolves to on this machine, and if it is pinned.
+
+    ``executable`` is the resolved path (what runs and what is hashed); ``matches`` whether
+    this machine's runtime identity is the one the profile pins (same-host collection needs
+    it; a profile pinned for another machine does not match here, which is expected there).
+    """
+
+    argv0: str
+    executable: str
+    sandbox: str
+    runtime_identity_sha256: str
+    matches: bool
+
+
+def runtime_here(recipe: CommandRecipe, pinned: str | None = None) -> RuntimeHere:
+    """Probe ``recipe`` on this machine (as a collection would) and compare with ``pinned``."""
+    identity = probe_runtime(recipe)
+    digest = runtime_identity_digest(identity)
+    return RuntimeHere(
+        argv0=recipe.argv[0],
+        executable=identity.executable,
+        sandbox=identity.sandbox.value,
+        runtime_identity_sha256=digest,
+        matches=pinned is None or pinned == digest,
+    )
+
+
+@attrs.frozen(kw_only=True)
 class RepositoryOverview:
     """A repository's registration, its collector profiles and the asked registrations' epochs."""
 
@@ -134,10 +181,19 @@ class AuthorityAdmin:
 
     @property
     def storage(self) -> SqliteStorage:
-        """The journal, opened on first use."""
+        """The journal, opened on first use (with ``create``, the authority key too)."""
         if self._storage is None:
             self._storage = open_storage(self.data_dir, create=self.create)
+            if self.create:
+                ensure_authority_key(self.data_dir)
         return self._storage
+
+    def authority_identity(self) -> AuthorityIdentity:
+        """What a remote collector pins: the authority's public key, key ID and audience."""
+        with self.storage.read() as tx:
+            audience = tx.collector.audience()
+        key = ensure_authority_key(self.data_dir)
+        return AuthorityIdentity(public_key=key.public_key, key_id=key.key_id, audience=audience)
 
     def __enter__(self) -> AuthorityAdmin:
         return self

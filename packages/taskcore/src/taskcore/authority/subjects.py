@@ -70,7 +70,8 @@ def _not_found() -> TaskError:
     # A repository of another workspace is indistinguishable from a missing one.
     return TaskError(
         ErrorCode.NOT_FOUND,
-        "no such repository and profile here; check the URL against 'agent-task admin' listings",
+        "no such repository and profile here; check --repository and --profile (the URL) "
+        "against 'agent-task operator show --repository R' on the service host",
     )
 
 
@@ -236,12 +237,14 @@ def _changed(what: str) -> TaskError:
 
 
 def record_subject(
-    tx: Transaction, compiled: CompiledCheckpoint, *, now_ms: int
+    tx: Transaction, compiled: CompiledCheckpoint, *, now_ms: int, new_version: bool = False
 ) -> tuple[SubjectRecord, bool]:
     """Record ``compiled`` as the Change's newest subject; return it and whether it is new.
 
     Runs inside the writer transaction. Rechecks the authority state the checkpoint was
-    compiled against. Equal bound inputs to the newest subject record nothing.
+    compiled against. Equal bound inputs to the newest subject record nothing, unless
+    ``new_version`` (a retry the journal allowed): then the same inputs become the next Change
+    version, whose tasks have fresh IDs.
     """
     repository = tx.authority.get_repository(compiled.repository_id)
     if repository is None:
@@ -262,7 +265,7 @@ def record_subject(
     latest = tx.authority.latest_subject(
         compiled.repository_id, compiled.profile_id, compiled.change_id
     )
-    if latest is not None and latest.binding_digest == binding:
+    if latest is not None and latest.binding_digest == binding and not new_version:
         return latest, False
     record = SubjectRecord(
         subject_seq=0,

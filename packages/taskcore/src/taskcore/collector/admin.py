@@ -102,9 +102,20 @@ def profile_scope_error(tx: Transaction, profile: CollectorProfile) -> TaskError
 def install_collector_profile(
     storage: Storage, clock: Clock, *, profile: CollectorProfile
 ) -> CollectorProfileRecord:
-    """Install ``profile`` (immutable) for its scope; return the stored record."""
+    """Install ``profile`` (immutable) for its scope; return the stored record.
+
+    A finite-review profile is refused (``INVALID_VALUE``) after its own checks: the authority
+    in this build issues no review descriptor and imports no review transfer, so a review
+    step it served could be claimed but never collected, only reconciled.
+    """
     if isinstance(profile, FiniteReviewCollectorProfile):
         profile.validate_for_installation()
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            "finite-review collector profiles cannot be installed yet: this build does not "
+            "import review transfers, so a review step's claim could only be reconciled. Serve "
+            "the step with a command profile, or leave it without a collector",
+        )
     digest = collector_profile_digest(profile)
     with storage.write() as tx:
         problem = profile_scope_error(tx, profile)

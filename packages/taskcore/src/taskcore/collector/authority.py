@@ -70,8 +70,10 @@ from taskcore.collector.wire import (
     ReceiptTask,
     ReceiptTransfer,
     ReceiptV2,
+    RunSummary,
     TaskQualification,
     UploadOutcome,
+    run_summary,
 )
 from taskcore.contract import (
     CAPABILITY,
@@ -93,6 +95,7 @@ from taskcore.limits import (
     COLLECTOR_ENVELOPE_MAX_BYTES,
     FINALIZE_TRANSFERS_MAX,
     QUALIFICATION_FAILURES_MAX,
+    RUN_FAILURES_MAX,
 )
 from taskcore.store.authority_api import SubjectRecord
 from taskcore.store.collector_api import CollectorProfileRecord, ReceiptRecord, TransferRecord
@@ -599,6 +602,7 @@ def collector_upload(storage: Storage, clock: Clock, caller: Caller, envelope: b
                 record_outcome=record.outcome.value,
                 completes_dependency=passing,
                 admission="requires_finalization" if passing else "nonpassing",
+                run=run_summary(record, task_id=task.task_id, step_id=task.step_id),
             )
         )
         tx.collector.insert_transfer(
@@ -928,6 +932,7 @@ def qualification(
         claimable: str | None = None
         in_progress = failed_required = False
         all_required_collected = True
+        runs: list[RunSummary] = []
         for task in tx.journal.tasks_of_subject(subject.subject_seq):
             wtask: WorkflowTask = _decode(WorkflowTask, task.body)
             required = wtask.graph_status is GraphStatus.REQUIRED
@@ -973,6 +978,14 @@ def qualification(
                 in_progress = True
             if required and state == "failed":
                 failed_required = True
+            if state == "failed" and _run_under_superseded_profile(tx, task):
+                failures.append(
+                    QualificationFailure(task_id=task.task_id, code="collector_profile_changed")
+                )
+            if state == "failed" and len(runs) < RUN_FAILURES_MAX:
+                summary = _failed_run(tx, task)
+                if summary is not None:
+                    runs.append(summary)
             if required and not (state == "succeeded" and task.completion == COLLECTOR_COMPLETION):
                 all_required_collected = False
                 if state == "succeeded":
@@ -1013,7 +1026,41 @@ def qualification(
             tasks=tuple(rows),
             failures=tuple(failures[:QUALIFICATION_FAILURES_MAX]),
             next=next_step,
+            run_failures=tuple(runs),
         )
+
+
+def _run_under_superseded_profile(tx: Transaction, task: TaskRecord) -> bool:
+    """Whether the task's retained non-passing run was made under a profile since superseded.
+
+    Then its failure says nothing about the code: the same revision can be collected again
+    under the current profile (``checkpoint --retry``).
+    """
+    if task.current_attempt_id is None:
+        return False
+    transfer = tx.collector.transfer_of_attempt(task.current_attempt_id)
+    if transfer is None or transfer.passing:
+        return False
+    current = tx.collector.current_profile(task.repository_id, task.profile_id, task.step_id)
+    return current is not None and (current.profile_id, current.digest) != (
+        transfer.collector_profile_id,
+        transfer.collector_profile_digest,
+    )
+
+
+def _failed_run(tx: Transaction, task: TaskRecord) -> RunSummary | None:
+    """Why the task's retained run did not pass (its outcome and output tails), if it has one."""
+    if task.current_attempt_id is None:
+        return None
+    transfer = tx.collector.transfer_of_attempt(task.current_attempt_id)
+    if transfer is None or transfer.passing or transfer.kind != TransferKind.COMMAND.value:
+        return None
+    envelope = tx.collector.envelope(
+        transfer.transfer_digest, max_bytes=COLLECTOR_ENVELOPE_MAX_BYTES
+    )
+    decoded = decode_transfer(envelope)
+    record: ExecutionRecord = decode_record(ExecutionRecord, decoded.records[1])
+    return run_summary(record, task_id=task.task_id, step_id=task.step_id)
 
 
 def _task_state(

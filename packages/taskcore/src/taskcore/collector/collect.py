@@ -28,6 +28,7 @@ from taskcore.collector.descriptor import CollectorDescriptor, request_bytes
 from taskcore.collector.records import (
     CleanupEvidence,
     ExecutionRecord,
+    RuntimeIdentity,
     SandboxMode,
     runtime_identity_digest,
 )
@@ -41,9 +42,10 @@ from taskcore.collector.transfer import (
     encode_transfer,
     record_entries,
 )
+from taskcore.contract import CommandRecipe
 from taskcore.errors import ErrorCode, TaskError
 
-__all__ = ["CollectResult", "attempt_state_for", "collect_command"]
+__all__ = ["CollectResult", "attempt_state_for", "check_runtime", "collect_command"]
 
 RevisionFunction = Callable[[Path, str], str]
 """``revision_of(repository_path, commit) -> 64-hex revision`` (the documented git mapping)."""
@@ -81,6 +83,32 @@ def _check_key(descriptor: CollectorDescriptor, key: CollectorKey) -> None:
             f"the task's enrolled key is {descriptor.registration.verification_key_id}; this "
             f"collector holds {key.key_id}. Use the state directory of the enrolled key",
         )
+
+
+def check_runtime(
+    recipe: CommandRecipe,
+    pinned: str,
+    *,
+    env_source: Mapping[str, str] | None = None,
+    sandbox: SandboxMode | None = None,
+) -> RuntimeIdentity:
+    """Probe this machine's runtime for ``recipe`` as a collection would; it must be ``pinned``.
+
+    ``RUNTIME_MISMATCH`` otherwise, naming what ``argv[0]`` resolved to and the sandbox, so
+    the operator can compare with the profile. ``agent-task collect`` runs this before it
+    claims anything; :func:`collect_command` probes again before the run.
+    """
+    mode = sandbox if sandbox is not None else detect_sandbox()
+    identity = probe_runtime(recipe, env_source=env_source, sandbox=mode)
+    if runtime_identity_digest(identity) != pinned:
+        raise TaskError(
+            ErrorCode.RUNTIME_MISMATCH,
+            f"this machine's runtime is not the one the collector profile pins: argv[0] "
+            f"{recipe.argv[0][:200]!r} resolves here to {identity.executable[:300]!r} "
+            f"(sandbox {identity.sandbox.value}); nothing was claimed or run. Compare "
+            "'agent-task collector runtime-probe' with 'agent-task operator show'",
+        )
+    return identity
 
 
 def collect_command(

@@ -31,7 +31,7 @@ from taskcore.contract.collector import (
     CommandCollectorProfile,
     FiniteReviewCollectorProfile,
 )
-from taskcore.contract.common import ExecutorBinding, digest_field, id_field
+from taskcore.contract.common import HEX64, ExecutorBinding, digest_field, id_field
 from taskcore.digest import domain_digest, sha256_hex
 from taskcore.errors import ErrorCode, TaskError
 
@@ -115,6 +115,12 @@ class CollectorDescriptor:
     profile_digest: str = digest_field()
     request: ExecutionRequest = wire_field()
     request_sha256: str = digest_field()
+    authority_public_key: str | None = wire_field(default=None, max_len=64, pattern=HEX64)
+    """The authority key that signed this descriptor (``collector.authority_key``)."""
+    authority_signature: str | None = wire_field(
+        default=None, max_len=128, pattern=r"[0-9a-f]{128}"
+    )
+    """Ed25519 over the descriptor with this field null; a remote collector verifies it."""
 
     def check(self) -> None:
         """Check the descriptor is self-consistent: profile digest, scope, pinned request."""

@@ -37,19 +37,32 @@ MANAGED_END: Final = "<!-- END agent-task: Workflow tasks -->"
 
 BLOCK: Final = """## Workflow tasks
 
-This repository's work is checked by agent-task. Discover, then fetch:
+This repository's work is checked by agent-task. Your environment names the service:
+`AGENT_TASK_URL` (the service), `AGENT_TASK_TOKEN_FILE` (your token, kept outside this work
+tree), `AGENT_TASK_REPOSITORY` (`ID` or `OWNER/NAME`) and `AGENT_TASK_PROFILE`. The collector
+finds its authority through `AGENT_TASK_DATA_DIR` (the service's data dir, on the service's
+host) or, on another machine, through `--clone PATH` and the authority key it pinned; its key
+lives in `AGENT_TASK_COLLECTOR_DIR`. Every command also takes these as flags.
 
-1. `agent-task task capabilities` for the supported schema, then `agent-task task next --json
-   '{"version": 1, "change_id": "<change>"}'` to see what the installed requirement asks.
+Discover, then fetch:
+
+1. `agent-task task capabilities` for the supported schema, then `agent-task task next
+   --request '{"version": 1, "change_id": "<change>"}'` to see what the installed requirement
+   asks.
 2. `agent-task task instructions` for a task: every required criterion is inline. Call
    `agent-task task reference` for one named reference only when you need it. A
    `schema_mismatch` carries `server_schema_versions` and a fixed action hint, never a command.
 3. Commit your work and run `agent-task checkpoint <change>` (a dirty tree is refused).
 4. Run `agent-task collect <change>`: a trusted collector runs the pinned checks on that exact
-   revision and uploads signed evidence. A failed run is collected too.
+   revision and uploads signed evidence. A failed run is collected too; the output shows the
+   end of its output. If `collect` fails it says why and prints the one command to run next.
 5. Run `agent-task qualification <change>`. You are done only when it says `qualified: true`
-   for the current subject at your committed revision. `next` is data
-   (collector_claim, reconcile, collector_finalize, checkpoint, none): decide what to run.
+   for the current subject at your committed revision. `next` is data (collector_claim,
+   reconcile, collector_finalize, checkpoint, none); the output prints the command for it:
+   `agent-task collect` (claim or finalize), `agent-task reconcile <change>` (an attempt was
+   left unresolved), `agent-task checkpoint <change>` (after a fix and a commit), or
+   `agent-task checkpoint <change> --retry` (the same revision again, after the operator fixed
+   the collector profile).
 
 Your own statements and results never make a task pass; only the collector's validated record
 and the authority's receipt do.

@@ -19,6 +19,7 @@ from typing import Any
 from taskcore.actors import RiskClass, Tier
 from taskcore.codec import dumps
 from taskcore.collector import authority
+from taskcore.collector.authority_key import ensure_authority_key, sign_descriptor
 from taskcore.collector.descriptor import CollectorDescriptor
 from taskcore.collector.wire import (
     CollectorClaimRequest,
@@ -52,7 +53,8 @@ def _claim(ctx: CallContext, req: CollectorClaimRequest) -> RawJson:
 
 def _descriptor(ctx: CallContext, req: DescriptorRequest) -> CollectorDescriptor:
     journal, caller = journal_for(ctx)
-    return authority.collector_descriptor(journal.storage, caller, req)
+    descriptor = authority.collector_descriptor(journal.storage, caller, req)
+    return sign_descriptor(descriptor, ensure_authority_key(ctx.service.config.data_dir))
 
 
 def _upload(ctx: CallContext, envelope: bytes) -> RawJson:
@@ -92,7 +94,9 @@ _OPERATIONS: tuple[dict[str, Any], ...] = (
         "handler": _descriptor,
         "risk": RiskClass.READ,
         "description": "Input to 'agent-task collect': the pinned request, profile, origin "
-        "grant and registration. Only the agent holding the attempt may read it.",
+        "grant and registration, signed with the authority's own key (a remote collector "
+        "verifies it against the key it pinned). Only the agent holding the attempt may read "
+        "it.",
     },
     {
         "name": "collector_upload",

@@ -9,6 +9,9 @@ Layout (every directory mode 0700, every file 0600, owned by the collector's use
         reservation.json             written (and fsynced) before the command starts
         transfer.bin                 the signed bytes, fsynced before any upload
         upload.json                  the authority's answer to the last upload
+      claims/<digest>.json           what ``agent-task collect`` did with each attempt it claimed
+                                     (claimed, released, uncertain, upload_pending, uploaded)
+      authority.json                 the pinned authority key and audience (remote mode)
       snapshots/<digest>/            the materialized revision while the command runs
 
 The state directory and each of its parents must not be a symlink; the state directory itself
@@ -45,9 +48,13 @@ from taskcore.signing import generate_seed, public_key_hex
 
 __all__ = [
     "ATTEMPT_DIR_DOMAIN",
+    "CLAIM_FILE_DOMAIN",
+    "CLAIM_STATES",
     "AttemptState",
     "CollectorKey",
     "CollectorState",
+    "PinnedAuthority",
+    "collector_status",
     "default_state_dir",
     "durable_write",
     "key_id_for",
@@ -56,8 +63,15 @@ __all__ = [
 ATTEMPT_DIR_DOMAIN: Final = "agentscm.agent-workflow-collector-attempt-dir.v1"
 """Domain of the digest that names an attempt's directory."""
 
+CLAIM_FILE_DOMAIN: Final = "agent-task.collector-claim-file.v1"
+"""Domain of the digest that names an attempt's claim file (never the attempt ID itself)."""
+
+CLAIM_STATES: Final = ("claimed", "released", "uncertain", "upload_pending", "uploaded")
+"""What ``collect`` last recorded about an attempt it claimed."""
+
 _STATE_ENV: Final = "AGENT_TASK_COLLECTOR_DIR"
 _KEY_FILE: Final = "key.json"
+_AUTHORITY_FILE: Final = "authority.json"
 
 
 def default_state_dir() -> Path:
@@ -170,6 +184,16 @@ def _read_private(path: Path, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise TaskError(ErrorCode.PAYLOAD_TOO_LARGE, f"{path.name} is larger than expected")
     return data
+
+
+@attrs.frozen(kw_only=True)
+class PinnedAuthority:
+    """The authority a remote collector trusts: its descriptor-signing key and its audience."""
+
+    version: int = wire_field(version=True)
+    public_key: str = digest_field()
+    key_id: str = id_field()
+    audience: str = id_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -330,6 +354,60 @@ class CollectorState:
             raise TaskError(ErrorCode.INTEGRITY_FAILURE, "the collector key file is inconsistent")
         return key
 
+    # -- the pinned authority (remote mode) ---------------------------------------------------
+    @property
+    def authority_path(self) -> Path:
+        """Where the pinned authority key and audience live."""
+        return self.root / _AUTHORITY_FILE
+
+    def pin_authority(self, *, public_key: str, audience: str) -> PinnedAuthority:
+        """Pin the authority this collector trusts (remote mode); never silently replaced.
+
+        Pinning the same key and audience again is a no-op; another key or audience is
+        ``ALREADY_EXISTS`` (use another ``--state-dir`` for another authority).
+        """
+        from taskcore.codec import default_codec
+
+        pinned = default_codec().structure(
+            {
+                "version": 1,
+                "public_key": public_key,
+                "key_id": key_id_for(public_key) if is_hex64(public_key) else "-",
+                "audience": audience,
+            },
+            PinnedAuthority,
+        )
+        existing = self.pinned_authority()
+        if existing is not None:
+            if existing != pinned:
+                raise TaskError(
+                    ErrorCode.ALREADY_EXISTS,
+                    f"this collector already trusts authority key {existing.key_id} of audience "
+                    f"{existing.audience}; it is never replaced (use another --state-dir)",
+                )
+            return existing
+        durable_write(self.authority_path, canonical_json(pinned))
+        return pinned
+
+    def pinned_authority(self) -> PinnedAuthority | None:
+        """The pinned authority, or ``None`` if none was pinned."""
+        if not os.path.lexists(self.authority_path):
+            return None
+        try:
+            raw = json.loads(_read_private(self.authority_path, 4096))
+        except ValueError:
+            raw = None
+        from taskcore.codec import default_codec
+
+        if not isinstance(raw, dict):
+            raise TaskError(ErrorCode.INTEGRITY_FAILURE, "the pinned authority file is damaged")
+        pinned = default_codec().structure(raw, PinnedAuthority)
+        if key_id_for(pinned.public_key) != pinned.key_id:
+            raise TaskError(
+                ErrorCode.INTEGRITY_FAILURE, "the pinned authority file is inconsistent"
+            )
+        return pinned
+
     # -- attempts ---------------------------------------------------------------------------
     @staticmethod
     def attempt_component(
@@ -368,9 +446,100 @@ class CollectorState:
             AttemptState(base / name) for name in sorted(os.listdir(base)) if is_hex64(name)
         )
 
+    # -- the claims this collector made ------------------------------------------------------
+    def claim_path(self, attempt_id: str) -> Path:
+        """The claim file of ``attempt_id``: one digest component under ``claims/``."""
+        name = domain_digest(CLAIM_FILE_DOMAIN, attempt_id.encode("utf-8"))
+        return self.root / "claims" / f"{name}.json"
+
+    def record_claim(self, attempt_id: str, state: str, **fields: Any) -> None:
+        """Durably record (replace) what happened to a claimed attempt.
+
+        ``state`` is one of :data:`CLAIM_STATES`; ``fields`` (task, Change, route, note,
+        attempt directory, ...) are merged over what was recorded before.
+        """
+        if state not in CLAIM_STATES:
+            raise TaskError(ErrorCode.INVALID_VALUE, f"unknown claim state {state!r}")
+        _private_mkdir(self.root / "claims")
+        path = self.claim_path(attempt_id)
+        before = AttemptState(path.parent).read_json(path) or {}
+        record = {**before, **fields, "attempt_id": attempt_id, "state": state}
+        durable_write(path, json.dumps(record, sort_keys=True).encode("utf-8"), exclusive=False)
+
+    def claim(self, attempt_id: str) -> dict[str, Any] | None:
+        """What was recorded about ``attempt_id``, or ``None``."""
+        path = self.claim_path(attempt_id)
+        value = AttemptState(path.parent).read_json(path)
+        return value if isinstance(value, dict) else None
+
+    def claims(self) -> list[dict[str, Any]]:
+        """Every recorded claim, oldest first (by ``claimed_at_ms``)."""
+        base = self.root / "claims"
+        if not base.exists():
+            return []
+        out = []
+        for name in sorted(os.listdir(base)):
+            if name.endswith(".json") and is_hex64(name[:-5]):
+                value = AttemptState(base).read_json(base / name)
+                if isinstance(value, dict):
+                    out.append(value)
+        return sorted(out, key=lambda c: (int(c.get("claimed_at_ms") or 0), str(c["attempt_id"])))
+
     def snapshot_dir(self, component: str) -> Path:
         """Return (not create) the snapshot path of an attempt: a single digest component."""
         if not is_hex64(component):
             raise _unsafe("a snapshot directory is named by one 64-hex digest")
         _private_mkdir(self.root / "snapshots")
         return self.root / "snapshots" / component
+
+
+def collector_status(state: CollectorState) -> list[dict[str, Any]]:
+    """The attempts ``state`` holds: every recorded claim, then retained directories without one.
+
+    Each row has ``attempt_id``, ``task_id``, ``change_id``, ``step_id``, ``state`` (one of
+    :data:`CLAIM_STATES`, or for an unrecorded directory ``uploaded``, ``upload_pending`` or
+    ``uncertain`` from its files), ``outcome`` and ``note`` where known, and the retained
+    ``attempt_dir`` with its ``reserved``/``signed``/``uploaded`` flags.
+    """
+    rows: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    directories = {a.path.name: a for a in state.attempts()}
+    for claim in state.claims():
+        row = dict(claim)
+        attempt = directories.get(str(claim.get("attempt_dir") or ""))
+        if attempt is not None:
+            seen.add(attempt.path.name)
+            row.update(_files(attempt))
+        rows.append(row)
+    for name, attempt in directories.items():
+        if name in seen:
+            continue
+        descriptor = attempt.read_json(attempt.descriptor_path) or {}
+        binding = descriptor.get("binding", {}) if isinstance(descriptor, dict) else {}
+        files = _files(attempt)
+        upload = attempt.read_json(attempt.upload_path)
+        rows.append(
+            {
+                "attempt_id": binding.get("attempt_id"),
+                "task_id": binding.get("task_id"),
+                "fence": binding.get("fence"),
+                "state": "uploaded"
+                if files["uploaded"]
+                else "upload_pending"
+                if files["signed"]
+                else "uncertain",
+                "outcome": upload.get("record_outcome") if isinstance(upload, dict) else None,
+                "attempt_dir": name,
+                **files,
+            }
+        )
+    return rows
+
+
+def _files(attempt: AttemptState) -> dict[str, Any]:
+    return {
+        "attempt_dir": attempt.path.name,
+        "reserved": attempt.has_reservation(),
+        "signed": attempt.has_transfer(),
+        "uploaded": attempt.upload_path.exists(),
+    }

@@ -28,8 +28,15 @@ from typing import Any, Final
 
 import attrs
 
+from taskcore.collector.nextstep import ADVICE, advise
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import QUALIFICATION_FAILURES_MAX, STEPS_MAX
+from taskcore.limits import (
+    QUALIFICATION_FAILURES_MAX,
+    RUN_ARGV0_MAX_CHARS,
+    RUN_FAILURES_MAX,
+    RUN_TAIL_MAX_CHARS,
+    STEPS_MAX,
+)
 
 __all__ = [
     "NEXT_ACTIONS",
@@ -48,28 +55,31 @@ _OPERATIONS: Final = ("collector_claim", "reconcile", "collector_finalize", "che
 _STATES: Final = ("pending", "claimed", "succeeded", "failed", "uncertain", "blocked")
 
 NEXT_ACTIONS: Final = {
-    "collector_claim": (
-        "Run 'agent-task collect' for this Change so a trusted collector runs the pinned "
-        "checks on this exact revision, then try to finish again."
-    ),
-    "reconcile": (
-        "Reconcile the named task with 'agent-task task reconcile', then run 'agent-task "
-        "collect' and try to finish again."
-    ),
-    "collector_finalize": (
-        "Run 'agent-task collect' for this Change to finalize its receipt, then try to "
-        "finish again."
-    ),
-    "checkpoint": (
-        "Commit your work and run 'agent-task checkpoint' for this Change, then run "
-        "'agent-task collect' and try to finish again."
-    ),
-    "none": (
-        "Nothing you can run now makes this Change qualify; do not claim it is done, report "
-        "the failures instead."
-    ),
+    "collector_claim": ADVICE["collect"],
+    "reconcile": ADVICE["reconcile"],
+    "collector_finalize": ADVICE["finalize"],
+    "checkpoint": ADVICE["checkpoint"],
+    "none": ADVICE["none"],
 }
-"""The fixed next_action sentence for each ``next.operation``."""
+"""The fixed next_action sentence for each ``next.operation`` (with no failure that says more).
+
+For ``none`` the failures choose among a few more fixed sentences
+(:data:`taskcore.collector.nextstep.ADVICE`): a failed run says fix, commit, checkpoint,
+collect; a run that no longer counts says checkpoint ``--retry``; a live attempt says wait.
+"""
+
+_RUN_FIELDS: Final = frozenset(
+    {
+        "task_id",
+        "step_id",
+        "outcome",
+        "exit_status",
+        "signal",
+        "argv0",
+        "stdout_tail",
+        "stderr_tail",
+    }
+)
 
 
 class Category(enum.Enum):
@@ -94,6 +104,7 @@ class Answer:
     revision: str | None
     failures: tuple[tuple[str, str], ...]
     next: dict[str, str]
+    run_failures: tuple[dict[str, Any], ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -103,13 +114,15 @@ class LocalRead:
     ``subject`` is ``(subject_seq, change_version, revision, commit, context_digest,
     requirement_digest)`` or ``None``; ``head`` the workspace's HEAD commit; ``clean`` means
     no change, no untracked file and no operation in progress (merge, rebase, cherry-pick,
-    revert, bisect); ``base_revision`` is the revision of HEAD.
+    revert, bisect); ``base_revision`` is the revision of HEAD; ``dirty_paths`` the first
+    uncommitted paths (bounded), for the block message.
     """
 
     subject: tuple[int, int, str, str, str, str] | None
     head: str | None
     clean: bool
     base_revision: str | None
+    dirty_paths: tuple[str, ...] = ()
 
 
 @attrs.frozen(kw_only=True)
@@ -120,14 +133,24 @@ class StopDecision:
     failures: tuple[tuple[str, str], ...] = ()
     next: dict[str, str] = attrs.field(factory=lambda: {"operation": "none"})
     error: Category | None = None
+    run_failures: tuple[dict[str, Any], ...] = ()
+    dirty_paths: tuple[str, ...] = ()
+    command: str | None = None
 
     @property
     def next_action(self) -> str:
-        """The fixed sentence for ``next.operation``."""
-        return NEXT_ACTIONS[self.next["operation"]]
+        """The fixed sentence chosen from ``next.operation`` (and, for none, the failures)."""
+        if self.error is not None:
+            return NEXT_ACTIONS[self.next["operation"]]
+        return advise(self.next, self.failures, change="-").sentence
 
     def feedback(self) -> dict[str, Any]:
-        """The block feedback as data the agent reads (never executed by the hook)."""
+        """The block feedback as data the agent reads (never executed by the hook).
+
+        ``command`` (the documented command for ``next``, values filled in), ``run_failures``
+        (why the collected run failed) and ``dirty_paths`` (what is uncommitted) are added
+        when there is something to say.
+        """
         out: dict[str, Any] = {
             "status": "blocked",
             "failures": [{"task_id": t, "code": c} for t, c in self.failures],
@@ -136,16 +159,33 @@ class StopDecision:
         }
         if self.error is not None:
             out["error"] = self.error.value
+        if self.command is not None:
+            out["command"] = self.command
+        if self.run_failures:
+            out["run_failures"] = [dict(r) for r in self.run_failures]
+        if self.dirty_paths:
+            out["dirty_paths"] = list(self.dirty_paths)
         return out
 
     def text(self) -> str:
-        """The feedback as the text a harness shows the agent."""
-        return (
-            "agent-task: this Change is not done yet. "
-            + self.next_action
-            + "\n"
-            + json.dumps(self.feedback(), sort_keys=True)
-        )
+        """The feedback as the text a harness shows the agent: sentence, details, then JSON."""
+        lines = ["agent-task: this Change is not done yet. " + self.next_action]
+        if self.dirty_paths:
+            lines.append("Uncommitted: " + ", ".join(self.dirty_paths))
+        for run in self.run_failures:
+            status = (
+                f"exit {run['exit_status']}"
+                if run.get("exit_status") is not None
+                else f"signal {run.get('signal')}"
+            )
+            lines.append(
+                f"The pinned check {run['argv0']} {run['outcome']} ({status}); output tail:"
+            )
+            tails = [t.strip() for t in (run["stdout_tail"], run["stderr_tail"]) if t.strip()]
+            lines.append("\n".join(tails) or "(no output)")
+        if self.command is not None:
+            lines.append("Run: " + self.command)
+        return "\n".join(lines) + "\n" + json.dumps(self.feedback(), sort_keys=True)
 
 
 def _malformed(why: str) -> TaskError:
@@ -183,8 +223,9 @@ def validate_answer(raw: Any, *, local_revision: str | None) -> Answer:
         "failures",
         "next",
     }
-    if not isinstance(raw, dict) or set(raw) != expected:
+    if not isinstance(raw, dict) or set(raw) - {"run_failures"} != expected:
         raise _malformed("the answer does not have exactly the qualification fields")
+    runs = _run_failures(raw.get("run_failures", []))
     qualified, current = raw["qualified"], raw["subject_current"]
     if type(qualified) is not bool or type(current) is not bool:
         raise _malformed("qualified and subject_current are booleans")
@@ -240,7 +281,34 @@ def validate_answer(raw: Any, *, local_revision: str | None) -> Answer:
         revision=revision,
         failures=tuple(typed),
         next={k: str(v) for k, v in step.items()},
+        run_failures=runs,
     )
+
+
+def _run_failures(raw: Any) -> tuple[dict[str, Any], ...]:
+    """Validate the additive ``run_failures`` rows strictly (bounded, exactly their fields)."""
+    if not isinstance(raw, list) or len(raw) > RUN_FAILURES_MAX:
+        raise _malformed(f"run_failures is a list of at most {RUN_FAILURES_MAX}")
+    out = []
+    for row in raw:
+        if not isinstance(row, dict) or set(row) != _RUN_FIELDS:
+            raise _malformed("a run_failures row does not have exactly its fields")
+        _id(row["task_id"], "task_id")
+        _id(row["step_id"], "step_id")
+        _id(row["outcome"], "outcome")
+        for name, hi in (("exit_status", 255), ("signal", 128)):
+            value = row[name]
+            if value is not None and (type(value) is not int or not 0 <= value <= hi):
+                raise _malformed(f"{name} is a small integer or null")
+        for name, limit in (
+            ("argv0", RUN_ARGV0_MAX_CHARS),
+            ("stdout_tail", RUN_TAIL_MAX_CHARS),
+            ("stderr_tail", RUN_TAIL_MAX_CHARS),
+        ):
+            if not isinstance(row[name], str) or len(row[name]) > limit:
+                raise _malformed(f"{name} is a bounded string")
+        out.append(dict(row))
+    return tuple(out)
 
 
 def error_decision(category: Category, *, dirty: bool = False) -> StopDecision:
@@ -257,6 +325,7 @@ def decide(answer: Answer, before: LocalRead, after: LocalRead) -> StopDecision:
             failures=answer.failures,
             next={"operation": "checkpoint"},
             error=Category.CHANGED_DURING_RUN,
+            dirty_paths=after.dirty_paths,
         )
     local_ok = (
         after.clean
@@ -266,7 +335,10 @@ def decide(answer: Answer, before: LocalRead, after: LocalRead) -> StopDecision:
     )
     if not local_ok:
         return StopDecision(
-            passed=False, failures=answer.failures, next={"operation": "checkpoint"}
+            passed=False,
+            failures=answer.failures,
+            next={"operation": "checkpoint"},
+            dirty_paths=after.dirty_paths,
         )
     if (
         answer.qualified
@@ -275,4 +347,9 @@ def decide(answer: Answer, before: LocalRead, after: LocalRead) -> StopDecision:
         and answer.revision == after.base_revision
     ):
         return StopDecision(passed=True)
-    return StopDecision(passed=False, failures=answer.failures, next=dict(answer.next))
+    return StopDecision(
+        passed=False,
+        failures=answer.failures,
+        next=dict(answer.next),
+        run_failures=answer.run_failures,
+    )

@@ -37,9 +37,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO, Final
 
+import attrs
+
 from taskcore.auth import read_token_file
 from taskcore.authority.gitrev import git_revision, work_tree_state
 from taskcore.collector.client import WorkflowClient
+from taskcore.collector.nextstep import CommandOptions, advise
 from taskcore.collector.state import durable_write
 from taskcore.collector.stop import (
     Category,
@@ -55,6 +58,7 @@ from taskcore.limits import (
     GATE_STDIN_MAX_BYTES,
     QUALIFICATION_TIMEOUT_SECONDS,
     STOP_CONTINUATIONS_MAX,
+    STOP_DIRTY_PATHS_MAX,
 )
 from taskcore.paths import user_data_root
 from taskcore.workflow.reads import open_reader
@@ -75,6 +79,7 @@ __all__ = [
     "read_counter",
     "read_payload",
     "run_hook",
+    "settings_advice",
     "write_counter",
 ]
 
@@ -209,7 +214,13 @@ def _read_local(
             )
     except TaskError:
         raise _BlockedError(error_decision(Category.WORKSPACE_UNAVAILABLE)) from None
-    return LocalRead(subject=subject, head=state.head, clean=clean, base_revision=base)
+    return LocalRead(
+        subject=subject,
+        head=state.head,
+        clean=clean,
+        base_revision=base,
+        dirty_paths=state.paths[:STOP_DIRTY_PATHS_MAX],
+    )
 
 
 _REJECTED: Final = (
@@ -249,8 +260,13 @@ def evaluate(
     workspace: Path,
     data_dir: Path,
     connect: Connect,
+    endpoint: str | None = None,
 ) -> StopDecision:
     """Run the read-only check and return the decision (never raises for a block).
+
+    A block carries the documented command for its ``next``
+    (:func:`taskcore.collector.nextstep.advise`), with the hook's endpoint, route and token
+    file filled in.
 
     No subject at all blocks with ``next`` checkpoint before anything is asked. A token file
     that cannot be read, a refused token, a failed call or a malformed answer block with
@@ -258,10 +274,40 @@ def evaluate(
     second local read is not clean at the subject's revision); the rest is
     :func:`~taskcore.collector.stop.decide` over the answer and the two local reads.
     """
+    decision = _evaluate(
+        change=change,
+        repository=repository,
+        profile=profile,
+        token_file=token_file,
+        workspace=workspace,
+        data_dir=data_dir,
+        connect=connect,
+    )
+    if decision.passed:
+        return decision
+    options = CommandOptions(
+        url=endpoint, repository=repository, profile=profile, token_file=str(token_file)
+    )
+    advice = advise(decision.next, decision.failures, change=change, options=options)
+    return attrs.evolve(decision, command=advice.command)
+
+
+def _evaluate(
+    *,
+    change: str,
+    repository: str,
+    profile: str,
+    token_file: Path,
+    workspace: Path,
+    data_dir: Path,
+    connect: Connect,
+) -> StopDecision:
     try:
         before = _read_local(data_dir, repository, profile, change, workspace)
         if before.subject is None:
-            return StopDecision(passed=False, next={"operation": "checkpoint"})
+            return StopDecision(
+                passed=False, next={"operation": "checkpoint"}, dirty_paths=before.dirty_paths
+            )
         raw = _ask(connect, token_file, repository, profile, change)
         after = _read_local(data_dir, repository, profile, change, workspace)
         dirty = not after.clean or after.subject is None or after.base_revision != after.subject[2]
@@ -306,6 +352,7 @@ def run_hook(
     data_dir: Path,
     stdin: BinaryIO,
     connect: Connect,
+    endpoint: str | None = None,
 ) -> tuple[int, str]:
     """Run one Stop hook for ``harness``; return ``(exit status, stdout text)``.
 
@@ -340,6 +387,7 @@ def run_hook(
                 workspace=workspace,
                 data_dir=data_dir,
                 connect=connect,
+                endpoint=endpoint,
             )
         if decision.passed:
             write_counter(path, 0)
@@ -414,11 +462,19 @@ def hook_command_line(
 ) -> str:
     """The shell command line of ``harness``'s Stop hook for ``change``.
 
-    The token file must be an absolute path (``INVALID_PATH``); the workspace and data dir are
-    written resolved, so the hook does not depend on the harness's working directory.
+    The token file must be an absolute path outside the work tree (``INVALID_PATH``); the
+    workspace and data dir are written resolved, so the hook does not depend on the harness's
+    working directory.
     """
     if not token_file.is_absolute():
         raise TaskError(ErrorCode.INVALID_PATH, "--token-file must be an absolute path")
+    if token_file.resolve().is_relative_to(workspace.resolve()):
+        raise TaskError(
+            ErrorCode.INVALID_PATH,
+            "--token-file is inside the work tree: it would be committed (or, untracked, keep "
+            "task-stop blocking on a dirty tree). Keep it outside, e.g. "
+            "~/.config/agent-task/agent.token",
+        )
     return shlex.join(
         [
             executable,
@@ -438,6 +494,39 @@ def hook_command_line(
             str(data_dir.resolve()),
         ]
     )
+
+
+def settings_advice(settings: Path, harness: str, workspace: Path) -> list[str]:
+    """What to do with the settings file ``install-stop`` wrote (lines for people).
+
+    A settings file inside the work tree must be committed: task-stop passes only on a clean
+    tree, so an untracked ``.claude/settings.json`` would block every stop. A Codex project
+    file also needs the project (and the hook) trusted.
+
+    >>> settings_advice(Path("/w/.claude/settings.json"), "claude-code", Path("/w"))[0][:37]
+    'commit .claude/settings.json (it hold'
+    >>> settings_advice(Path("/home/me/.codex/hooks.json"), "codex", Path("/w"))[0]
+    '/home/me/.codex/hooks.json is outside the work tree: nothing to commit'
+    """
+    lines = []
+    target = Path(os.path.abspath(settings))
+    root = Path(os.path.abspath(workspace))
+    if target.is_relative_to(root):
+        rel = target.relative_to(root).as_posix()
+        lines.append(
+            f"commit {rel} (it holds no secret): task-stop passes only on a clean work tree, so "
+            "an uncommitted settings file would block every stop"
+        )
+    else:
+        lines.append(f"{target} is outside the work tree: nothing to commit")
+    if harness == CODEX:
+        lines.append(
+            "Codex runs a new or changed hook only after you trust it in /hooks, and loads a "
+            "project's .codex/hooks.json only in a trusted project"
+        )
+    else:
+        lines.append("Claude Code 2.1.163 or later reads this hook's block feedback")
+    return lines
 
 
 def install_stop_hook(

@@ -23,14 +23,18 @@ from typing import Final, Literal
 import attrs
 
 from taskcore.codec import wire_field
+from taskcore.collector.records import ExecutionRecord
 from taskcore.collector.transfer import OriginGrant
-from taskcore.contract.common import ExecutorBinding, digest_field, id_field
+from taskcore.contract.common import ExecutorBinding, digest_field, id_field, repository_field
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import (
     FINALIZE_TRANSFERS_MAX,
     LEASE_MAX_MS,
     LEASE_MIN_MS,
     QUALIFICATION_FAILURES_MAX,
+    RUN_ARGV0_MAX_CHARS,
+    RUN_FAILURES_MAX,
+    RUN_TAIL_MAX_CHARS,
     STEPS_MAX,
 )
 
@@ -49,8 +53,11 @@ __all__ = [
     "ReceiptTask",
     "ReceiptTransfer",
     "ReceiptV2",
+    "RunSummary",
     "TaskQualification",
     "UploadOutcome",
+    "output_tail",
+    "run_summary",
 ]
 
 _ID: Final = r"[A-Za-z0-9._-]{1,128}"
@@ -115,6 +122,48 @@ class DescriptorRequest:
 
 
 @attrs.frozen(kw_only=True)
+class RunSummary:
+    """Why a collector run ended as it did, for people: outcome, exit, ``argv[0]``, output tails.
+
+    ``argv0`` is what the pinned ``argv[0]`` resolved to on the collector's machine (from the
+    record's runtime identity); the tails are the last characters of the retained stdout and
+    stderr, decoded as UTF-8 with replacement. All bounded; never used to decide anything.
+    """
+
+    task_id: str = id_field()
+    step_id: str = id_field()
+    outcome: str = wire_field(max_len=32, pattern=_ID)
+    exit_status: int | None = wire_field(hi=255)
+    signal: int | None = wire_field(lo=1, hi=128)
+    argv0: str = wire_field(max_len=RUN_ARGV0_MAX_CHARS)
+    stdout_tail: str = wire_field(max_len=RUN_TAIL_MAX_CHARS)
+    stderr_tail: str = wire_field(max_len=RUN_TAIL_MAX_CHARS)
+
+
+def output_tail(data: bytes, limit: int = RUN_TAIL_MAX_CHARS) -> str:
+    r"""The last ``limit`` characters of ``data`` decoded as UTF-8 (invalid bytes replaced).
+
+    >>> output_tail(b"E   ModuleNotFoundError: No module named 'pytest'", 24)
+    "No module named 'pytest'"
+    """
+    return data[-4 * limit :].decode("utf-8", "replace")[-limit:]
+
+
+def run_summary(record: ExecutionRecord, *, task_id: str, step_id: str) -> RunSummary:
+    """The :class:`RunSummary` of one execution record."""
+    return RunSummary(
+        task_id=task_id,
+        step_id=step_id,
+        outcome=record.outcome.value,
+        exit_status=record.exit_status,
+        signal=record.signal,
+        argv0=record.runtime.executable[:RUN_ARGV0_MAX_CHARS],
+        stdout_tail=output_tail(record.stdout.retained()),
+        stderr_tail=output_tail(record.stderr.retained()),
+    )
+
+
+@attrs.frozen(kw_only=True)
 class UploadOutcome:
     """The authority's answer to a validated upload (retained; an exact retry gets it back)."""
 
@@ -126,6 +175,8 @@ class UploadOutcome:
     record_outcome: str = wire_field(max_len=32, pattern=_ID)
     completes_dependency: bool = wire_field()
     admission: Literal["requires_finalization", "nonpassing"] = wire_field()
+    run: RunSummary | None = wire_field(default=None)
+    """Why the run ended as it did (additive; absent from views retained before it existed)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -172,7 +223,7 @@ class ReceiptV2:
     receipt_version: Literal[2] = wire_field()
     capability: str = wire_field(max_len=128)
     audience: str = id_field()
-    repository_id: str = id_field()
+    repository_id: str = repository_field()
     workflow_profile_id: str = id_field()
     change_id: str = id_field()
     change_version: int = wire_field(lo=1)
@@ -265,10 +316,16 @@ class QualificationResponse:
     tasks: tuple[TaskQualification, ...] = wire_field(max_len=STEPS_MAX)
     failures: tuple[QualificationFailure, ...] = wire_field(max_len=QUALIFICATION_FAILURES_MAX)
     next: NextStep = wire_field()
+    run_failures: tuple[RunSummary, ...] = wire_field(factory=tuple, max_len=RUN_FAILURES_MAX)
+    """Additive to the seed's answer: why the subject's retained runs did not pass, bounded.
+
+    Present on the wire only when not empty, so an answer without a failed run has exactly the
+    seed's fields.
+    """
 
     def to_json(self) -> dict[str, object]:
-        """The wire form (``next`` without an absent ``task_id``)."""
-        return {
+        """The wire form (``next`` without an absent ``task_id``; ``run_failures`` if any)."""
+        out: dict[str, object] = {
             "qualified": self.qualified,
             "subject_current": self.subject_current,
             "receipt_digest": self.receipt_digest,
@@ -286,3 +343,6 @@ class QualificationResponse:
             "failures": [{"task_id": f.task_id, "code": f.code} for f in self.failures],
             "next": self.next.to_json(),
         }
+        if self.run_failures:
+            out["run_failures"] = [attrs.asdict(r) for r in self.run_failures]
+        return out

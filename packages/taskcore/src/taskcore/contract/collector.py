@@ -27,7 +27,7 @@ from typing import Any, Literal
 import attrs
 
 from taskcore.codec import Codec, default_codec, wire_field
-from taskcore.contract.common import digest_field, id_field
+from taskcore.contract.common import digest_field, id_field, repository_field
 from taskcore.contract.paths import validate_reference_path
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import (
@@ -98,7 +98,7 @@ class CommandCollectorProfile:
     version: int = wire_field(version=True)
     kind: Literal["command"] = wire_field()
     profile_id: str = id_field()
-    repository_id: str = id_field()
+    repository_id: str = repository_field()
     workflow_profile_id: str = id_field()
     step_id: str = id_field()
     registration_id: str = id_field()
@@ -114,7 +114,7 @@ class FiniteReviewCollectorProfile:
     version: int = wire_field(version=True)
     kind: Literal["finite_review"] = wire_field()
     profile_id: str = id_field()
-    repository_id: str = id_field()
+    repository_id: str = repository_field()
     workflow_profile_id: str = id_field()
     step_id: str = id_field()
     registration_id: str = id_field()

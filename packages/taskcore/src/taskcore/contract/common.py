@@ -29,6 +29,8 @@ __all__ = [
     "HEX64",
     "HEX128",
     "ID",
+    "REPOSITORY_ID",
+    "REPOSITORY_ID_MAX_CHARS",
     "SCHEMA_VERSION",
     "SUPPORTED_SCHEMA_VERSIONS",
     "ActionClass",
@@ -43,6 +45,7 @@ __all__ = [
     "WorkflowProgression",
     "digest_field",
     "id_field",
+    "repository_field",
 ]
 
 CAPABILITY: Final = "agentscm.agent-workflow-tasks/v1"
@@ -54,6 +57,14 @@ SUPPORTED_SCHEMA_VERSIONS: Final = (1,)
 
 ID: Final = r"[A-Za-z0-9._-]{1,128}"
 """Identifiers and codes (seed: ``[A-Za-z0-9._-]{1,128}``)."""
+_SEGMENT: Final = r"(?!\.\.?(?:/|$))[A-Za-z0-9._-]{1,128}"
+REPOSITORY_ID: Final = rf"{_SEGMENT}(?:/{_SEGMENT})?"
+"""A repository: one identifier or ``OWNER/NAME`` (seed ``--repository OWNER/NAME``).
+
+Each part matches :data:`ID` and is never ``.`` or ``..``; at most 257 characters in all.
+"""
+REPOSITORY_ID_MAX_CHARS: Final = 2 * ID_MAX_CHARS + 1
+"""The longest repository ID: ``OWNER/NAME`` of two 128-character identifiers."""
 HEX64: Final = r"[0-9a-f]{64}"
 """A SHA-256 digest or Ed25519 public key: 64 lowercase hex characters."""
 HEX128: Final = r"[0-9a-f]{128}"
@@ -63,6 +74,16 @@ HEX128: Final = r"[0-9a-f]{128}"
 def id_field(**kwargs: Any) -> Any:
     """A required identifier field (``[A-Za-z0-9._-]{1,128}``)."""
     return wire_field(max_len=ID_MAX_CHARS, pattern=ID, **kwargs)
+
+
+def repository_field(**kwargs: Any) -> Any:
+    """A required repository ID field: one identifier or ``OWNER/NAME``.
+
+    >>> import re
+    >>> [bool(re.fullmatch(REPOSITORY_ID, v)) for v in ("calc", "acme/calc", "a/b/c", "../x", "a/..")]
+    [True, True, False, False, False]
+    """
+    return wire_field(max_len=REPOSITORY_ID_MAX_CHARS, pattern=REPOSITORY_ID, **kwargs)
 
 
 def digest_field(**kwargs: Any) -> Any:

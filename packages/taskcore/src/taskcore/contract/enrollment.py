@@ -27,7 +27,7 @@ from __future__ import annotations
 import attrs
 
 from taskcore.codec import wire_field
-from taskcore.contract.common import ExecutorBinding, digest_field, id_field
+from taskcore.contract.common import ExecutorBinding, digest_field, id_field, repository_field
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import REASON_MAX_CHARS
 
@@ -41,7 +41,7 @@ class ExecutorEnrollment:
     version: int = wire_field(version=True)
     registration_id: str = id_field()
     executor_id: str = id_field()
-    repository_id: str = id_field()
+    repository_id: str = repository_field()
     step_id: str = id_field()
     registration_epoch: int = wire_field(lo=1)
     verification_key_id: str = id_field()

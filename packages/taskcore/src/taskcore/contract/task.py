@@ -36,6 +36,7 @@ from taskcore.contract.common import (
     WorkflowProgression,
     digest_field,
     id_field,
+    repository_field,
 )
 from taskcore.contract.paths import validate_reference_path
 from taskcore.digest import SUBJECT_DOMAIN, TASK_DOMAIN, domain_digest
@@ -145,7 +146,7 @@ class WorkflowTaskSubject:
     """
 
     version: int = wire_field(version=True)
-    repository_id: str = id_field()
+    repository_id: str = repository_field()
     profile_id: str = id_field()
     target: str = wire_field(max_len=TARGET_MAX_CHARS, pattern=TARGET_PATTERN)
     revision: str = digest_field()

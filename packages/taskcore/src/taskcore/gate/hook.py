@@ -10,8 +10,9 @@ in that harness's documented shape:
   <receipt>}`` (its Stop output schema allows no other keys besides the common ones);
 * below the line, budget spent: allow the stop and print the receipt once, as
   ``{"systemMessage": <receipt>}`` (a common output field of both harnesses);
-* above the line, ``stop_hook_active`` true, or a SubagentStop without ``--subagent``:
-  print nothing, exit 0;
+* above the line, ``stop_hook_active`` true, a SubagentStop without ``--subagent``, or a
+  Codex Stop whose ``transcript_path`` is ``null`` and whose session the index does not know
+  (no rollout to judge): print nothing, exit 0;
 * any trouble (unreadable stdin, no transcript, a locked index, its own deadline): one line,
   ``{"systemMessage": "done gate: ...; the stop was allowed"}``, exit 0. Never a crash,
   never a hang, never a non-zero exit.
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
 
-from taskcore.errors import TaskError
+from taskcore.errors import ErrorCode, TaskError
 from taskcore.gate.config import CODEX, HARNESSES, GateConfig
 from taskcore.gate.index import GateIndex
 from taskcore.gate.session_gate import SessionGateIn, answer, refresh_session, session_gate
@@ -102,6 +103,12 @@ def run(
         raise _FailOpenError(f"the payload is a {event[:40]} event, not Stop")
     if event == "SubagentStop" and not subagent:
         return ""
+    # Codex sends ``transcript_path: null`` when it keeps no rollout file it names (e.g. an
+    # ephemeral run). If the index cannot find the session either, there is nothing to judge,
+    # and a systemMessage on every stop would only be noise: stay silent.
+    codex_without_rollout = (
+        harness == CODEX and "transcript_path" in data and data["transcript_path"] is None
+    )
     stop_hook_active = data.get("stop_hook_active") is True
     last_message = _str(data, "last_assistant_message")
     transcript = _str(data, "agent_transcript_path") if event == "SubagentStop" else None
@@ -131,6 +138,8 @@ def run(
             stop_hook_active=stop_hook_active,
         )
     except TaskError as err:
+        if codex_without_rollout and err.code is ErrorCode.NOT_FOUND:
+            return ""
         raise _FailOpenError(f"the session could not be read ({err.code.value})") from None
     finally:
         index.close()

@@ -115,8 +115,9 @@ class SqliteDatabase:
             if not create or readonly:
                 raise TaskError(
                     ErrorCode.NOT_FOUND,
-                    "the database does not exist; start the service or run the operator "
-                    "command that creates it",
+                    f"there is no journal in {str(self.path.parent)[:512]}; give the "
+                    "service's data dir (--data-dir or AGENT_TASK_DATA_DIR), or start "
+                    "'agent-task serve' there first",
                 )
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         conn = self._connection()

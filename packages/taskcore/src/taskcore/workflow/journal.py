@@ -121,8 +121,10 @@ from taskcore.workflow.types import (
     RetainedResultView,
     StepView,
     SubjectView,
+    TaskReadRequest,
     TaskRecoveryRequest,
     TaskSummary,
+    TaskView,
 )
 
 __all__ = [
@@ -131,6 +133,7 @@ __all__ = [
     "Caller",
     "WorkflowJournal",
     "dependency_complete",
+    "retry_refusal",
 ]
 
 OBSERVATION_COMPLETION: Final = "observation"
@@ -238,6 +241,30 @@ def unresolved_prior_task(tx: Transaction, task: TaskRecord) -> str | None:
         before_subject_seq=task.subject_seq,
         scan_limit=RETAINED_SUBJECT_SCAN_MAX,
     )
+
+
+def retry_refusal(tx: Transaction, subject: SubjectRecord) -> str | None:
+    """Why ``subject``'s inputs may not be checkpointed again as a new version, or ``None``.
+
+    A retry is for a subject whose run is over and did not count: none of its tasks is
+    unresolved (claimed or cancelled; reconcile those first) and at least one finished
+    without completing its dependency (a failed run, or one whose collector profile,
+    enrollment or origin grant no longer counts).
+    """
+    tasks = tx.journal.tasks_of_subject(subject.subject_seq)
+    if any(TaskState(t.state) in UNRESOLVED_TASK_STATES for t in tasks):
+        return (
+            "a task of this subject is still claimed or cancelled; run 'agent-task reconcile "
+            f"{subject.change_id}' (or let the collection finish) before a retry"
+        )
+    if not any(
+        TaskState(t.state) is TaskState.FINISHED and not dependency_complete(tx, t) for t in tasks
+    ):
+        return (
+            "nothing to retry: no task of this subject finished without counting; run "
+            f"'agent-task collect {subject.change_id}' instead"
+        )
+    return None
 
 
 def _decode(cls: type[T], body: bytes) -> T:
@@ -497,7 +524,7 @@ class WorkflowJournal:
         that the authority did not change meanwhile.
         """
         compiled = self.compile_checkpoint(caller, request)
-        return self.record_checkpoint(caller, compiled)
+        return self.record_checkpoint(caller, compiled, retry=request.retry)
 
     def compile_checkpoint(self, caller: Caller, request: CheckpointRequest) -> CompiledCheckpoint:
         """Compile a checkpoint from git (read transaction for the route, git outside it)."""
@@ -511,10 +538,14 @@ class WorkflowJournal:
             context=request.context.encode("utf-8"),
         )
 
-    def record_checkpoint(self, caller: Caller, compiled: CompiledCheckpoint) -> CheckpointResponse:
+    def record_checkpoint(
+        self, caller: Caller, compiled: CompiledCheckpoint, *, retry: bool = False
+    ) -> CheckpointResponse:
         """Record a compiled checkpoint and derive its tasks in one writer transaction.
 
-        Refuses (``CONFLICT``) if the authority changed since ``compiled`` was compiled.
+        Refuses (``CONFLICT``) if the authority changed since ``compiled`` was compiled. With
+        ``retry``, the same inputs as the newest subject become a new Change version when
+        :func:`retry_refusal` allows it (see :attr:`CheckpointRequest.retry`).
         """
         if (compiled.repository_id, compiled.profile_id) != (
             caller.repository_id,
@@ -528,7 +559,17 @@ class WorkflowJournal:
             previous = tx.authority.latest_subject(
                 caller.repository_id, caller.profile_id, compiled.change_id
             )
-            subject, created = record_subject(tx, compiled, now_ms=now)
+            again = (
+                retry
+                and previous is not None
+                and previous.binding_digest == compiled.binding_digest()
+            )
+            if again:
+                assert previous is not None
+                refusal = retry_refusal(tx, previous)
+                if refusal is not None:
+                    raise TaskError(ErrorCode.CONFLICT, refusal)
+            subject, created = record_subject(tx, compiled, now_ms=now, new_version=again)
             if created:
                 plan = view.plan()
                 for index, task in enumerate(
@@ -1052,7 +1093,6 @@ class WorkflowJournal:
         with self._read() as tx:
             self._view(tx, caller)
             caller.guard.check(tx, caller.guard_request(GuardAction.READ, task_id=request.task_id))
-            now = self.clock.now_ms()
             task = self._require_task(
                 self._task_in_route(tx, caller, request.task_id), request.task_digest
             )
@@ -1061,41 +1101,73 @@ class WorkflowJournal:
                 raise TaskError(
                     ErrorCode.NOT_FOUND, "no such attempt of this task", path="$.attempt_id"
                 )
-            attempt = _decode(WorkflowTaskAttempt, stored.body)
-            observed = observe_attempt(AttemptState(stored.state), stored.lease_expires_at_ms, now)
-            subject_current = _is_current(tx, self._subject(tx, task))
-            enrolled = attempt.executor is None or registration_is_current(
-                tx, repository_id=task.repository_id, step_id=task.step_id, binding=attempt.executor
-            )
-            retained_view = None
-            retained = tx.journal.get_assertion(stored.attempt_id)
-            if retained is not None:
-                retained_view = RetainedResultView(
-                    request_id=retained.request_id,
-                    trust_class=TrustClass(retained.trust_class),
-                    outcome=AssertionOutcome(retained.outcome),
-                    admission="nonpassing",
-                    completes_dependency=_retained_completes(tx, task, retained),
-                    observation_digest=retained.observation_digest,
+            return self._attempt_view(tx, task, stored, self.clock.now_ms())
+
+    def task(self, caller: Caller, request: TaskReadRequest) -> TaskView:
+        """Read one task of the route by ID, with its newest attempt's status (read-only)."""
+        with self._read() as tx:
+            self._view(tx, caller)
+            caller.guard.check(tx, caller.guard_request(GuardAction.READ, task_id=request.task_id))
+            task = self._task_in_route(tx, caller, request.task_id)
+            if task is None:
+                raise TaskError(
+                    ErrorCode.NOT_FOUND,
+                    "no such task under this repository and profile",
+                    path="$.task_id",
                 )
-            return AttemptView(
+            subject = self._subject(tx, task)
+            stored = (
+                tx.journal.get_attempt(task.current_attempt_id)
+                if task.current_attempt_id is not None
+                else None
+            )
+            return TaskView(
                 task_id=task.task_id,
                 task_digest=task.task_digest,
-                attempt=attempt,
-                attempt_digest=stored.attempt_digest,
-                state=observed,
-                lease_expires_at_ms=stored.lease_expires_at_ms,
-                currently_applicable=observed is ObservedState.LEASED
-                and subject_current
-                and enrolled,
-                subject_current=subject_current,
-                fence_supersession=None
-                if stored.superseded_by_fence is None
-                else FenceSupersession(
-                    old_fence=stored.fence, new_fence=stored.superseded_by_fence
-                ),
-                retained_result=retained_view,
+                step_id=task.step_id,
+                change_id=subject.change_id,
+                change_version=subject.change_version,
+                subject_current=_is_current(tx, subject),
+                state=TaskState(task.state).value,
+                current_attempt=None
+                if stored is None
+                else self._attempt_view(tx, task, stored, self.clock.now_ms()),
             )
+
+    def _attempt_view(
+        self, tx: Transaction, task: TaskRecord, stored: AttemptRecord, now: int
+    ) -> AttemptView:
+        attempt = _decode(WorkflowTaskAttempt, stored.body)
+        observed = observe_attempt(AttemptState(stored.state), stored.lease_expires_at_ms, now)
+        subject_current = _is_current(tx, self._subject(tx, task))
+        enrolled = attempt.executor is None or registration_is_current(
+            tx, repository_id=task.repository_id, step_id=task.step_id, binding=attempt.executor
+        )
+        retained_view = None
+        retained = tx.journal.get_assertion(stored.attempt_id)
+        if retained is not None:
+            retained_view = RetainedResultView(
+                request_id=retained.request_id,
+                trust_class=TrustClass(retained.trust_class),
+                outcome=AssertionOutcome(retained.outcome),
+                admission="nonpassing",
+                completes_dependency=_retained_completes(tx, task, retained),
+                observation_digest=retained.observation_digest,
+            )
+        return AttemptView(
+            task_id=task.task_id,
+            task_digest=task.task_digest,
+            attempt=attempt,
+            attempt_digest=stored.attempt_digest,
+            state=observed,
+            lease_expires_at_ms=stored.lease_expires_at_ms,
+            currently_applicable=observed is ObservedState.LEASED and subject_current and enrolled,
+            subject_current=subject_current,
+            fence_supersession=None
+            if stored.superseded_by_fence is None
+            else FenceSupersession(old_fence=stored.fence, new_fence=stored.superseded_by_fence),
+            retained_result=retained_view,
+        )
 
     # -- recovery -----------------------------------------------------------------------
     def recovery(self, caller: Caller, request: TaskRecoveryRequest) -> TaskRecoveryEnvelope:

@@ -54,7 +54,9 @@ from taskcore.workflow.types import (
     RequirementsRequest,
     RequirementsResponse,
     ResultOutcome,
+    TaskReadRequest,
     TaskRecoveryRequest,
+    TaskView,
 )
 
 __all__ = ["journal_for", "register"]
@@ -104,6 +106,11 @@ def _reference(ctx: CallContext, req: ReferenceFetchRequest) -> Any:
 def _status(ctx: CallContext, req: TaskStatusRequest) -> AttemptView:
     journal, caller = journal_for(ctx)
     return journal.status(caller, req)
+
+
+def _task(ctx: CallContext, req: TaskReadRequest) -> TaskView:
+    journal, caller = journal_for(ctx)
+    return journal.task(caller, req)
 
 
 def _recovery(ctx: CallContext, req: TaskRecoveryRequest) -> TaskRecoveryEnvelope:
@@ -220,6 +227,16 @@ _OPERATIONS: tuple[tuple[str, str, type[Any], Any, Any, tuple[RiskClass, bool], 
         _status,
         _READ,
         "Side-effect free; consumes no request ID.",
+    ),
+    (
+        "task",
+        "Read one task by ID: its Change, state and newest attempt (what a reconcile names).",
+        TaskReadRequest,
+        TaskView,
+        _task,
+        _READ,
+        "Side-effect free; consumes no request ID. The task may belong to an older subject "
+        "of its Change (qualification names one for prior_subject_unresolved).",
     ),
     (
         "cancel",

@@ -28,7 +28,7 @@ from taskcore.contract import (
     WorkflowTask,
     WorkflowTaskAttempt,
 )
-from taskcore.contract.common import digest_field, id_field
+from taskcore.contract.common import digest_field, id_field, repository_field
 from taskcore.contract.task import TARGET_PATTERN
 from taskcore.limits import (
     CAPABILITY_MAX_CHARS,
@@ -60,8 +60,10 @@ __all__ = [
     "RetainedResultView",
     "StepView",
     "SubjectView",
+    "TaskReadRequest",
     "TaskRecoveryRequest",
     "TaskSummary",
+    "TaskView",
 ]
 
 _ID = r"[A-Za-z0-9._-]{1,128}"
@@ -87,7 +89,7 @@ class CapabilitiesResponse:
 class SubjectView:
     """A recorded subject of a Change, and whether it is the current one."""
 
-    repository_id: str = id_field()
+    repository_id: str = repository_field()
     profile_id: str = id_field()
     change_id: str = id_field()
     change_version: int = wire_field(lo=1)
@@ -210,6 +212,14 @@ class CheckpointRequest:
     change_id: str = id_field()
     commit: str = wire_field(max_len=64, pattern=OBJECT_NAME_PATTERN)
     context: str = wire_field(max_len=CONTEXT_MAX_BYTES)
+    retry: bool = wire_field(default=False)
+    """Record a new version of the same inputs when the newest subject's run failed (optional).
+
+    Only when the newest subject binds exactly these inputs, none of its tasks is unresolved
+    and one of them finished without completing (a failed or no longer counting collector
+    run); otherwise ``CONFLICT``. It gives fresh task IDs on the same revision, so a fixed
+    collector profile can run again without an empty commit.
+    """
 
 
 @attrs.frozen(kw_only=True)
@@ -335,3 +345,34 @@ class TaskRecoveryRequest:
     attempt_digest: str | None = wire_field(max_len=64, pattern=r"[0-9a-f]{64}")
     execution_operation_id: str = id_field()
     fence: int | None = wire_field(lo=1)
+
+
+@attrs.frozen(kw_only=True)
+class TaskReadRequest:
+    """Read one task of the route by its ID (side-effect free; consumes no request ID).
+
+    The task may belong to an older subject of its Change (``qualification`` names such a
+    task for ``prior_subject_unresolved``), so this is how a client finds the exact attempt a
+    ``reconcile`` must name.
+    """
+
+    version: int = wire_field(version=True)
+    task_id: str = id_field()
+
+
+@attrs.frozen(kw_only=True)
+class TaskView:
+    """One task, its Change and subject currency, and its newest attempt (if any).
+
+    ``state`` is the journal state; ``current_attempt`` is what a ``status`` read of the
+    task's newest attempt returns (``null`` before the first claim).
+    """
+
+    task_id: str = id_field()
+    task_digest: str = digest_field()
+    step_id: str = id_field()
+    change_id: str = id_field()
+    change_version: int = wire_field(lo=1)
+    subject_current: bool = wire_field()
+    state: Literal["pending", "claimed", "finished", "cancelled"] = wire_field()
+    current_attempt: AttemptView | None = wire_field()
