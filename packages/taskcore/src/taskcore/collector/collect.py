@@ -32,6 +32,7 @@ from taskcore.collector.records import (
     runtime_identity_digest,
 )
 from taskcore.collector.runtime import Progress, detect_sandbox, probe_runtime, run_recipe
+from taskcore.collector.sandbox import check_exposure, protected_paths
 from taskcore.collector.snapshot import materialize, remove_tree
 from taskcore.collector.state import AttemptState, CollectorKey, CollectorState
 from taskcore.collector.transfer import (
@@ -119,8 +120,10 @@ def collect_command(
             "the commit's revision is not the task's revision; checkpoint again",
         )
     mode = sandbox if sandbox is not None else detect_sandbox()
-    recipe = descriptor.profile.recipe
-    before = probe_runtime(recipe, env_source=env_source, sandbox=mode)
+    recipe, isolation = descriptor.profile.recipe, descriptor.profile.isolation
+    if isolation is not None:
+        check_exposure(isolation, protected_paths(state=state.root, repository=repository))
+    before = probe_runtime(recipe, env_source=env_source, sandbox=mode, isolation=isolation)
     if runtime_identity_digest(before) != descriptor.profile.runtime_identity_sha256:
         raise TaskError(
             ErrorCode.RUNTIME_MISMATCH,
@@ -146,12 +149,17 @@ def collect_command(
         )
         started_at = clock.now_ms()
         run = run_recipe(
-            recipe, snapshot_dir, env_source=env_source, sandbox=mode, progress=progress
+            recipe,
+            snapshot_dir,
+            env_source=env_source,
+            sandbox=mode,
+            isolation=isolation,
+            progress=progress,
         )
     finally:
         removed = remove_tree(snapshot_dir)
     finished_at = clock.now_ms()
-    after = probe_runtime(recipe, env_source=env_source, sandbox=mode)
+    after = probe_runtime(recipe, env_source=env_source, sandbox=mode, isolation=isolation)
     record = ExecutionRecord(
         version=1,
         request_sha256=descriptor.request_sha256,
@@ -168,6 +176,7 @@ def collect_command(
         cleanup=CleanupEvidence(
             process_group_ended=run.process_group_ended, snapshot_removed=removed
         ),
+        limits_reached=run.limits_reached,
         started_at_ms=started_at,
         finished_at_ms=max(finished_at, started_at),
     )
