@@ -40,6 +40,7 @@ from taskcore.authority.gitrev import work_tree_state
 from taskcore.codec import default_codec
 from taskcore.collector.collect import collect_command
 from taskcore.collector.descriptor import CollectorDescriptor
+from taskcore.collector.preflight import check_before_claim
 from taskcore.collector.records import ExecutionRecord
 from taskcore.collector.runtime import Progress
 from taskcore.collector.state import AttemptState, CollectorState
@@ -349,6 +350,9 @@ def collect_once(
             details={"next": step},
         )
     task = next(t for t in answer["tasks"] if t["task_id"] == step["task_id"])
+    check_before_claim(
+        data_dir, repository=repository, profile=profile, step_id=task["step_id"], state=state
+    )
     notify(Claiming(step_id=task["step_id"], task_id=task["task_id"]))
     claimed = _result(
         client.workflow(
