@@ -26,9 +26,11 @@ from taskcore.authority import decode_requirement
 from taskcore.authority.config import decode_config
 from taskcore.authority.operator import AuthorityAdmin, collector_test_requirement
 from taskcore.codec import default_codec
+from taskcore.collector.sandbox import isolation_policy
 from taskcore.contract import CommandRecipe, decode_collector_profile
 from taskcore.errors import ErrorCode
 
+from taskcli.collector_cmd import isolation_options
 from taskcli.common import data_dir_option, emit, json_option, resolve_data_dir, run
 
 __all__ = ["register"]
@@ -263,6 +265,7 @@ def enroll_command(
     default=None,
     help="Pinned runtime identity (64 hex); default: probe this machine now.",
 )
+@isolation_options
 @data_dir_option
 @json_option
 def install_collector_profile_command(
@@ -279,13 +282,16 @@ def install_collector_profile_command(
     timeout_ms: int,
     output_limit: int,
     runtime_identity: str | None,
+    isolation: dict[str, Any],
     data_dir: Path | None,
     as_json: bool,
 ) -> None:
     """Install an immutable collector profile pinning a recipe and the runtime identity.
 
     Installing is a separate act from enrollment; a newer profile for the same repository,
-    workflow profile and step supersedes the older one.
+    workflow profile and step supersedes the older one. The isolation options pin the
+    sandbox the command requires (see docs/collector.md); without them the profile pins
+    whatever sandbox this machine gives now, through the probed runtime identity.
     """
 
     def act() -> dict[str, Any]:
@@ -328,6 +334,7 @@ def install_collector_profile_command(
                     recipe=recipe,
                     registration_epoch=epoch,
                     runtime_identity=runtime_identity,
+                    isolation=isolation_policy(isolation),
                 )
             record = admin.install_collector_profile(collector_profile)
         return {

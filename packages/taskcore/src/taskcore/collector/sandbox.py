@@ -50,6 +50,8 @@ from functools import cache
 from pathlib import Path
 from typing import Final
 
+from taskcore.canonical import canonical_value
+from taskcore.codec import default_codec
 from taskcore.collector.records import (
     FilesystemView,
     Isolation,
@@ -75,6 +77,7 @@ __all__ = [
     "check_exposure",
     "check_visible",
     "detect_sandbox",
+    "isolation_policy",
     "launch",
     "netns_available",
     "plan_isolation",
@@ -236,6 +239,26 @@ def cgroup_v1_available() -> bool:
 
 
 # -- deciding ---------------------------------------------------------------------------------
+
+
+def isolation_policy(overrides: Mapping[str, object]) -> IsolationPolicy | None:
+    """Return :data:`DEFAULT_ISOLATION` with ``overrides`` (wire names and JSON values).
+
+    ``None`` and empty values count as not given; with nothing given the answer is ``None``
+    (a profile without ``isolation``). Decoded strictly: a bad value is a typed error.
+
+    >>> isolation_policy({"network": None}) is None
+    True
+    >>> isolation_policy({"minimum_sandbox": "bwrap", "process_limit": 256}).process_limit
+    256
+    """
+    given = {k: v for k, v in overrides.items() if v is not None and v != () and v != []}
+    if not given:
+        return None
+    tree = canonical_value(DEFAULT_ISOLATION)
+    tree.update({k: list(v) if isinstance(v, tuple) else v for k, v in given.items()})
+    policy: IsolationPolicy = default_codec().structure(tree, IsolationPolicy)
+    return policy
 
 
 def _unavailable(message: str) -> TaskError:
