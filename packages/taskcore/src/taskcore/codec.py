@@ -112,8 +112,11 @@ def wire_field(
     """Declare an attrs field with wire rules (see :class:`FieldRules`).
 
     A field without ``default``/``factory`` is required on the wire, even when its type
-    admits ``None``: strict decoding wants ``"x": null`` spelled out.
+    admits ``None``: strict decoding wants ``"x": null`` spelled out. ``omit_none`` needs
+    ``default=None``.
     """
+    if omit_none and default is not None:
+        raise TypeError("omit_none needs default=None")
     rules = FieldRules(
         wire=wire,
         min_len=min_len,
