@@ -385,7 +385,9 @@ def check_execution_record(
     """Check ``record`` against its pinned ``request``; return nothing or raise.
 
     The outcome must agree with the exit status and signal, the output must fit the recipe's
-    bound and agree with its digests, the runtime identity must hash to the pinned digest,
+    bound and agree with its digests, ``output_exceeded`` must say exactly whether the output
+    passed the runtime's cap, ``limits_reached`` must agree with the outcome and name only
+    limits a cgroup could observe, the runtime identity must hash to the pinned digest,
     the snapshot must be the requested revision and commit, only allow-listed environment
     names may have been passed, and cleanup must be confirmed.
     """
