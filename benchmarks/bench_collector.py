@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 from taskcli.common import ServiceClient
 from taskcore.actors import Tier
 from taskcore.auth import issue_token
@@ -57,6 +58,7 @@ from taskcore.collector.runtime import detect_sandbox, probe_runtime
 from taskcore.collector.state import CollectorState, key_id_for
 from taskcore.collector.stophook import run_hook
 from taskcore.contract import CommandCollectorProfile, CommandRecipe
+from taskcore.contract.collector import DEFAULT_ISOLATION
 from taskcore.service import Service
 from taskcore.store import open_storage
 from taskhttp.app import create_app
@@ -65,6 +67,10 @@ from taskhttp.server import BackgroundServer
 ROOT = Path(__file__).resolve().parent.parent
 AGENT_TASK = ROOT / ".venv" / "bin" / "agent-task"
 PY = sys.executable
+# The sandbox shows the system, the snapshot and /tmp only: expose the interpreter read-only.
+ISOLATION = attrs.evolve(
+    DEFAULT_ISOLATION, read_only_paths=tuple(sorted({sys.prefix, sys.base_prefix}))
+)
 
 
 def git(repo: Path, *args: str) -> None:
@@ -144,7 +150,10 @@ class Bench:
                 registration_id="reg",
                 registration_epoch=1,
                 recipe=recipe,
-                runtime_identity_sha256=runtime_identity_digest(probe_runtime(recipe)),
+                runtime_identity_sha256=runtime_identity_digest(
+                    probe_runtime(recipe, isolation=ISOLATION)
+                ),
+                isolation=ISOLATION,
             ),
         )
         storage.close()

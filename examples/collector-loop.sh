@@ -57,9 +57,15 @@ REQ=$("$AT" operator install-requirement --repository calc --test-step tests --d
 PUB=$("$AT" collector keygen --state-dir "$STATE" 2>/dev/null)
 "$AT" operator enroll --repository calc --step tests --registration ci --executor this-host --public-key "$PUB" --data-dir "$DATA" --json
 export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
+# The sandbox shows only the system, the snapshot and a private /tmp: expose the virtualenv and
+# the interpreter it was made from, read-only. Require bubblewrap where it is installed.
+PYBASE=$("$PY" -c 'import sys; print(sys.base_prefix)')
+MINIMUM=none; command -v bwrap >/dev/null 2>&1 && MINIMUM=bwrap
 "$AT" operator install-collector-profile --profile-id pytest-1 --repository calc --profile default --step tests \
   --registration ci --arg "$PY" --arg -m --arg pytest --arg -q --arg -p --arg no:cacheprovider \
-  --allow-env PYTEST_DISABLE_PLUGIN_AUTOLOAD --timeout-ms 120000 --output-limit 65536 --data-dir "$DATA" --json
+  --allow-env PYTEST_DISABLE_PLUGIN_AUTOLOAD --timeout-ms 120000 --output-limit 65536 \
+  --sandbox-minimum "$MINIMUM" --process-limit 512 --read-only-path "$ROOT/.venv" --read-only-path "$PYBASE" \
+  --data-dir "$DATA" --json
 
 step "agent-task serve"
 "$AT" serve --data-dir "$DATA" --port 0 > "$WORK/serve.log" 2>&1 &
@@ -136,7 +142,8 @@ Q=$("$AT" qualification stable --json)
 step "7. a failed run says why; the operator fixes the profile; the same revision is collected again"
 "$AT" operator enroll --repository calc --step tests --registration ci --executor this-host --public-key "$PUB" --data-dir "$DATA" --json >/dev/null
 RECIPE=(--arg "$PY" --arg -m --arg pytest --arg -q --arg -p --arg no:cacheprovider)
-LIMITS=(--allow-env PYTEST_DISABLE_PLUGIN_AUTOLOAD --timeout-ms 120000 --output-limit 65536)
+LIMITS=(--allow-env PYTEST_DISABLE_PLUGIN_AUTOLOAD --timeout-ms 120000 --output-limit 65536
+  --sandbox-minimum "$MINIMUM" --process-limit 512 --read-only-path "$ROOT/.venv" --read-only-path "$PYBASE")
 # The operator pins the interpreter without its site-packages (-S): no pytest there.
 P=$("$AT" operator install-collector-profile --profile-id pytest-nosite --repository calc --profile default --step tests \
   --registration ci --arg "$PY" --arg -S "${RECIPE[@]:2}" "${LIMITS[@]}" --data-dir "$DATA" --json)

@@ -26,11 +26,14 @@ from taskcore.contract import (
     FiniteReviewCollectorProfile,
     InstructionEntrypointResponse,
     InstructionsRequest,
+    IsolationPolicy,
     MutationAction,
+    NetworkAccess,
     ObservedState,
     ReferenceFetchRequest,
     ReferenceFetchResponse,
     ReferenceStatus,
+    SandboxMode,
     TaskMutationRequest,
     TaskRecoveryEnvelope,
     TaskStatusRequest,
@@ -85,6 +88,15 @@ RECIPE = CommandRecipe(
     environment_allowlist=("PATH", "LANG"),
     timeout_ms=600_000,
     output_limit_bytes=1_048_576,
+)
+ISOLATION = IsolationPolicy(
+    minimum_sandbox=SandboxMode.BWRAP,
+    network=NetworkAccess.NONE,
+    memory_limit_bytes=2_147_483_648,
+    process_limit=512,
+    output_cap_bytes=67_108_864,
+    tmp_size_bytes=268_435_456,
+    read_only_paths=("/opt/python3.11", "/srv/venvs/widgets"),
 )
 
 CASES = {
@@ -188,6 +200,20 @@ CASES = {
         registration_epoch=1,
         recipe=RECIPE,
         runtime_identity_sha256="c" * 64,
+    ),
+    "isolation_policy": ISOLATION,
+    "command_collector_profile_isolated": CommandCollectorProfile(
+        version=1,
+        kind="command",
+        profile_id="tests-cmd-2",
+        repository_id="acme.widgets",
+        workflow_profile_id="default",
+        step_id="tests",
+        registration_id="reg-1",
+        registration_epoch=1,
+        recipe=RECIPE,
+        runtime_identity_sha256="c" * 64,
+        isolation=ISOLATION,
     ),
     "finite_review_collector_profile": FiniteReviewCollectorProfile(
         version=1,

@@ -48,6 +48,17 @@ def test_runtime_probe_prints_a_stable_identity():
     assert len(first["runtime_identity_sha256"]) == 64
 
 
+def test_runtime_probe_names_the_sandbox_and_the_isolation_options():
+    from taskcore.collector.sandbox import detect_sandbox
+
+    args = ("collector", "runtime-probe", "--arg", "/bin/sh", "--json")
+    plain = json.loads(invoke(*args).stdout)
+    assert plain["identity"]["sandbox"] == detect_sandbox().value
+    capped = json.loads(invoke(*args, "--network", "host", "--output-cap", "4096").stdout)
+    assert capped["identity"]["isolation"]["output_cap_bytes"] == 4096
+    assert capped["runtime_identity_sha256"] != plain["runtime_identity_sha256"]
+
+
 def test_status_lists_nothing_for_a_fresh_state(tmp_path):
     state = str(tmp_path / "collector")
     invoke("collector", "keygen", "--state-dir", state)

@@ -146,6 +146,76 @@ def test_installing_a_collector_profile_pins_the_probed_runtime(tmp_path, repo):
     assert shown["collector_profiles"][0]["current"] is True
 
 
+PROFILE_ARGS = (
+    "operator",
+    "install-collector-profile",
+    "--repository",
+    "acme",
+    "--profile",
+    "default",
+    "--step",
+    "tests",
+    "--registration",
+    "reg-1",
+    "--arg",
+    "/bin/sh",
+    "--arg",
+    "-c",
+    "--arg",
+    "true",
+)
+
+
+def test_isolation_options_pin_a_policy_the_machine_can_meet(tmp_path, repo):
+    from taskcore.collector.sandbox import detect_sandbox
+    from taskcore.store import open_storage
+
+    data, *_ = setup(tmp_path, repo)
+    minimum = detect_sandbox().value
+    ok(
+        *PROFILE_ARGS,
+        "--profile-id",
+        "cp-iso",
+        "--sandbox-minimum",
+        minimum,
+        "--network",
+        "host",
+        "--output-cap",
+        "1048576",
+        "--data-dir",
+        data,
+    )
+    storage = open_storage(tmp_path / "data")
+    try:
+        with storage.read() as tx:
+            body = json.loads(tx.collector.get_profile("cp-iso").body)
+    finally:
+        storage.close()
+    assert body["isolation"]["minimum_sandbox"] == minimum
+    assert body["isolation"]["network"] == "host"
+    assert body["isolation"]["output_cap_bytes"] == 1048576
+    assert body["isolation"]["read_only_paths"] == []
+
+
+def test_a_policy_the_machine_cannot_meet_is_refused_at_installation(tmp_path, repo, monkeypatch):
+    from taskcore.collector import sandbox
+
+    data, *_ = setup(tmp_path, repo)
+    monkeypatch.setattr(sandbox, "bwrap_available", lambda: False)
+    result = invoke(
+        *PROFILE_ARGS, "--profile-id", "cp-x", "--sandbox-minimum", "bwrap", "--data-dir", data
+    )
+    assert result.exit_code == 8
+    assert "ISOLATION_UNAVAILABLE" in result.stderr
+    bad = invoke(
+        *PROFILE_ARGS, "--profile-id", "cp-y", "--read-only-path", "relative", "--data-dir", data
+    )
+    assert bad.exit_code == 3
+    assert "INVALID_PATH" in bad.stderr
+    shown = ok("operator", "show", "--repository", "acme", "--data-dir", data)
+    assert shown["collector_profiles"] == []
+
+
 def test_reenrollment_is_a_new_epoch_and_revocation_is_recorded(tmp_path, repo):
     data, _, key, _ = setup(tmp_path, repo)
     again = ok(

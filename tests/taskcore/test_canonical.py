@@ -152,3 +152,17 @@ def test_non_string_object_keys_are_refused():
 
 def test_tuples_and_lists_are_arrays_in_order():
     assert canonical_json((3, [2, 1])) == b"[3,[2,1]]"
+
+
+def test_an_omit_none_field_is_left_out_only_while_it_is_none():
+    from taskcore.codec import wire_field
+
+    @attrs.frozen(kw_only=True)
+    class Later:
+        a: int = wire_field()
+        added: int | None = wire_field(default=None, omit_none=True)
+        kept: int | None = wire_field(default=None)
+
+    assert canonical_json(Later(a=1)) == b'{"a":1,"kept":null}'
+    assert canonical_json(Later(a=1, added=0)) == b'{"a":1,"added":0,"kept":null}'
+    assert canonical_value(Later(a=1)) == {"a": 1, "kept": None}

@@ -287,3 +287,19 @@ def test_depth_counts_containers_only():
     with pytest.raises(TaskError) as info:
         parse_json(dumps([deep]))
     assert info.value.code is ErrorCode.OUT_OF_BOUNDS
+
+
+@attrs.frozen(kw_only=True)
+class _Later:
+    a: int = wire_field()
+    added: int | None = wire_field(default=None, omit_none=True)
+
+
+def test_an_omit_none_field_is_optional_on_the_wire_and_left_out_while_none():
+    codec = Codec()
+    assert codec.dumps(_Later(a=1)) == b'{"a":1}'
+    assert codec.dumps(_Later(a=1, added=2)) == b'{"a":1,"added":2}'
+    assert codec.decode(_Later, b'{"a":1}') == _Later(a=1)
+    assert codec.decode(_Later, b'{"a":1,"added":null}') == _Later(a=1)
+    with pytest.raises(TypeError):
+        wire_field(default=0, omit_none=True)

@@ -20,7 +20,7 @@ from taskcore.collector.records import SandboxMode, runtime_identity_digest
 from taskcore.collector.runtime import probe_runtime
 from taskcore.collector.state import CollectorState
 from taskcore.collector.transfer import OriginGrant
-from taskcore.contract.collector import CommandCollectorProfile, CommandRecipe
+from taskcore.contract.collector import CommandCollectorProfile, CommandRecipe, IsolationPolicy
 from taskcore.contract.common import ExecutorBinding
 from taskcore.digest import sha256_hex
 
@@ -95,7 +95,8 @@ def make_descriptor(repo: Path, state: CollectorState) -> DescriptorFactory:
     def build(
         command: CommandRecipe | None = None,
         *,
-        sandbox: SandboxMode = SandboxMode.NONE,
+        sandbox: SandboxMode | None = SandboxMode.NONE,
+        isolation: IsolationPolicy | None = None,
         fence: int = 1,
         attempt_id: str = "att-1",
         commit: str | None = None,
@@ -103,7 +104,7 @@ def make_descriptor(repo: Path, state: CollectorState) -> DescriptorFactory:
     ) -> CollectorDescriptor:
         key = state.load_key()
         rec = command or recipe("echo ok")
-        identity = probe_runtime(rec, sandbox=sandbox)
+        identity = probe_runtime(rec, sandbox=sandbox, isolation=isolation)
         profile = CommandCollectorProfile(
             version=1,
             kind="command",
@@ -115,6 +116,7 @@ def make_descriptor(repo: Path, state: CollectorState) -> DescriptorFactory:
             registration_epoch=1,
             recipe=rec,
             runtime_identity_sha256=runtime_sha or runtime_identity_digest(identity),
+            isolation=isolation,
         )
         the_commit = commit or head(repo)
         binding = PinnedBinding(
@@ -208,10 +210,12 @@ class Authority:
         *,
         profile_id: str = "cp-1",
         epoch: int = 1,
-        sandbox: SandboxMode = SandboxMode.NONE,
+        sandbox: SandboxMode | None = SandboxMode.NONE,
         step: str = "tests",
+        isolation: IsolationPolicy | None = None,
     ) -> CommandCollectorProfile:
         rec = command or recipe("echo ok")
+        identity = probe_runtime(rec, sandbox=sandbox, isolation=isolation)
         return CommandCollectorProfile(
             version=1,
             kind="command",
@@ -222,7 +226,8 @@ class Authority:
             registration_id="reg-1",
             registration_epoch=epoch,
             recipe=rec,
-            runtime_identity_sha256=runtime_identity_digest(probe_runtime(rec, sandbox=sandbox)),
+            runtime_identity_sha256=runtime_identity_digest(identity),
+            isolation=isolation,
         )
 
 
@@ -272,7 +277,14 @@ class InProcessClient:
 class Live:
     """The ``authority`` with a collector profile installed, a Service and an agent token."""
 
-    def __init__(self, authority: Authority, state: CollectorState, tmp_path: Path, command=None):
+    def __init__(
+        self,
+        authority: Authority,
+        state: CollectorState,
+        tmp_path: Path,
+        command=None,
+        isolation: IsolationPolicy | None = None,
+    ):
         from taskcore.actors import Tier
         from taskcore.auth import issue_token
         from taskcore.collector.admin import install_collector_profile
@@ -285,7 +297,7 @@ class Live:
         self.data_dir = tmp_path / "data"
         self.clock = authority.clock
         # collect_once runs in this machine's sandbox mode: pin the runtime it will observe.
-        profile = authority.profile(command, sandbox=detect_sandbox())
+        profile = authority.profile(command, sandbox=detect_sandbox(), isolation=isolation)
         install_collector_profile(authority.storage, self.clock, profile=profile)
         self.service = Service.open(self.data_dir, clock=self.clock)
         self.token = issue_token(

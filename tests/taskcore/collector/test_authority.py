@@ -507,3 +507,48 @@ def test_a_transfer_for_a_superseded_subject_is_refused_and_finalizes_nothing(fl
     flow.checkpoint()
     assert refused(flow.upload, envelope) is ErrorCode.SUBJECT_STALE
     assert refused(flow.finalize) is ErrorCode.DEPENDENCY_INCOMPLETE
+
+
+# -- isolation ----------------------------------------------------------------------------------
+
+
+def test_the_upload_answer_and_the_receipt_say_how_the_command_was_isolated(flow):
+    _, _, _, view = flow.run_to_receipt()
+    assert view["sandbox"] == "none"
+    [entry] = flow.finalize()["receipt"]["transfers"]
+    assert entry["sandbox"] == "none"
+
+
+def test_a_record_short_of_the_profiles_isolation_is_refused(
+    authority, state, tmp_path, monkeypatch
+):
+    from taskcore.contract.collector import DEFAULT_ISOLATION
+
+    # The profile pins an unsandboxed runtime digest but requires bubblewrap: an honest
+    # collector refuses to run; one that runs anyway is refused by the authority.
+    required = attrs.evolve(DEFAULT_ISOLATION, minimum_sandbox=SandboxMode.BWRAP)
+    pinned = authority.profile(recipe("echo ok"), sandbox=SandboxMode.NONE)
+    authority.profile = lambda command=None: attrs.evolve(pinned, isolation=required)
+    f = Flow(authority, state, tmp_path)
+    try:
+        f.checkpoint()
+        _, descriptor = f.claim_next()
+        with pytest.raises(TaskError) as honest:
+            f.collect(descriptor)
+        assert honest.value.code is ErrorCode.ISOLATION_UNAVAILABLE  # nothing reserved or run
+        # A collector that ignores the profile's isolation and runs anyway:
+        from taskcore.collector import collect
+
+        for name in ("probe_runtime", "run_recipe"):
+            real = getattr(collect, name)
+            monkeypatch.setattr(
+                collect, name, lambda *a, _f=real, **kw: _f(*a, **{**kw, "isolation": None})
+            )
+        envelope = f.collect(descriptor)
+        monkeypatch.undo()
+        with pytest.raises(TaskError) as err:
+            f.upload(envelope)
+        assert err.value.code is ErrorCode.RUNTIME_MISMATCH
+        assert "falls short" in err.value.message
+    finally:
+        f.service.close()

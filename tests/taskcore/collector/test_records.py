@@ -10,23 +10,47 @@ from taskcore.collector.records import (
     CleanupEvidence,
     ExecutionOutcome,
     ExecutionRecord,
+    FilesystemView,
+    Isolation,
+    Limit,
+    LimitMechanism,
+    NetworkAccess,
     RuntimeIdentity,
     SandboxMode,
     SnapshotEvidence,
     capture_output,
     check_execution_record,
+    isolation_shortfall,
     runtime_identity_digest,
 )
 from taskcore.collector.transfer import decode_record
-from taskcore.contract.collector import CommandCollectorProfile, CommandRecipe
+from taskcore.contract.collector import (
+    DEFAULT_ISOLATION,
+    CommandCollectorProfile,
+    CommandRecipe,
+)
 from taskcore.digest import sha256_hex
 from taskcore.errors import ErrorCode, TaskError
 
+ISOLATION = Isolation(
+    network=NetworkAccess.NONE,
+    filesystem=FilesystemView.SNAPSHOT,
+    pid_namespace=True,
+    tool_sha256="b" * 64,
+    read_only_paths=(),
+    tmp_size_bytes=1 << 24,
+    memory_limit_bytes=1 << 30,
+    memory_mechanism=LimitMechanism.CGROUP_V1,
+    process_limit=None,
+    process_mechanism=LimitMechanism.NONE,
+    output_cap_bytes=1 << 20,
+)
 IDENTITY = RuntimeIdentity(
     version=1,
     system="Linux",
     machine="x86_64",
-    sandbox=SandboxMode.NETNS,
+    sandbox=SandboxMode.BWRAP,
+    isolation=ISOLATION,
     executable="/usr/bin/python3",
     executable_sha256="e" * 64,
     interpreter_sha256=None,
@@ -94,6 +118,7 @@ def record(**changes) -> ExecutionRecord:
         ),
         environment_names=("PATH",),
         cleanup=CleanupEvidence(process_group_ended=True, snapshot_removed=True),
+        limits_reached=(),
         started_at_ms=1,
         finished_at_ms=11,
     )
@@ -204,6 +229,100 @@ def test_unconfirmed_cleanup_is_refused(field):
 
 def test_a_record_for_another_request_is_refused():
     assert refused(record(request_sha256="0" * 64)) is ErrorCode.BINDING_MISMATCH
+
+
+def exceeded(**changes) -> ExecutionRecord:
+    out = capture_output(b"y" * 60, total_bytes=(1 << 20) + 1, full_sha256="f" * 64)
+    fields = dict(
+        outcome=ExecutionOutcome.OUTPUT_EXCEEDED,
+        exit_status=None,
+        stdout=out,
+        limits_reached=(Limit.OUTPUT,),
+    )
+    return record(**{**fields, **changes})
+
+
+def test_output_past_the_cap_is_output_exceeded():
+    check_execution_record(exceeded(), REQUEST, REQUEST_SHA)
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"outcome": ExecutionOutcome.FAILED, "exit_status": 1},  # past the cap, not said
+        {"limits_reached": ()},  # the output limit is not named
+        {"exit_status": 137},  # killed by us: no exit status
+    ],
+)
+def test_an_output_overflow_must_be_recorded_as_one(changes):
+    assert refused(exceeded(**changes)) is ErrorCode.BINDING_MISMATCH
+
+
+def test_output_exceeded_within_the_cap_is_refused():
+    rec = record(outcome=ExecutionOutcome.OUTPUT_EXCEEDED, exit_status=None)
+    assert refused(rec) is ErrorCode.BINDING_MISMATCH
+
+
+@pytest.mark.parametrize(
+    ("changes", "ok"),
+    [
+        (
+            {
+                "limits_reached": (Limit.MEMORY,),
+                "outcome": ExecutionOutcome.FAILED,
+                "exit_status": 137,
+            },
+            True,
+        ),
+        ({"limits_reached": (Limit.PROCESSES,)}, False),  # no process mechanism observes it
+        ({"limits_reached": (Limit.TIME,)}, False),  # not a timeout
+        ({"limits_reached": (Limit.MEMORY, Limit.MEMORY)}, False),
+        (
+            {"outcome": ExecutionOutcome.TIMED_OUT, "exit_status": None, "duration_ms": 60_000},
+            False,
+        ),  # a timeout must name the time limit
+        (
+            {
+                "outcome": ExecutionOutcome.TIMED_OUT,
+                "exit_status": None,
+                "duration_ms": 60_000,
+                "limits_reached": (Limit.TIME,),
+            },
+            True,
+        ),
+    ],
+)
+def test_reached_limits_agree_with_the_run_and_the_mechanisms(changes, ok):
+    rec = record(**changes)
+    if ok:
+        check_execution_record(rec, REQUEST, REQUEST_SHA)
+    else:
+        assert refused(rec) is ErrorCode.BINDING_MISMATCH
+
+
+def test_isolation_needs_a_mechanism_for_each_limit():
+    with pytest.raises(TaskError):
+        attrs.evolve(ISOLATION, memory_mechanism=LimitMechanism.NONE)
+    with pytest.raises(TaskError):
+        attrs.evolve(ISOLATION, process_mechanism=LimitMechanism.RLIMIT)
+
+
+def test_isolation_shortfall_names_what_the_policy_misses():
+    policy = attrs.evolve(DEFAULT_ISOLATION, minimum_sandbox=SandboxMode.BWRAP)
+    assert isolation_shortfall(SandboxMode.BWRAP, ISOLATION, policy) is None
+    assert "weaker" in isolation_shortfall(SandboxMode.NETNS, ISOLATION, policy)
+    open_net = attrs.evolve(ISOLATION, network=NetworkAccess.HOST)
+    assert "network" in isolation_shortfall(SandboxMode.BWRAP, open_net, policy)
+    allowed = attrs.evolve(policy, network=NetworkAccess.HOST)
+    assert isolation_shortfall(SandboxMode.BWRAP, open_net, allowed) is None
+    strict = attrs.evolve(policy, process_limit=64)
+    assert "process limit" in isolation_shortfall(SandboxMode.BWRAP, ISOLATION, strict)
+    small = attrs.evolve(policy, memory_limit_bytes=1 << 24)
+    assert "memory limit" in isolation_shortfall(SandboxMode.BWRAP, ISOLATION, small)
+    exposed = attrs.evolve(ISOLATION, read_only_paths=("/opt/x",))
+    assert "/opt/x" in isolation_shortfall(SandboxMode.BWRAP, exposed, policy)
+    capped = attrs.evolve(policy, output_cap_bytes=10)
+    assert "output cap" in isolation_shortfall(SandboxMode.BWRAP, ISOLATION, capped)
 
 
 @given(st.binary(max_size=200), st.integers(0, 1000))

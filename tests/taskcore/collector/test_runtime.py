@@ -1,19 +1,21 @@
 from __future__ import annotations
 
 import os
+import socket
 import sys
 
+import attrs
 import pytest
 from taskcore.collector.records import ExecutionOutcome, SandboxMode, runtime_identity_digest
-from taskcore.collector.runtime import detect_sandbox, probe_runtime, run_recipe
-from taskcore.contract.collector import CommandRecipe
+from taskcore.collector.runtime import probe_runtime, run_recipe
+from taskcore.collector.sandbox import netns_available
+from taskcore.contract.collector import DEFAULT_ISOLATION, CommandRecipe, NetworkAccess
 from taskcore.errors import ErrorCode, TaskError
 
 from .conftest import recipe
 
-NETNS = detect_sandbox() is SandboxMode.NETNS
 needs_netns = pytest.mark.skipif(
-    not NETNS, reason="this machine offers no unprivileged network namespace (unshare)"
+    not netns_available(), reason="this machine offers no unprivileged network namespace (unshare)"
 )
 
 
@@ -105,12 +107,16 @@ def test_a_working_directory_outside_the_snapshot_is_refused(tmp_path):
 
 
 @needs_netns
-def test_the_network_sandbox_has_no_route_out(tmp_path):
-    script = (
-        f"{sys.executable} -c \"import socket; socket.create_connection(('192.0.2.1', 80), 2)\""
-    )
-    result = run(tmp_path, script, mode=SandboxMode.NETNS)
+def test_the_network_sandbox_cannot_reach_a_loopback_listener_outside(tmp_path):
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+        script = f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\""
+        result = run(tmp_path, script, mode=SandboxMode.NETNS)
+        listener.settimeout(0.2)
+        with pytest.raises(TimeoutError):
+            listener.accept()
     assert result.outcome is ExecutionOutcome.FAILED
+    # unshare's namespace has loopback down: nothing is reachable at all.
     assert b"Network is unreachable" in result.stderr.retained()
 
 
@@ -125,8 +131,20 @@ def test_the_runtime_identity_is_stable_and_names_the_sandbox(tmp_path):
     rec = recipe("true")
     first = probe_runtime(rec, sandbox=SandboxMode.NONE)
     assert first == probe_runtime(rec, sandbox=SandboxMode.NONE)
-    other = probe_runtime(rec, sandbox=SandboxMode.NETNS)
+    assert first.sandbox is SandboxMode.NONE
+    capped = attrs.evolve(DEFAULT_ISOLATION, output_cap_bytes=1024, network=NetworkAccess.HOST)
+    other = probe_runtime(rec, sandbox=SandboxMode.NONE, isolation=capped)
+    assert other.isolation.output_cap_bytes == 1024
     assert runtime_identity_digest(first) != runtime_identity_digest(other)
+
+
+@needs_netns
+def test_the_runtime_identity_differs_between_sandbox_modes():
+    rec = recipe("true")
+    none = probe_runtime(rec, sandbox=SandboxMode.NONE)
+    netns = probe_runtime(rec, sandbox=SandboxMode.NETNS)
+    assert netns.isolation.network.value == "none"
+    assert runtime_identity_digest(none) != runtime_identity_digest(netns)
 
 
 def test_the_runtime_identity_hashes_a_scripts_interpreter(tmp_path):

@@ -35,12 +35,15 @@ from taskcore.contract import (
     InstructionEntrypoint,
     InstructionEntrypointResponse,
     InstructionsRequest,
+    IsolationPolicy,
     MutationAction,
     NamedReference,
+    NetworkAccess,
     ObservedState,
     ReferenceFetchRequest,
     ReferenceFetchResponse,
     ReferenceStatus,
+    SandboxMode,
     SchemaMismatch,
     TaskClaimRequest,
     TaskCriterion,
@@ -384,6 +387,28 @@ recipes = st.builds(
     timeout_ms=st.integers(1, 6 * 60 * 60 * 1000),
     output_limit_bytes=st.integers(1, 8 * 1024 * 1024),
 )
+isolation_policies = st.builds(
+    IsolationPolicy,
+    minimum_sandbox=st.sampled_from(SandboxMode),
+    network=st.sampled_from(NetworkAccess),
+    memory_limit_bytes=st.none() | st.integers(16 * 1024 * 1024, 1 << 40),
+    process_limit=st.none() | st.integers(4, 1 << 22),
+    output_cap_bytes=st.integers(1, 4 * 1024 * 1024 * 1024),
+    tmp_size_bytes=st.integers(1024 * 1024, 1 << 40),
+    read_only_paths=st.lists(
+        st.from_regex(r"/[a-z0-9_.-]{1,12}(/[a-z0-9_-]{1,12}){0,3}", fullmatch=True).filter(
+            lambda p: (
+                "/./" not in p + "/"
+                and not p.endswith("/.")
+                and "/../" not in p + "/"
+                and not p.endswith("/..")
+                and p not in ("/.", "/..")
+            )
+        ),
+        max_size=4,
+        unique=True,
+    ).map(tuple),
+)
 command_profiles = st.builds(
     CommandCollectorProfile,
     version=st.just(1),
@@ -396,6 +421,7 @@ command_profiles = st.builds(
     registration_epoch=positive,
     recipe=recipes,
     runtime_identity_sha256=hex64,
+    isolation=st.none() | isolation_policies,
 )
 review_profiles = st.builds(
     FiniteReviewCollectorProfile,
@@ -486,6 +512,7 @@ ALL_TYPES: dict[type[Any], st.SearchStrategy[Any]] = {
     ExecutorRevocation: revocations,
     CommandRecipe: recipes,
     CommandCollectorProfile: command_profiles,
+    IsolationPolicy: isolation_policies,
     FiniteReviewCollectorProfile: review_profiles,
     FenceSupersession: supersessions(),
     TaskRecoveryEnvelope: recovery_envelopes(),

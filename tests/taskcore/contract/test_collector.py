@@ -2,17 +2,21 @@ import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from taskcore.canonical import canonical_json
 from taskcore.codec import dumps
 from taskcore.contract import (
     CommandCollectorProfile,
     CommandRecipe,
     FiniteReviewCollectorProfile,
+    IsolationPolicy,
+    SandboxMode,
     TransportBasis,
     decode_collector_profile,
 )
+from taskcore.contract.collector import DEFAULT_ISOLATION
 from taskcore.errors import ErrorCode, TaskError
 
-from .strategies import command_profiles, recipes, review_profiles
+from .strategies import command_profiles, isolation_policies, recipes, review_profiles
 from .wire import CODEC, check_round_trip, check_strictness, expect_error
 
 PROPERTY = settings(max_examples=30, deadline=None)
@@ -198,3 +202,41 @@ def test_finite_budgets_are_bounded():
     expect_error(FiniteReviewCollectorProfile, tree, ErrorCode.OUT_OF_BOUNDS, "$.max_calls")
     tree["max_calls"] = 1001
     expect_error(FiniteReviewCollectorProfile, tree, ErrorCode.OUT_OF_BOUNDS, "$.max_calls")
+
+
+@PROPERTY
+@given(isolation_policies)
+def test_isolation_policies_round_trip_and_decode_strictly(obj):
+    check_round_trip(obj)
+    assert check_strictness(obj) > 0
+
+
+def test_a_profile_without_isolation_keeps_its_earlier_bytes():
+    plain = command_profile()
+    assert b"isolation" not in canonical_json(plain)
+    assert "isolation" not in CODEC.unstructure(plain)
+    tree = CODEC.unstructure(plain)
+    assert decode_collector_profile({**tree, "isolation": None}) == plain
+    assert plain.isolation_policy == DEFAULT_ISOLATION
+    isolated = command_profile(isolation=DEFAULT_ISOLATION)
+    assert canonical_json(isolated).startswith(canonical_json(plain)[:-1] + b',"isolation":{')
+
+
+@pytest.mark.parametrize(
+    ("paths", "code"),
+    [
+        (("/proc/../etc",), ErrorCode.INVALID_PATH),
+        (("/opt/x", "/opt/x"), ErrorCode.INVALID_VALUE),
+        (("/",), ErrorCode.OUT_OF_BOUNDS),
+    ],
+)
+def test_exposed_paths_are_checked(paths, code):
+    tree = CODEC.unstructure(DEFAULT_ISOLATION)
+    tree["read_only_paths"] = list(paths)
+    with pytest.raises(TaskError) as err:
+        CODEC.structure(tree, IsolationPolicy)
+    assert err.value.code is code
+
+
+def test_sandbox_modes_are_ordered():
+    assert [m.strength for m in SandboxMode] == [0, 1, 2]

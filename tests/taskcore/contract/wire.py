@@ -61,7 +61,10 @@ def slots(obj: Any) -> tuple[list[Slot], list[tuple[str, tuple[str | int, ...]]]
             rules = field_rules(field)
             value = getattr(node, field.name)
             fpath, fkeys = f"{path}.{key}", (*keys, key)
-            values.append(Slot(fpath, fkeys, rules, True, subtree[key]))
+            if key not in subtree and rules.omit_none and value is None:
+                continue  # left out of the bytes while None
+            required = field.default is attrs.NOTHING
+            values.append(Slot(fpath, fkeys, rules, required, subtree[key]))
             if attrs.has(type(value)):
                 walk(value, subtree[key], fpath, fkeys)
             elif isinstance(value, tuple):

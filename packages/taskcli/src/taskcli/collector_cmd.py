@@ -9,20 +9,23 @@ collector profile pins. ``status`` lists the attempts this collector claimed and
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from taskcore.codec import default_codec
 from taskcore.collector.records import runtime_identity_digest
 from taskcore.collector.runtime import probe_runtime
+from taskcore.collector.sandbox import isolation_policy
 from taskcore.collector.state import CollectorState, collector_status
-from taskcore.contract import CommandRecipe
+from taskcore.contract import CommandRecipe, NetworkAccess, SandboxMode
 
 from taskcli.common import emit, json_option, run
 
-__all__ = ["register", "state_dir_option"]
+__all__ = ["isolation_options", "register", "state_dir_option"]
 
 state_dir_option = click.option(
     "--state-dir",
@@ -32,6 +35,74 @@ state_dir_option = click.option(
     help="Collector state directory [env AGENT_TASK_COLLECTOR_DIR; default "
     "~/.local/share/agent-task/collector].",
 )
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def isolation_options(fn: _F) -> _F:
+    """Add the isolation policy options (``--sandbox-minimum`` .. ``--read-only-path``).
+
+    The command receives them as one ``isolation`` mapping of wire names to values, for
+    :func:`taskcore.collector.sandbox.isolation_policy` (``None`` when none is given).
+    """
+    options = [
+        click.option(
+            "--sandbox-minimum",
+            type=click.Choice([m.value for m in SandboxMode]),
+            default=None,
+            help="Weakest sandbox the profile accepts (bwrap > netns > none).",
+        ),
+        click.option(
+            "--network",
+            type=click.Choice([n.value for n in NetworkAccess]),
+            default=None,
+            help="Whether the command may reach a network [default: none].",
+        ),
+        click.option("--memory-limit", type=int, default=None, help="Memory limit, bytes."),
+        click.option("--process-limit", type=int, default=None, help="Process limit."),
+        click.option(
+            "--output-cap",
+            type=int,
+            default=None,
+            help="stdout+stderr bytes after which the command is killed [default: 64 MiB].",
+        ),
+        click.option(
+            "--tmp-size", type=int, default=None, help="Private /tmp size, bytes [256 MiB]."
+        ),
+        click.option(
+            "--read-only-path",
+            multiple=True,
+            help="Host path (a toolchain, a venv) the sandbox shows read-only (repeat).",
+        ),
+    ]
+
+    @functools.wraps(fn)
+    def wrapper(
+        *args: Any,
+        sandbox_minimum: str | None,
+        network: str | None,
+        memory_limit: int | None,
+        process_limit: int | None,
+        output_cap: int | None,
+        tmp_size: int | None,
+        read_only_path: tuple[str, ...],
+        **kwargs: Any,
+    ) -> Any:
+        overrides = {
+            "minimum_sandbox": sandbox_minimum,
+            "network": network,
+            "memory_limit_bytes": memory_limit,
+            "process_limit": process_limit,
+            "output_cap_bytes": output_cap,
+            "tmp_size_bytes": tmp_size,
+            "read_only_paths": read_only_path,
+        }
+        return fn(*args, isolation=overrides, **kwargs)
+
+    for option in reversed(options):
+        wrapper = option(wrapper)
+    return wrapper  # type: ignore[return-value]
 
 
 @click.group("collector")
@@ -112,6 +183,7 @@ def pin_authority_command(
 @click.option("--allow-env", multiple=True, help="Environment name passed through (repeat).")
 @click.option("--timeout-ms", type=int, default=600_000, show_default=True)
 @click.option("--output-limit", type=int, default=1 << 20, show_default=True)
+@isolation_options
 @json_option
 def runtime_probe_command(
     argv: tuple[str, ...],
@@ -119,9 +191,13 @@ def runtime_probe_command(
     allow_env: tuple[str, ...],
     timeout_ms: int,
     output_limit: int,
+    isolation: dict[str, Any],
     as_json: bool,
 ) -> None:
-    """Print the runtime identity this machine gives a recipe (what a profile pins)."""
+    """Print the runtime identity this machine gives a recipe (what a profile pins).
+
+    The identity names the sandbox and its settings under the given isolation options.
+    """
 
     def act() -> dict[str, Any]:
         recipe = default_codec().structure(
@@ -134,7 +210,7 @@ def runtime_probe_command(
             },
             CommandRecipe,
         )
-        identity = probe_runtime(recipe)
+        identity = probe_runtime(recipe, isolation=isolation_policy(isolation))
         return {
             "runtime_identity_sha256": runtime_identity_digest(identity),
             "identity": json.loads(default_codec().dumps(identity)),

@@ -26,9 +26,11 @@ from taskcore.authority import decode_requirement
 from taskcore.authority.config import decode_config
 from taskcore.authority.operator import AuthorityAdmin, collector_test_requirement, runtime_here
 from taskcore.codec import default_codec
+from taskcore.collector.sandbox import isolation_policy
 from taskcore.contract import CommandCollectorProfile, CommandRecipe, decode_collector_profile
 from taskcore.errors import ErrorCode
 
+from taskcli.collector_cmd import isolation_options
 from taskcli.common import data_dir_option, emit, human, json_option, resolve_data_dir, run
 
 __all__ = ["register"]
@@ -291,6 +293,7 @@ def authority_command(data_dir: Path | None, as_json: bool) -> None:
     default=None,
     help="Pinned runtime identity (64 hex); default: probe this machine now.",
 )
+@isolation_options
 @data_dir_option
 @json_option
 def install_collector_profile_command(
@@ -307,13 +310,16 @@ def install_collector_profile_command(
     timeout_ms: int,
     output_limit: int,
     runtime_identity: str | None,
+    isolation: dict[str, Any],
     data_dir: Path | None,
     as_json: bool,
 ) -> None:
     """Install an immutable collector profile pinning a recipe and the runtime identity.
 
     Installing is a separate act from enrollment; a newer profile for the same repository,
-    workflow profile and step supersedes the older one.
+    workflow profile and step supersedes the older one. The isolation options pin the
+    sandbox the command requires (see docs/collector.md); without them the profile pins
+    whatever sandbox this machine gives now, through the probed runtime identity.
     """
 
     def act() -> dict[str, Any]:
@@ -356,6 +362,7 @@ def install_collector_profile_command(
                     recipe=recipe,
                     registration_epoch=epoch,
                     runtime_identity=runtime_identity,
+                    isolation=isolation_policy(isolation),
                 )
             record = admin.install_collector_profile(collector_profile)
         out: dict[str, Any] = {
@@ -368,7 +375,11 @@ def install_collector_profile_command(
             "registration_epoch": record.registration_epoch,
         }
         if isinstance(collector_profile, CommandCollectorProfile):
-            here = runtime_here(collector_profile.recipe, collector_profile.runtime_identity_sha256)
+            here = runtime_here(
+                collector_profile.recipe,
+                collector_profile.runtime_identity_sha256,
+                isolation=collector_profile.isolation,
+            )
             out.update(
                 argv=list(collector_profile.recipe.argv),
                 argv0_resolved=here.executable,
@@ -442,7 +453,9 @@ def show_command(
             }
             body = decode_collector_profile(p.body)
             if isinstance(body, CommandCollectorProfile):
-                here = runtime_here(body.recipe, body.runtime_identity_sha256)
+                here = runtime_here(
+                    body.recipe, body.runtime_identity_sha256, isolation=body.isolation
+                )
                 row.update(
                     argv=list(body.recipe.argv),
                     argv0=body.recipe.argv[0],

@@ -11,7 +11,9 @@ serialization of the origin implementation and *not* RFC 8785:
   U+2028, U+2029, non-ASCII and emoji, is emitted as raw UTF-8 without normalization;
 * integers are base-10 digits with no sign, fraction or exponent, the full u64 range
   (negative integers are refused: the contract has none);
-* enums are their declared snake_case value; ``None`` is ``null``; tuples are arrays.
+* enums are their declared snake_case value; ``None`` is ``null``; tuples are arrays;
+* a field declared with ``omit_none`` (``taskcore.codec.wire_field``) is left out while it is
+  ``None``, so adding such a field to a pinned type changes no earlier value's bytes.
 
 >>> canonical_json({"a": "x/y\u2028", "b": [0, 2**64 - 1], "c": None})
 b'{"a":"x/y\xe2\x80\xa8","b":[0,18446744073709551615],"c":null}'
@@ -28,6 +30,7 @@ from typing import Any
 
 import attrs
 
+from taskcore.codec import FIELD_RULES_KEY, FieldRules
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import U64_MAX
 
@@ -48,14 +51,21 @@ _TABLE[ord("\\")] = "\\\\"
 # Most strings need no escaping at all; finding that out with one regex search is much
 # cheaper than running ``str.translate`` over every character.
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
-_FIELD_KEYS: dict[type, tuple[tuple[str, bytes], ...]] = {}
+_FIELD_KEYS: dict[type, tuple[tuple[str, bytes, bool], ...]] = {}
 
 
-def _field_keys(cls: type) -> tuple[tuple[str, bytes], ...]:
-    """The attribute names of an attrs class with their encoded keys, in declared order."""
+def _omit_none(field: attrs.Attribute[Any]) -> bool:
+    rules = field.metadata.get(FIELD_RULES_KEY)
+    return isinstance(rules, FieldRules) and rules.omit_none
+
+
+def _field_keys(cls: type) -> tuple[tuple[str, bytes, bool], ...]:
+    """An attrs class's attribute names, encoded keys and omit-when-None flags, in order."""
     keys = _FIELD_KEYS.get(cls)
     if keys is None:
-        keys = tuple((f.name, encode_string(f.name) + b":") for f in attrs.fields(cls))
+        keys = tuple(
+            (f.name, encode_string(f.name) + b":", _omit_none(f)) for f in attrs.fields(cls)
+        )
         _FIELD_KEYS[cls] = keys
     return keys
 
@@ -78,7 +88,11 @@ def encode_string(text: str) -> bytes:
 def canonical_value(obj: Any) -> Any:
     """Return the plain JSON tree (dicts in declared order) for an attrs instance or value."""
     if attrs.has(type(obj)):
-        return {f.name: canonical_value(getattr(obj, f.name)) for f in attrs.fields(type(obj))}
+        return {
+            name: canonical_value(getattr(obj, name))
+            for name, _, omit in _field_keys(type(obj))
+            if not (omit and getattr(obj, name) is None)
+        }
     if isinstance(obj, enum.Enum):
         return obj.value
     if isinstance(obj, tuple | list):
@@ -105,11 +119,16 @@ def _emit(obj: Any, out: list[bytes]) -> None:
         _emit(obj.value, out)
     elif attrs.has(type(obj)):
         out.append(b"{")
-        for i, (name, key) in enumerate(_field_keys(type(obj))):
-            if i:
+        first = True
+        for name, key, omit in _field_keys(type(obj)):
+            value = getattr(obj, name)
+            if omit and value is None:
+                continue
+            if not first:
                 out.append(b",")
+            first = False
             out.append(key)
-            _emit(getattr(obj, name), out)
+            _emit(value, out)
         out.append(b"}")
     elif isinstance(obj, Mapping):
         out.append(b"{")

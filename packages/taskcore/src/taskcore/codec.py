@@ -73,6 +73,9 @@ class FieldRules:
     bound an integer (default ``0..2^64-1``: the contract's integers are unsigned).
     ``item_*`` rules apply to each string of a ``tuple[str, ...]``. ``wire`` renames the
     field on the wire (the queue's camelCase). ``version`` marks the schema-version field.
+    ``omit_none`` (only for a field whose default is ``None``) leaves the key out of the
+    encoded and canonical bytes while the value is ``None``: a field added to an already
+    pinned type keeps every earlier value's bytes (and digest) unchanged.
     """
 
     wire: str | None = None
@@ -86,6 +89,7 @@ class FieldRules:
     item_pattern: str | None = None
     version: bool = False
     doc: str | None = None
+    omit_none: bool = False
 
 
 def wire_field(
@@ -103,12 +107,16 @@ def wire_field(
     item_pattern: str | None = None,
     version: bool = False,
     doc: str | None = None,
+    omit_none: bool = False,
 ) -> Any:
     """Declare an attrs field with wire rules (see :class:`FieldRules`).
 
     A field without ``default``/``factory`` is required on the wire, even when its type
-    admits ``None``: strict decoding wants ``"x": null`` spelled out.
+    admits ``None``: strict decoding wants ``"x": null`` spelled out. ``omit_none`` needs
+    ``default=None``.
     """
+    if omit_none and default is not None:
+        raise TypeError("omit_none needs default=None")
     rules = FieldRules(
         wire=wire,
         min_len=min_len,
@@ -121,6 +129,7 @@ def wire_field(
         item_pattern=item_pattern,
         version=version,
         doc=doc,
+        omit_none=omit_none,
     )
     metadata = {FIELD_RULES_KEY: rules}
     if factory is not None:
@@ -491,7 +500,11 @@ def make_converter() -> cattrs.Converter:
     def class_unstructure_factory(cl: type[Any]) -> Callable[[Any], dict[str, Any]]:
         attrs.resolve_types(cl)
         overrides = {
-            field.name: override(rename=field_rules(field).wire) for field in attrs.fields(cl)
+            field.name: override(
+                rename=field_rules(field).wire,
+                omit_if_default=True if field_rules(field).omit_none else None,
+            )
+            for field in attrs.fields(cl)
         }
         return make_dict_unstructure_fn(cl, conv, **overrides)  # type: ignore[arg-type]
 

@@ -144,6 +144,8 @@ class ErrorCode(enum.Enum):
     RATE_LIMITED = ("RATE_LIMITED", ErrorKind.RATE_LIMITED)
     STORAGE_UNAVAILABLE = ("STORAGE_UNAVAILABLE", ErrorKind.UNAVAILABLE)
     INTEGRITY_FAILURE = ("INTEGRITY_FAILURE", ErrorKind.UNAVAILABLE)
+    # Collector side: this machine cannot isolate the command as the profile requires.
+    ISOLATION_UNAVAILABLE = ("ISOLATION_UNAVAILABLE", ErrorKind.UNAVAILABLE)
     # Client side (CLI, hooks): the service could not be reached, or answered with something
     # that is not the documented body. Never sent by the server.
     SERVICE_UNREACHABLE = ("SERVICE_UNREACHABLE", ErrorKind.UNAVAILABLE)

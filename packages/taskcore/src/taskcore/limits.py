@@ -29,6 +29,8 @@ __all__ = [
     "COLLECTOR_RECORD_MAX_BYTES",
     "COLLECTOR_RENEW_MIN_MS",
     "COMMAND_OUTPUT_MAX_BYTES",
+    "COMMAND_STREAM_CAP_DEFAULT_BYTES",
+    "COMMAND_STREAM_CAP_MAX_BYTES",
     "COMMAND_TIMEOUT_MAX_MS",
     "CONTEXT_MAX_BYTES",
     "CRITERIA_MAX",
@@ -107,6 +109,12 @@ __all__ = [
     "RUN_ARGV0_MAX_CHARS",
     "RUN_FAILURES_MAX",
     "RUN_TAIL_MAX_CHARS",
+    "SANDBOX_MEMORY_MIN_BYTES",
+    "SANDBOX_PROCESSES_MAX",
+    "SANDBOX_PROCESSES_MIN",
+    "SANDBOX_READ_ONLY_PATHS_MAX",
+    "SANDBOX_TMP_DEFAULT_BYTES",
+    "SANDBOX_TMP_MIN_BYTES",
     "SCHEMA_VERSIONS_MAX",
     "STEPS_MAX",
     "STOP_CONTINUATIONS_MAX",
@@ -210,6 +218,22 @@ COMMAND_TIMEOUT_MAX_MS: Final = 6 * 60 * 60 * 1000
 """Longest command or review run a collector profile may pin, in milliseconds (ours: 6 h)."""
 COMMAND_OUTPUT_MAX_BYTES: Final = 8 * 1024 * 1024
 """Largest retained output of one collector command (ours: 8 MiB, inside the 16 MiB envelope)."""
+COMMAND_STREAM_CAP_DEFAULT_BYTES: Final = 64 * 1024 * 1024
+"""Bytes a command may write to stdout and stderr together before it is killed (ours: 64 MiB)."""
+COMMAND_STREAM_CAP_MAX_BYTES: Final = 4 * 1024 * 1024 * 1024
+"""Largest stream cap a collector profile may pin (ours: 4 GiB; every byte is hashed)."""
+SANDBOX_READ_ONLY_PATHS_MAX: Final = 32
+"""Extra host paths a collector profile may expose read-only to its command (ours)."""
+SANDBOX_TMP_DEFAULT_BYTES: Final = 256 * 1024 * 1024
+"""Size of the sandbox's private ``/tmp`` (a tmpfs) unless the profile pins another (ours)."""
+SANDBOX_TMP_MIN_BYTES: Final = 1024 * 1024
+"""Smallest private ``/tmp`` a profile may pin (ours: 1 MiB)."""
+SANDBOX_MEMORY_MIN_BYTES: Final = 16 * 1024 * 1024
+"""Smallest memory limit a profile may pin (ours: 16 MiB; less cannot start an interpreter)."""
+SANDBOX_PROCESSES_MIN: Final = 4
+"""Smallest process limit a profile may pin (ours: the sandbox's own init counts)."""
+SANDBOX_PROCESSES_MAX: Final = 1 << 22
+"""Largest process limit a profile may pin (ours: the kernel's PID_MAX_LIMIT)."""
 
 # -- the authority over git (workflow journal) ------------------------------------------------
 GIT_TIMEOUT_SECONDS: Final = 120

@@ -52,6 +52,7 @@ from taskcore.contract import (
     ExecutorEnrollment,
     ExecutorRevocation,
     GraphStatus,
+    IsolationPolicy,
     TaskCriterion,
     WorkflowProgression,
 )
@@ -141,9 +142,18 @@ class RuntimeHere:
     matches: bool
 
 
-def runtime_here(recipe: CommandRecipe, pinned: str | None = None) -> RuntimeHere:
-    """Probe ``recipe`` on this machine (as a collection would) and compare with ``pinned``."""
-    identity = probe_runtime(recipe)
+def runtime_here(
+    recipe: CommandRecipe,
+    pinned: str | None = None,
+    *,
+    isolation: IsolationPolicy | None = None,
+) -> RuntimeHere:
+    """Probe ``recipe`` on this machine (as a collection would) and compare with ``pinned``.
+
+    ``isolation`` is the profile's isolation policy: the sandbox it plans is part of the
+    runtime identity, so a profile with one must be probed with it.
+    """
+    identity = probe_runtime(recipe, isolation=isolation)
     digest = runtime_identity_digest(identity)
     return RuntimeHere(
         argv0=recipe.argv[0],
@@ -303,13 +313,18 @@ class AuthorityAdmin:
         recipe: CommandRecipe,
         registration_epoch: int | None = None,
         runtime_identity: str | None = None,
+        isolation: IsolationPolicy | None = None,
     ) -> CommandCollectorProfile:
         """Build a command collector profile pinning ``recipe`` and a runtime identity.
 
-        Without ``runtime_identity`` the identity of this machine's runtime for the recipe is
-        probed now; without ``registration_epoch`` (or with 0) the newest epoch is pinned.
+        Without ``runtime_identity`` the identity of this machine's runtime for the recipe
+        under ``isolation`` is probed now (``ISOLATION_UNAVAILABLE`` if this machine cannot
+        isolate as it requires); without ``registration_epoch`` (or with 0) the newest epoch
+        is pinned.
         """
-        pinned = runtime_identity or runtime_identity_digest(probe_runtime(recipe))
+        pinned = runtime_identity or runtime_identity_digest(
+            probe_runtime(recipe, isolation=isolation)
+        )
         return CommandCollectorProfile(
             version=1,
             kind="command",
@@ -321,6 +336,7 @@ class AuthorityAdmin:
             registration_epoch=registration_epoch or self.current_epoch(registration_id),
             recipe=recipe,
             runtime_identity_sha256=pinned,
+            isolation=isolation,
         )
 
     def install_collector_profile(self, profile: CollectorProfile) -> CollectorProfileRecord:

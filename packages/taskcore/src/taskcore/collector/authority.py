@@ -49,7 +49,9 @@ from taskcore.collector.records import (
     ExecutionOutcome,
     ExecutionRecord,
     ExecutionRequest,
+    SandboxMode,
     check_execution_record,
+    isolation_shortfall,
 )
 from taskcore.collector.transfer import (
     DecodedTransfer,
@@ -588,6 +590,7 @@ def collector_upload(storage: Storage, clock: Clock, caller: Caller, envelope: b
                 ErrorCode.RUNTIME_MISMATCH,
                 "the header's collector identity is not the record's runtime identity",
             )
+        _check_isolation(profile, record)
         passing = record.outcome is ExecutionOutcome.PASSED
         now = clock.now_ms()
         new_attempt = attempt_transition(Event.RESULT, AttemptState(stored.state))
@@ -603,6 +606,7 @@ def collector_upload(storage: Storage, clock: Clock, caller: Caller, envelope: b
                 completes_dependency=passing,
                 admission="requires_finalization" if passing else "nonpassing",
                 run=run_summary(record, task_id=task.task_id, step_id=task.step_id),
+                sandbox=record.runtime.sandbox,
             )
         )
         tx.collector.insert_transfer(
@@ -685,6 +689,30 @@ def collector_upload(storage: Storage, clock: Clock, caller: Caller, envelope: b
         return view
 
 
+def _check_isolation(profile: CollectorProfile, record: ExecutionRecord) -> None:
+    """The record's sandbox must meet the isolation the command profile requires."""
+    if not isinstance(profile, CommandCollectorProfile) or profile.isolation is None:
+        return
+    shortfall = isolation_shortfall(
+        record.runtime.sandbox, record.runtime.isolation, profile.isolation
+    )
+    if shortfall is not None:
+        raise TaskError(
+            ErrorCode.RUNTIME_MISMATCH,
+            f"the record's isolation falls short of the collector profile: {shortfall}",
+            path="$.runtime.isolation",
+        )
+
+
+def _transfer_sandbox(transfer: TransferRecord) -> SandboxMode | None:
+    """The sandbox an imported transfer's view recorded (``None`` for older views)."""
+    try:
+        value = json.loads(transfer.view).get("sandbox")
+        return None if value is None else SandboxMode(value)
+    except (ValueError, AttributeError):
+        return None
+
+
 # -- receipts ----------------------------------------------------------------------------------
 
 
@@ -748,6 +776,7 @@ def _receipt_for(
                             grant_generation=transfer.grant_generation,
                         ),
                         outcome=transfer.outcome,
+                        sandbox=_transfer_sandbox(transfer),
                     )
                 )
                 continue

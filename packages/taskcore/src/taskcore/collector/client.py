@@ -44,9 +44,10 @@ import attrs
 from taskcore.authority.gitrev import git_revision, work_tree_state
 from taskcore.codec import default_codec
 from taskcore.collector.authority_key import verify_descriptor
-from taskcore.collector.collect import check_runtime, collect_command
+from taskcore.collector.collect import collect_command
 from taskcore.collector.descriptor import CollectorDescriptor
 from taskcore.collector.nextstep import Advice, CommandOptions, advise
+from taskcore.collector.preflight import check_profile_here
 from taskcore.collector.records import ExecutionRecord
 from taskcore.collector.runtime import Progress
 from taskcore.collector.state import AttemptState, CollectorKey, CollectorState, PinnedAuthority
@@ -320,6 +321,7 @@ def check_before_claim(
     data_dir: Path,
     key: CollectorKey,
     *,
+    state: CollectorState,
     repository: str,
     profile: str,
     change: str,
@@ -332,8 +334,9 @@ def check_before_claim(
     registered there (``BINDING_MISMATCH``), its latest subject of ``change`` has the revision
     qualification reported (``SUBJECT_STALE``), a current collector profile serves the step
     (``COLLECTOR_PROFILE_CHANGED``) for an epoch whose enrolled key is this collector's
-    (``EXECUTOR_NOT_ENROLLED``); then this machine's runtime is the pinned one
-    (``RUNTIME_MISMATCH``) and the commit's revision is the subject's (``REVISION_MISMATCH``).
+    (``EXECUTOR_NOT_ENROLLED``); then this machine can run the profile as pinned, its sandbox
+    and exposure included (:func:`~taskcore.collector.preflight.check_profile_here`:
+    ``ISOLATION_UNAVAILABLE``, ``INVALID_VALUE``, ``RUNTIME_MISMATCH``) and the commit's revision is the subject's (``REVISION_MISMATCH``).
     Nothing is claimed when any of these fails.
     """
     try:
@@ -384,8 +387,8 @@ def check_before_claim(
             "the step is served by a finite-review profile, which this build does not run. "
             "Nothing was claimed",
         )
-    check_runtime(collector_profile.recipe, collector_profile.runtime_identity_sha256)
     work_tree = Path(record.work_tree)
+    check_profile_here(collector_profile, state=state, work_tree=work_tree, data_dir=data_dir)
     if git_revision(work_tree, subject.commit) != subject.revision:
         raise TaskError(
             ErrorCode.REVISION_MISMATCH,
@@ -688,6 +691,7 @@ def collect_once(
         work_tree = check_before_claim(
             data_dir,
             key,
+            state=state,
             repository=repository,
             profile=profile,
             change=change,

@@ -33,6 +33,7 @@ from taskcore.collector.records import (
     runtime_identity_digest,
 )
 from taskcore.collector.runtime import Progress, detect_sandbox, probe_runtime, run_recipe
+from taskcore.collector.sandbox import check_exposure, protected_paths
 from taskcore.collector.snapshot import materialize, remove_tree
 from taskcore.collector.state import AttemptState, CollectorKey, CollectorState
 from taskcore.collector.transfer import (
@@ -45,7 +46,7 @@ from taskcore.collector.transfer import (
 from taskcore.contract import CommandRecipe
 from taskcore.errors import ErrorCode, TaskError
 
-__all__ = ["CollectResult", "attempt_state_for", "check_runtime", "collect_command"]
+__all__ = ["CollectResult", "attempt_state_for", "collect_command"]
 
 RevisionFunction = Callable[[Path, str], str]
 """``revision_of(repository_path, commit) -> 64-hex revision`` (the documented git mapping)."""
@@ -85,32 +86,6 @@ def _check_key(descriptor: CollectorDescriptor, key: CollectorKey) -> None:
         )
 
 
-def check_runtime(
-    recipe: CommandRecipe,
-    pinned: str,
-    *,
-    env_source: Mapping[str, str] | None = None,
-    sandbox: SandboxMode | None = None,
-) -> RuntimeIdentity:
-    """Probe this machine's runtime for ``recipe`` as a collection would; it must be ``pinned``.
-
-    ``RUNTIME_MISMATCH`` otherwise, naming what ``argv[0]`` resolved to and the sandbox, so
-    the operator can compare with the profile. ``agent-task collect`` runs this before it
-    claims anything; :func:`collect_command` probes again before the run.
-    """
-    mode = sandbox if sandbox is not None else detect_sandbox()
-    identity = probe_runtime(recipe, env_source=env_source, sandbox=mode)
-    if runtime_identity_digest(identity) != pinned:
-        raise TaskError(
-            ErrorCode.RUNTIME_MISMATCH,
-            f"this machine's runtime is not the one the collector profile pins: argv[0] "
-            f"{recipe.argv[0][:200]!r} resolves here to {identity.executable[:300]!r} "
-            f"(sandbox {identity.sandbox.value}); nothing was claimed or run. Compare "
-            "'agent-task collector runtime-probe' with 'agent-task operator show'",
-        )
-    return identity
-
-
 def collect_command(
     descriptor: CollectorDescriptor,
     *,
@@ -147,8 +122,10 @@ def collect_command(
             "the commit's revision is not the task's revision; checkpoint again",
         )
     mode = sandbox if sandbox is not None else detect_sandbox()
-    recipe = descriptor.profile.recipe
-    before = probe_runtime(recipe, env_source=env_source, sandbox=mode)
+    recipe, isolation = descriptor.profile.recipe, descriptor.profile.isolation
+    if isolation is not None:
+        check_exposure(isolation, protected_paths(state=state.root, repository=repository))
+    before = probe_runtime(recipe, env_source=env_source, sandbox=mode, isolation=isolation)
     if runtime_identity_digest(before) != descriptor.profile.runtime_identity_sha256:
         raise TaskError(
             ErrorCode.RUNTIME_MISMATCH,
@@ -174,12 +151,17 @@ def collect_command(
         )
         started_at = clock.now_ms()
         run = run_recipe(
-            recipe, snapshot_dir, env_source=env_source, sandbox=mode, progress=progress
+            recipe,
+            snapshot_dir,
+            env_source=env_source,
+            sandbox=mode,
+            isolation=isolation,
+            progress=progress,
         )
     finally:
         removed = remove_tree(snapshot_dir)
     finished_at = clock.now_ms()
-    after = probe_runtime(recipe, env_source=env_source, sandbox=mode)
+    after = probe_runtime(recipe, env_source=env_source, sandbox=mode, isolation=isolation)
     record = ExecutionRecord(
         version=1,
         request_sha256=descriptor.request_sha256,
@@ -196,6 +178,7 @@ def collect_command(
         cleanup=CleanupEvidence(
             process_group_ended=run.process_group_ended, snapshot_removed=removed
         ),
+        limits_reached=run.limits_reached,
         started_at_ms=started_at,
         finished_at_ms=max(finished_at, started_at),
     )

@@ -26,7 +26,14 @@ import attrs
 
 from taskcore.canonical import canonical_json
 from taskcore.codec import wire_field
-from taskcore.contract.collector import COMMAND_OUTPUT_MAX_BYTES, ENV_NAME_PATTERN, CommandRecipe
+from taskcore.contract.collector import (
+    COMMAND_OUTPUT_MAX_BYTES,
+    ENV_NAME_PATTERN,
+    CommandRecipe,
+    IsolationPolicy,
+    NetworkAccess,
+    SandboxMode,
+)
 from taskcore.contract.common import HEX64, digest_field, id_field
 from taskcore.digest import domain_digest, sha256_hex
 from taskcore.errors import ErrorCode, TaskError
@@ -38,12 +45,18 @@ __all__ = [
     "ExecutionOutcome",
     "ExecutionRecord",
     "ExecutionRequest",
+    "FilesystemView",
+    "Isolation",
+    "Limit",
+    "LimitMechanism",
+    "NetworkAccess",
     "OutputCapture",
     "RuntimeIdentity",
     "SandboxMode",
     "SnapshotEvidence",
     "capture_output",
     "check_execution_record",
+    "isolation_shortfall",
     "runtime_identity_digest",
 ]
 
@@ -56,15 +69,113 @@ RUNTIME_IDENTITY_DOMAIN: Final = "agentscm.agent-workflow-collector-runtime.v1"
 _B64_MAX_CHARS: Final = 4 * ((COMMAND_OUTPUT_MAX_BYTES + 2) // 3)
 
 
-class SandboxMode(enum.Enum):
-    """How the local process runtime isolated the command.
+class FilesystemView(enum.Enum):
+    """What of the host's file system the command could see."""
 
-    ``netns``: a fresh, empty network namespace (``unshare --net``), so no network at all;
-    ``none``: the machine offers no unprivileged namespace, the command ran with the host's.
+    HOST = "host"
+    """Everything the collector user can see (sandbox ``none`` and ``netns``)."""
+    SNAPSHOT = "snapshot"
+    """A read-only view of the system directories and the profile's read-only paths, the
+    snapshot as the only writable tree, a private ``/tmp``; nothing else (``bwrap``)."""
+
+
+class LimitMechanism(enum.Enum):
+    """How a memory or process limit is enforced."""
+
+    NONE = "none"
+    """Not enforced."""
+    CGROUP_V1 = "cgroup_v1"
+    """A cgroup v1 leaf made for the run (``memory.limit_in_bytes``, ``pids.max``): the limit
+    covers every process of the sandbox together, and hitting it is observed."""
+    RLIMIT = "rlimit"
+    """``setrlimit`` inside the sandbox: ``RLIMIT_AS`` bounds each process's address space,
+    ``RLIMIT_NPROC`` the processes of the sandbox's user namespace; hitting it is not observed."""
+
+
+class Limit(enum.Enum):
+    """A bound a run reached (``ExecutionRecord.limits_reached``)."""
+
+    MEMORY = "memory"
+    OUTPUT = "output"
+    PROCESSES = "processes"
+    TIME = "time"
+
+
+@attrs.frozen(kw_only=True)
+class Isolation:
+    """How the command is isolated: the sandbox's settings, part of the runtime identity.
+
+    ``tool_sha256`` is the digest of the sandbox executable (``bwrap`` or ``unshare``);
+    ``tmp_size_bytes`` is the private ``/tmp`` (``null``: the host's); a limit is ``null``
+    exactly when its mechanism is ``none``; ``output_cap_bytes`` bounds stdout plus stderr.
     """
 
-    NETNS = "netns"
-    NONE = "none"
+    network: NetworkAccess = wire_field()
+    filesystem: FilesystemView = wire_field()
+    pid_namespace: bool = wire_field()
+    tool_sha256: str | None = wire_field(max_len=64, pattern=HEX64)
+    read_only_paths: tuple[str, ...] = wire_field(max_len=64, item_max_len=4096)
+    tmp_size_bytes: int | None = wire_field()
+    memory_limit_bytes: int | None = wire_field()
+    memory_mechanism: LimitMechanism = wire_field()
+    process_limit: int | None = wire_field()
+    process_mechanism: LimitMechanism = wire_field()
+    output_cap_bytes: int = wire_field(lo=1)
+
+    def __attrs_post_init__(self) -> None:
+        if (self.memory_limit_bytes is None) != (self.memory_mechanism is LimitMechanism.NONE):
+            raise TaskError(
+                ErrorCode.BINDING_MISMATCH,
+                "a memory limit needs a mechanism and a mechanism a limit",
+                path="$.memory_mechanism",
+            )
+        if (self.process_limit is None) != (self.process_mechanism is LimitMechanism.NONE):
+            raise TaskError(
+                ErrorCode.BINDING_MISMATCH,
+                "a process limit needs a mechanism and a mechanism a limit",
+                path="$.process_mechanism",
+            )
+
+
+def isolation_shortfall(
+    sandbox: SandboxMode, isolation: Isolation, policy: IsolationPolicy
+) -> str | None:
+    """Return why ``sandbox`` with ``isolation`` falls short of ``policy``, or ``None``.
+
+    >>> from taskcore.contract.collector import DEFAULT_ISOLATION
+    >>> iso = Isolation(network=NetworkAccess.HOST, filesystem=FilesystemView.HOST,
+    ...     pid_namespace=False, tool_sha256=None, read_only_paths=(), tmp_size_bytes=None,
+    ...     memory_limit_bytes=None, memory_mechanism=LimitMechanism.NONE, process_limit=None,
+    ...     process_mechanism=LimitMechanism.NONE, output_cap_bytes=1 << 20)
+    >>> isolation_shortfall(SandboxMode.NONE, iso, DEFAULT_ISOLATION)
+    'the command could reach the network; the profile allows none'
+    """
+    if sandbox.strength < policy.minimum_sandbox.strength:
+        return (
+            f"sandbox {sandbox.value} is weaker than the profile's minimum "
+            f"{policy.minimum_sandbox.value}"
+        )
+    if policy.network is NetworkAccess.NONE and isolation.network is not NetworkAccess.NONE:
+        return "the command could reach the network; the profile allows none"
+    for name, want, have, how in (
+        (
+            "memory",
+            policy.memory_limit_bytes,
+            isolation.memory_limit_bytes,
+            isolation.memory_mechanism,
+        ),
+        ("process", policy.process_limit, isolation.process_limit, isolation.process_mechanism),
+    ):
+        if want is not None and (have is None or have > want or how is LimitMechanism.NONE):
+            return f"the profile requires a {name} limit of {want}; none is enforced here"
+    if isolation.output_cap_bytes > policy.output_cap_bytes:
+        return "the output cap is above the profile's"
+    extra = sorted(set(isolation.read_only_paths) - set(policy.read_only_paths))
+    if extra:
+        return f"{extra[0]} is exposed but not in the profile's read_only_paths"
+    if isolation.tmp_size_bytes is not None and isolation.tmp_size_bytes > policy.tmp_size_bytes:
+        return "the private /tmp is larger than the profile's"
+    return None
 
 
 class ExecutionOutcome(enum.Enum):
@@ -78,6 +189,8 @@ class ExecutionOutcome(enum.Enum):
     """The timeout elapsed; the process group was killed."""
     START_FAILED = "start_failed"
     """The executable could not be started (missing, not executable)."""
+    OUTPUT_EXCEEDED = "output_exceeded"
+    """stdout and stderr together passed the output cap; the process group was killed."""
 
 
 @attrs.frozen(kw_only=True)
@@ -94,6 +207,7 @@ class RuntimeIdentity:
     system: str = wire_field(min_len=1, max_len=64)
     machine: str = wire_field(min_len=1, max_len=64)
     sandbox: SandboxMode = wire_field()
+    isolation: Isolation = wire_field()
     executable: str = wire_field(min_len=1, max_len=4096)
     executable_sha256: str | None = wire_field(max_len=64, pattern=HEX64)
     interpreter_sha256: str | None = wire_field(max_len=64, pattern=HEX64)
@@ -203,6 +317,7 @@ class ExecutionRecord:
     snapshot: SnapshotEvidence = wire_field()
     environment_names: tuple[str, ...] = wire_field(max_len=64, item_pattern=ENV_NAME_PATTERN)
     cleanup: CleanupEvidence = wire_field()
+    limits_reached: tuple[Limit, ...] = wire_field(max_len=len(Limit))
     started_at_ms: int = wire_field()
     finished_at_ms: int = wire_field()
 
@@ -231,13 +346,48 @@ def _check_capture(capture: OutputCapture, where: str) -> None:
         )
 
 
+def _check_limits(record: ExecutionRecord) -> None:
+    """The output cap and the reached limits agree with the outcome and the mechanisms."""
+    isolation = record.runtime.isolation
+    over = record.stdout.total_bytes + record.stderr.total_bytes > isolation.output_cap_bytes
+    if over != (record.outcome is ExecutionOutcome.OUTPUT_EXCEEDED):
+        raise TaskError(
+            ErrorCode.BINDING_MISMATCH,
+            "outcome output_exceeded must say exactly whether the output passed its cap",
+            path="$.outcome",
+        )
+    reached = record.limits_reached
+    if list(reached) != sorted(set(reached), key=lambda limit: limit.value):
+        raise TaskError(
+            ErrorCode.BINDING_MISMATCH,
+            "limits_reached must be sorted and name each limit once",
+            path="$.limits_reached",
+        )
+    rules = (
+        (Limit.TIME, record.outcome is ExecutionOutcome.TIMED_OUT, True),
+        (Limit.OUTPUT, over, True),
+        (Limit.MEMORY, None, isolation.memory_mechanism is LimitMechanism.CGROUP_V1),
+        (Limit.PROCESSES, None, isolation.process_mechanism is LimitMechanism.CGROUP_V1),
+    )
+    for limit, required, observable in rules:
+        present = limit in reached
+        if (required is not None and present != required) or (present and not observable):
+            raise TaskError(
+                ErrorCode.BINDING_MISMATCH,
+                f"limits_reached disagrees with the run about {limit.value}",
+                path="$.limits_reached",
+            )
+
+
 def check_execution_record(
     record: ExecutionRecord, request: ExecutionRequest, request_sha256: str
 ) -> None:
     """Check ``record`` against its pinned ``request``; return nothing or raise.
 
     The outcome must agree with the exit status and signal, the output must fit the recipe's
-    bound and agree with its digests, the runtime identity must hash to the pinned digest,
+    bound and agree with its digests, ``output_exceeded`` must say exactly whether the output
+    passed the runtime's cap, ``limits_reached`` must agree with the outcome and name only
+    limits a cgroup could observe, the runtime identity must hash to the pinned digest,
     the snapshot must be the requested revision and commit, only allow-listed environment
     names may have been passed, and cleanup must be confirmed.
     """
@@ -254,6 +404,7 @@ def check_execution_record(
         or (exit_status is None and signal is not None),
         ExecutionOutcome.TIMED_OUT: exit_status is None,
         ExecutionOutcome.START_FAILED: exit_status is None and signal is None,
+        ExecutionOutcome.OUTPUT_EXCEEDED: exit_status is None and signal is None,
     }[record.outcome]
     if not expected_shape:
         raise TaskError(
@@ -281,6 +432,7 @@ def check_execution_record(
             "retained output exceeds the recipe's output bound",
             path="$.stdout",
         )
+    _check_limits(record)
     digest = runtime_identity_digest(record.runtime)
     if record.runtime_identity_sha256 != digest:
         raise TaskError(

@@ -4,11 +4,12 @@
   (names not set are simply absent); nothing else is passed.
 * ``argv[0]`` is resolved once (through the reduced ``PATH``, or relative to the working
   directory) and the resolved file is what runs and what is hashed into the runtime identity.
-* Where the machine allows unprivileged namespaces, the command runs under
-  ``unshare --net --pid --fork --kill-child --map-root-user``: a network namespace with no
-  interface but a down loopback, and a PID namespace whose every process the kernel kills when
-  the command's init exits. Otherwise it runs with the host's network (sandbox ``none``) and
-  the identity says so, so a profile pinned with ``netns`` refuses such records.
+* The command runs in the strongest sandbox this machine offers, under the profile's
+  :class:`~taskcore.contract.collector.IsolationPolicy` (:mod:`taskcore.collector.sandbox`:
+  bubblewrap, else ``unshare --net --pid``, else none); the runtime identity records the
+  mode and its settings, so a profile pinned with one refuses records made under another.
+* stdout plus stderr beyond the policy's output cap kills the command (``output_exceeded``);
+  memory and process limits are enforced where the machine can (see the sandbox module).
 * The command runs in its own session; on timeout the whole process group is killed.
 * Output is read concurrently from both pipes; every byte is counted and hashed, and only the
   tail within the recipe's bound is kept.
@@ -19,23 +20,20 @@ time-of-use limits, and it is not hostile-host attestation.
 >>> identity = probe_runtime(CommandRecipe(argv=("/bin/sh", "-c", "true"),
 ...     working_directory=".", environment_allowlist=(), timeout_ms=1000,
 ...     output_limit_bytes=1024), sandbox=SandboxMode.NONE)
->>> identity.sandbox.value, identity.executable_sha256 is not None
-('none', True)
+>>> identity.sandbox.value, identity.isolation.network.value, identity.executable_sha256 is not None
+('none', 'host', True)
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import platform
 import shutil
-import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from functools import cache
 from pathlib import Path
 from typing import IO, Final
 
@@ -43,12 +41,21 @@ import attrs
 
 from taskcore.collector.records import (
     ExecutionOutcome,
+    Limit,
     OutputCapture,
     RuntimeIdentity,
     SandboxMode,
     capture_output,
 )
-from taskcore.contract.collector import CommandRecipe
+from taskcore.collector.sandbox import (
+    UNSHARE_ARGS,
+    Launch,
+    check_visible,
+    detect_sandbox,
+    launch,
+    plan_isolation,
+)
+from taskcore.contract.collector import CommandRecipe, IsolationPolicy
 from taskcore.errors import ErrorCode, TaskError
 
 __all__ = [
@@ -61,10 +68,6 @@ __all__ = [
     "run_recipe",
 ]
 
-UNSHARE_ARGS: Final = ("--net", "--pid", "--fork", "--kill-child", "--map-root-user", "--")
-"""The sandbox prefix after the ``unshare`` executable."""
-
-_KILL_GRACE_S: Final = 2.0
 _PROGRESS_EVERY_S: Final = 1.0
 _COLLECTOR_VERSION: Final = "taskcore-0.1.0"
 
@@ -89,30 +92,7 @@ class RunResult:
     stderr: OutputCapture
     environment_names: tuple[str, ...]
     process_group_ended: bool
-
-
-@cache
-def _unshare_path() -> str | None:
-    return shutil.which("unshare")
-
-
-@cache
-def detect_sandbox() -> SandboxMode:
-    """Return ``netns`` if an unprivileged network+PID namespace works here, else ``none``."""
-    unshare = _unshare_path()
-    if unshare is None:
-        return SandboxMode.NONE
-    try:
-        proc = subprocess.run(  # noqa: S603 - fixed argv
-            [unshare, *UNSHARE_ARGS, "/bin/true"],
-            capture_output=True,
-            timeout=10,
-            check=False,
-            env={},
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return SandboxMode.NONE
-    return SandboxMode.NETNS if proc.returncode == 0 else SandboxMode.NONE
+    limits_reached: tuple[Limit, ...] = ()
 
 
 def _reduced_env(recipe: CommandRecipe, source: Mapping[str, str]) -> dict[str, str]:
@@ -175,22 +155,34 @@ def probe_runtime(
     *,
     env_source: Mapping[str, str] | None = None,
     sandbox: SandboxMode | None = None,
+    isolation: IsolationPolicy | None = None,
 ) -> RuntimeIdentity:
-    """Return the runtime identity this machine gives ``recipe`` (what a profile pins)."""
+    """Return the runtime identity this machine gives ``recipe`` (what a profile pins).
+
+    ``isolation`` is the profile's policy (``None``: the default, as best effort); ``sandbox``
+    forces a mode instead of the strongest available one. ``ISOLATION_UNAVAILABLE`` if this
+    machine cannot meet the policy; ``INVALID_VALUE`` if the sandbox would hide the
+    executable or its interpreter.
+    """
     env = _reduced_env(recipe, os.environ if env_source is None else env_source)
+    mode, plan = plan_isolation(isolation, mode=sandbox)
     resolved, inside = resolve_executable(recipe.argv[0], env=env, cwd=None)
     if inside:
         executable, exe_digest, interp_digest = recipe.argv[0], None, None
     else:
         executable = os.path.realpath(resolved)
+        check_visible(plan, resolved, what=f"argv[0] {recipe.argv[0]!r}")
         exe_digest = _file_sha256(executable)
         interpreter = _interpreter_of(executable, env)
+        if interpreter:
+            check_visible(plan, interpreter, what=f"the interpreter of {recipe.argv[0]!r}")
         interp_digest = _file_sha256(interpreter) if interpreter else None
     return RuntimeIdentity(
         version=1,
         system=platform.system() or "unknown",
         machine=platform.machine() or "unknown",
-        sandbox=sandbox if sandbox is not None else detect_sandbox(),
+        sandbox=mode,
+        isolation=plan,
         executable=executable,
         executable_sha256=exe_digest,
         interpreter_sha256=interp_digest,
@@ -218,12 +210,32 @@ class _Tail:
         return bytes(self.buf[len(self.buf) - n :]) if n else b""
 
 
-def _pump(stream: IO[bytes], sink: _Tail) -> None:
+class _Cap:
+    """Watches stdout plus stderr against the output cap; the first pump past it kills."""
+
+    def __init__(self, cap: int, tails: tuple[_Tail, _Tail], run: Launch) -> None:
+        self.cap = cap
+        self.tails = tails
+        self.run = run
+        self.exceeded = threading.Event()
+        self._lock = threading.Lock()
+
+    def check(self) -> None:
+        if self.exceeded.is_set() or sum(t.total for t in self.tails) <= self.cap:
+            return
+        with self._lock:
+            if not self.exceeded.is_set():
+                self.exceeded.set()
+                self.run.kill()
+
+
+def _pump(stream: IO[bytes], sink: _Tail, cap: _Cap) -> None:
     while True:
         chunk = stream.read1(65536)  # type: ignore[attr-defined]
         if not chunk:
             break
         sink.feed(chunk)
+        cap.check()
     stream.close()
 
 
@@ -236,45 +248,23 @@ def _split_bound(out: _Tail, err: _Tail, limit: int) -> tuple[bytes, bytes]:
     return out.tail(out_share), err.tail(err_share)
 
 
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _end_group(pgid: int) -> bool:
-    """Kill what is left of the process group; return whether it is gone."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            return True
-        deadline = time.monotonic() + _KILL_GRACE_S
-        while time.monotonic() < deadline:
-            if not _group_alive(pgid):
-                return True
-            time.sleep(0.02)
-    return not _group_alive(pgid)
-
-
 def run_recipe(
     recipe: CommandRecipe,
     snapshot: Path,
     *,
     env_source: Mapping[str, str] | None = None,
     sandbox: SandboxMode | None = None,
+    isolation: IsolationPolicy | None = None,
     progress: Callable[[Progress], None] | None = None,
 ) -> RunResult:
     """Run ``recipe`` in ``snapshot`` and return what was observed (never raises for the run).
 
-    A command that fails, times out or cannot start is an outcome, not an exception; only a
-    working directory outside the snapshot is refused (``INVALID_PATH``).
+    A command that fails, times out, passes the output cap or cannot start is an outcome, not
+    an exception; only a working directory outside the snapshot (``INVALID_PATH``) and a
+    machine that cannot isolate as ``isolation`` requires (``ISOLATION_UNAVAILABLE``) are
+    refused, before anything runs.
     """
-    mode = sandbox if sandbox is not None else detect_sandbox()
+    mode, plan = plan_isolation(isolation, mode=sandbox)
     env = _reduced_env(recipe, os.environ if env_source is None else env_source)
     cwd = snapshot if recipe.working_directory == "." else snapshot / recipe.working_directory
     real_root, real_cwd = os.path.realpath(snapshot), os.path.realpath(cwd)
@@ -283,87 +273,110 @@ def run_recipe(
     out, err = _Tail(recipe.output_limit_bytes), _Tail(recipe.output_limit_bytes)
     started = time.monotonic()
     try:
-        executable, _ = resolve_executable(recipe.argv[0], env=env, cwd=cwd)
+        executable, inside = resolve_executable(recipe.argv[0], env=env, cwd=cwd)
+        if not inside:
+            check_visible(plan, executable, what=f"argv[0] {recipe.argv[0]!r}")
     except TaskError as exc:
         err.feed(exc.message.encode("utf-8"))
         return _finished(
             ExecutionOutcome.START_FAILED, None, None, started, out, err, recipe, env, ended=True
         )
-    argv = [executable, *recipe.argv[1:]]
-    unshare = _unshare_path()
-    if mode is SandboxMode.NETNS and unshare is not None:
-        argv = [unshare, *UNSHARE_ARGS, *argv]
-    try:
-        proc = subprocess.Popen(  # noqa: S603 - the operator-pinned recipe, no shell
-            argv,
-            cwd=real_cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            close_fds=True,
-        )
-    except OSError as exc:
-        err.feed(f"cannot start {recipe.argv[0]!r}: {exc.strerror}".encode())
-        return _finished(
-            ExecutionOutcome.START_FAILED, None, None, started, out, err, recipe, env, ended=True
-        )
-    assert proc.stdout is not None
-    assert proc.stderr is not None
-    pumps = [
-        threading.Thread(target=_pump, args=(proc.stdout, out), daemon=True),
-        threading.Thread(target=_pump, args=(proc.stderr, err), daemon=True),
-    ]
-    for t in pumps:
-        t.start()
-    deadline = started + recipe.timeout_ms / 1000
-    timed_out = False
+    with launch(mode, plan, [executable, *recipe.argv[1:]], root=real_root, cwd=real_cwd) as run:
+        try:
+            proc = subprocess.Popen(  # noqa: S603 - the operator-pinned recipe, no shell
+                run.argv,
+                cwd=real_cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                close_fds=True,
+                pass_fds=run.pass_fds,
+            )
+        except OSError as exc:
+            run.started(None)
+            err.feed(f"cannot start {recipe.argv[0]!r}: {exc.strerror}".encode())
+            return _finished(
+                ExecutionOutcome.START_FAILED,
+                None,
+                None,
+                started,
+                out,
+                err,
+                recipe,
+                env,
+                ended=True,
+            )
+        run.started(proc.pid)
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        cap = _Cap(plan.output_cap_bytes, (out, err), run)
+        pumps = [
+            threading.Thread(target=_pump, args=(proc.stdout, out, cap), daemon=True),
+            threading.Thread(target=_pump, args=(proc.stderr, err, cap), daemon=True),
+        ]
+        for t in pumps:
+            t.start()
+        timed_out = _wait(proc, started + recipe.timeout_ms / 1000, started, out, err, progress)
+        if timed_out:
+            run.kill()
+        returncode = proc.wait()  # reap the leader first: a zombie still counts as a member
+        ended, reached = run.finish()
+        for t in pumps:
+            t.join(timeout=10)
+    limits = set(reached)
+    if out.total + err.total > plan.output_cap_bytes:
+        outcome, exit_status, sig = ExecutionOutcome.OUTPUT_EXCEEDED, None, None
+        limits.add(Limit.OUTPUT)
+    elif timed_out:
+        outcome, exit_status, sig = ExecutionOutcome.TIMED_OUT, None, None
+        limits.add(Limit.TIME)
+    elif returncode < 0:
+        outcome, exit_status, sig = ExecutionOutcome.FAILED, None, -returncode
+    else:
+        # bwrap and unshare report a signalled child as 128 + signal, like a shell.
+        outcome = ExecutionOutcome.PASSED if returncode == 0 else ExecutionOutcome.FAILED
+        exit_status, sig = returncode, None
+    return _finished(
+        outcome,
+        exit_status,
+        sig,
+        started,
+        out,
+        err,
+        recipe,
+        env,
+        ended=ended,
+        min_ms=recipe.timeout_ms if outcome is ExecutionOutcome.TIMED_OUT else 0,
+        limits=limits,
+    )
+
+
+def _wait(
+    proc: subprocess.Popen[bytes],
+    deadline: float,
+    started: float,
+    out: _Tail,
+    err: _Tail,
+    progress: Callable[[Progress], None] | None,
+) -> bool:
+    """Wait for ``proc`` until ``deadline``, reporting progress; return whether it timed out."""
     next_tick = started + _PROGRESS_EVERY_S
     while True:
         now = time.monotonic()
-        wait_for = min(deadline, next_tick) - now
         try:
-            proc.wait(timeout=max(wait_for, 0.001))
-            break
+            proc.wait(timeout=max(min(deadline, next_tick) - now, 0.001))
+            return False
         except subprocess.TimeoutExpired:
             pass  # still running: check the deadline and report progress below
         now = time.monotonic()
         if now >= deadline:
-            timed_out = True
-            break
+            return True
         if now >= next_tick:
             next_tick = now + _PROGRESS_EVERY_S
             if progress is not None:
                 progress(Progress(int((now - started) * 1000), out.total + err.total))
-    pgid = proc.pid
-    if timed_out:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGKILL)
-    returncode = proc.wait()  # reap the leader first: a zombie still counts as a member
-    ended = _end_group(pgid) if _group_alive(pgid) else True
-    for t in pumps:
-        t.join(timeout=10)
-    if timed_out:
-        return _finished(
-            ExecutionOutcome.TIMED_OUT,
-            None,
-            None,
-            started,
-            out,
-            err,
-            recipe,
-            env,
-            ended=ended,
-            min_ms=recipe.timeout_ms,
-        )
-    if returncode < 0:
-        return _finished(
-            ExecutionOutcome.FAILED, None, -returncode, started, out, err, recipe, env, ended=ended
-        )
-    # unshare reports a signalled child as 128 + signal, like a shell.
-    outcome = ExecutionOutcome.PASSED if returncode == 0 else ExecutionOutcome.FAILED
-    return _finished(outcome, returncode, None, started, out, err, recipe, env, ended=ended)
 
 
 def _finished(
@@ -378,6 +391,7 @@ def _finished(
     *,
     ended: bool,
     min_ms: int = 0,
+    limits: set[Limit] | None = None,
 ) -> RunResult:
     duration = max(int((time.monotonic() - started) * 1000), min_ms)
     out_tail, err_tail = _split_bound(out, err, recipe.output_limit_bytes)
@@ -390,4 +404,5 @@ def _finished(
         stderr=capture_output(err_tail, total_bytes=err.total, full_sha256=err.hash.hexdigest()),
         environment_names=tuple(sorted(env)),
         process_group_ended=ended,
+        limits_reached=tuple(sorted(limits or (), key=lambda limit: limit.value)),
     )

@@ -25,6 +25,7 @@ import attrs
 from taskcore.codec import wire_field
 from taskcore.collector.records import ExecutionRecord
 from taskcore.collector.transfer import OriginGrant
+from taskcore.contract.collector import SandboxMode
 from taskcore.contract.common import ExecutorBinding, digest_field, id_field, repository_field
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import (
@@ -177,6 +178,9 @@ class UploadOutcome:
     admission: Literal["requires_finalization", "nonpassing"] = wire_field()
     run: RunSummary | None = wire_field(default=None)
     """Why the run ended as it did (additive; absent from views retained before it existed)."""
+    sandbox: SandboxMode | None = wire_field(default=None, omit_none=True)
+    """How the record's command was isolated (its runtime identity's sandbox); absent only in
+    answers retained before it was recorded."""
 
 
 @attrs.frozen(kw_only=True)
@@ -214,6 +218,9 @@ class ReceiptTransfer:
     collector_profile_digest: str = digest_field()
     origin: OriginGrant = wire_field()
     outcome: str = wire_field(max_len=32, pattern=_ID)
+    sandbox: SandboxMode | None = wire_field(default=None, omit_none=True)
+    """The sandbox the transfer's command ran in (absent for transfers imported before it was
+    recorded); its exact settings are the runtime identity the collector profile pins."""
 
 
 @attrs.frozen(kw_only=True)

@@ -22,7 +22,8 @@ taskcore.errors.TaskError: kind must be 'command' or 'finite_review' at $.kind
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+import os
+from typing import Any, Final, Literal
 
 import attrs
 
@@ -34,19 +35,31 @@ from taskcore.limits import (
     ARGV_ITEM_MAX_CHARS,
     ARGV_MAX,
     COMMAND_OUTPUT_MAX_BYTES,
+    COMMAND_STREAM_CAP_DEFAULT_BYTES,
+    COMMAND_STREAM_CAP_MAX_BYTES,
     COMMAND_TIMEOUT_MAX_MS,
     ENVIRONMENT_ALLOWLIST_MAX,
     PATH_MAX_CHARS,
     REQUIRED_PATHS_MAX,
     REVIEW_CALLS_MAX,
+    SANDBOX_MEMORY_MIN_BYTES,
+    SANDBOX_PROCESSES_MAX,
+    SANDBOX_PROCESSES_MIN,
+    SANDBOX_READ_ONLY_PATHS_MAX,
+    SANDBOX_TMP_DEFAULT_BYTES,
+    SANDBOX_TMP_MIN_BYTES,
 )
 
 __all__ = [
+    "DEFAULT_ISOLATION",
     "ENV_NAME_PATTERN",
     "CollectorProfile",
     "CommandCollectorProfile",
     "CommandRecipe",
     "FiniteReviewCollectorProfile",
+    "IsolationPolicy",
+    "NetworkAccess",
+    "SandboxMode",
     "TransportBasis",
     "decode_collector_profile",
 ]
@@ -83,6 +96,107 @@ class CommandRecipe:
                 )
 
 
+class SandboxMode(enum.Enum):
+    """How the local process runtime isolates the command, weakest first.
+
+    ``none``: no isolation, the command runs with the collector user's view of the host;
+    ``netns``: ``unshare --net --pid``, an empty network namespace and a PID namespace, the
+    host's file system; ``bwrap``: bubblewrap, a read-only view of the system, the snapshot as
+    the only writable tree, a private ``/tmp``, new PID, IPC, UTS and (unless the profile
+    allows the network) network namespaces. See ``docs/collector.md``.
+    """
+
+    NONE = "none"
+    NETNS = "netns"
+    BWRAP = "bwrap"
+
+    @property
+    def strength(self) -> int:
+        """The order of the modes (``none`` < ``netns`` < ``bwrap``)."""
+        return _SANDBOX_ORDER.index(self.value)
+
+
+_SANDBOX_ORDER = ("none", "netns", "bwrap")
+
+
+class NetworkAccess(enum.Enum):
+    """Whether the command may reach a network (``none``: no interface but loopback)."""
+
+    NONE = "none"
+    HOST = "host"
+
+
+def _check_exposed_path(path: str, where: str) -> None:
+    if (
+        not path.startswith("/")
+        or path == "/"
+        or os.path.normpath(path) != path
+        or path.startswith("//")
+        or any(ord(c) < 0x20 or c == "\x7f" for c in path)
+    ):
+        raise TaskError(
+            ErrorCode.INVALID_PATH,
+            "an exposed path must be an absolute, normalized path other than /, without "
+            "control characters",
+            path=where,
+        )
+
+
+@attrs.frozen(kw_only=True)
+class IsolationPolicy:
+    """What a command profile requires of the sandbox its command runs in.
+
+    ``minimum_sandbox`` is the weakest :class:`SandboxMode` acceptable; ``network`` whether
+    the command may reach a network; ``memory_limit_bytes`` and ``process_limit`` (``null``:
+    none) are enforced limits a collector must be able to apply, or it refuses before it
+    claims; ``output_cap_bytes`` the stdout plus stderr bytes after which the command is
+    killed (outcome ``output_exceeded``); ``tmp_size_bytes`` the size of the private
+    ``/tmp``; ``read_only_paths`` extra absolute host paths (a toolchain, a virtualenv)
+    exposed read-only, never ``/`` and never one holding the collector's state, the data dir
+    or the repository.
+
+    >>> policy = IsolationPolicy(minimum_sandbox=SandboxMode.BWRAP, network=NetworkAccess.NONE,
+    ...     memory_limit_bytes=None, process_limit=256, output_cap_bytes=1 << 20,
+    ...     tmp_size_bytes=1 << 24, read_only_paths=("/opt/toolchain",))
+    >>> policy.minimum_sandbox.strength > SandboxMode.NETNS.strength
+    True
+    """
+
+    minimum_sandbox: SandboxMode = wire_field()
+    network: NetworkAccess = wire_field()
+    memory_limit_bytes: int | None = wire_field(lo=SANDBOX_MEMORY_MIN_BYTES)
+    process_limit: int | None = wire_field(lo=SANDBOX_PROCESSES_MIN, hi=SANDBOX_PROCESSES_MAX)
+    output_cap_bytes: int = wire_field(lo=1, hi=COMMAND_STREAM_CAP_MAX_BYTES)
+    tmp_size_bytes: int = wire_field(lo=SANDBOX_TMP_MIN_BYTES)
+    read_only_paths: tuple[str, ...] = wire_field(
+        max_len=SANDBOX_READ_ONLY_PATHS_MAX, item_min_len=2, item_max_len=4096
+    )
+
+    def __attrs_post_init__(self) -> None:
+        for index, p in enumerate(self.read_only_paths):
+            _check_exposed_path(p, f"$.read_only_paths[{index}]")
+        if len(set(self.read_only_paths)) != len(self.read_only_paths):
+            raise TaskError(
+                ErrorCode.INVALID_VALUE,
+                "read_only_paths lists a path twice",
+                path="$.read_only_paths",
+            )
+
+
+DEFAULT_ISOLATION: Final = IsolationPolicy(
+    minimum_sandbox=SandboxMode.NONE,
+    network=NetworkAccess.NONE,
+    memory_limit_bytes=None,
+    process_limit=None,
+    output_cap_bytes=COMMAND_STREAM_CAP_DEFAULT_BYTES,
+    tmp_size_bytes=SANDBOX_TMP_DEFAULT_BYTES,
+    read_only_paths=(),
+)
+"""The policy of a command profile without ``isolation``: the strongest sandbox this machine
+offers (recorded in the runtime identity, which the profile pins), no network, no memory or
+process limit, the default output cap and private ``/tmp``."""
+
+
 class TransportBasis(enum.Enum):
     """How a finite-review collector reaches its model."""
 
@@ -105,6 +219,14 @@ class CommandCollectorProfile:
     registration_epoch: int = wire_field(lo=1)
     recipe: CommandRecipe = wire_field()
     runtime_identity_sha256: str = digest_field()
+    isolation: IsolationPolicy | None = wire_field(default=None, omit_none=True)
+    """The isolation the command requires (``None``: :data:`DEFAULT_ISOLATION`); left out of
+    the profile's bytes when absent, so profiles installed before it keep their digests."""
+
+    @property
+    def isolation_policy(self) -> IsolationPolicy:
+        """The profile's isolation policy, :data:`DEFAULT_ISOLATION` when none is pinned."""
+        return self.isolation if self.isolation is not None else DEFAULT_ISOLATION
 
 
 @attrs.frozen(kw_only=True)
