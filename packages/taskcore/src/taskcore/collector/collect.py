@@ -28,7 +28,6 @@ from taskcore.collector.descriptor import CollectorDescriptor, request_bytes
 from taskcore.collector.records import (
     CleanupEvidence,
     ExecutionRecord,
-    RuntimeIdentity,
     SandboxMode,
     runtime_identity_digest,
 )
@@ -43,7 +42,6 @@ from taskcore.collector.transfer import (
     encode_transfer,
     record_entries,
 )
-from taskcore.contract import CommandRecipe
 from taskcore.errors import ErrorCode, TaskError
 
 __all__ = ["CollectResult", "attempt_state_for", "collect_command"]
