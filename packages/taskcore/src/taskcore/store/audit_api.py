@@ -14,7 +14,10 @@ class AuditEvent:
     """One front-door call: who, where, which operation, a digest of the input, the outcome.
 
     ``outcome`` is ``"OK"`` or the wire spelling of the :class:`~taskcore.errors.ErrorCode`.
-    ``actor`` is the token identity (``"anonymous"`` when authentication failed).
+    ``actor`` is the token identity (``"anonymous"`` when authentication failed). ``calls``
+    is how many calls the event stands for: 1, except for refusals the service aggregates
+    (anonymous and rate-limited ones, see :mod:`taskcore.ratelimit`), where ``at_ms`` is the
+    time of the flush.
     """
 
     at_ms: int
@@ -23,6 +26,7 @@ class AuditEvent:
     operation: str
     input_digest: str
     outcome: str
+    calls: int = 1
     seq: int = 0
 
 
@@ -34,7 +38,7 @@ class AuditStore(Protocol):
         ...
 
     def count(self, *, workspace: str | None = None, operation: str | None = None) -> int:
-        """Count events, optionally of one workspace and/or one operation."""
+        """Count the calls events stand for (the sum of ``calls``), optionally filtered."""
         ...
 
     def recent(self, *, workspace: str, limit: int) -> tuple[AuditEvent, ...]:

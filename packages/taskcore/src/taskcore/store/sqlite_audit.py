@@ -27,6 +27,11 @@ COMPONENT = Component(
             CREATE INDEX audit_event_workspace ON audit_event(workspace, seq);
             """,
         ),
+        Migration(
+            2,
+            # How many calls one event stands for (aggregated refusals); 1 for every other.
+            "ALTER TABLE audit_event ADD COLUMN calls INTEGER NOT NULL DEFAULT 1",
+        ),
     ),
 )
 
@@ -40,8 +45,9 @@ class SqliteAuditStore:
     def append(self, event: AuditEvent) -> int:
         """Append ``event``; return its sequence number."""
         self._conn.execute(
-            "INSERT INTO audit_event(at_ms, actor, workspace, operation, input_digest, outcome) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO audit_event"
+            "(at_ms, actor, workspace, operation, input_digest, outcome, calls) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (
                 event.at_ms,
                 event.actor,
@@ -49,13 +55,14 @@ class SqliteAuditStore:
                 event.operation,
                 event.input_digest,
                 event.outcome,
+                event.calls,
             ),
         )
         return int(self._conn.last_insert_rowid())
 
     def count(self, *, workspace: str | None = None, operation: str | None = None) -> int:
-        """Count events, optionally of one workspace and/or one operation."""
-        sql = "SELECT COUNT(*) FROM audit_event WHERE 1=1"
+        """Count the calls events stand for (the sum of ``calls``), optionally filtered."""
+        sql = "SELECT COALESCE(SUM(calls), 0) FROM audit_event WHERE 1=1"
         args: list[str] = []
         if workspace is not None:
             sql += " AND workspace = ?"
@@ -69,7 +76,7 @@ class SqliteAuditStore:
     def recent(self, *, workspace: str, limit: int) -> tuple[AuditEvent, ...]:
         """Return the newest ``limit`` events of ``workspace``, newest first."""
         rows = self._conn.execute(
-            "SELECT seq, at_ms, actor, workspace, operation, input_digest, outcome "
+            "SELECT seq, at_ms, actor, workspace, operation, input_digest, outcome, calls "
             "FROM audit_event WHERE workspace = ? ORDER BY seq DESC LIMIT ?",
             (workspace, limit),
         ).fetchall()
@@ -82,6 +89,7 @@ class SqliteAuditStore:
                 operation=str(r[4]),
                 input_digest=str(r[5]),
                 outcome=str(r[6]),
+                calls=int(r[7]),  # type: ignore[arg-type]
             )
             for r in rows
         )
