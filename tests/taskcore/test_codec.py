@@ -358,8 +358,12 @@ _BAD_LEAVES = {
     "-1e999": ("-1e999", -math.inf),
     "surrogate": ('"\\ud800"', "\ud800"),
 }
-_scalars = st.none() | st.booleans() | st.integers() | st.text(max_size=5) | st.floats(
-    allow_nan=False, allow_infinity=False
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=5)
+    | st.floats(allow_nan=False, allow_infinity=False)
 )
 _steps = st.lists(
     st.one_of(

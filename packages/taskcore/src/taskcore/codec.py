@@ -175,12 +175,12 @@ def _render(crumb: Crumb) -> str:
 
 
 def validate_tree(value: Any, *, max_depth: int = JSON_MAX_DEPTH) -> None:
-    """Refuse a decoded JSON tree that JSON text could not carry or storage could not keep.
+    r"""Refuse a decoded JSON tree that JSON text could not carry or storage could not keep.
 
     Every door's input passes here once, whether it arrived as bytes (:func:`parse_json`)
     or already as a tree (MCP tool arguments, in-process dictionaries, through
     :meth:`Codec.decode`): a number that is not finite (``NaN``, ``Infinity``, ``1e400``),
-    a string or key holding a lone surrogate (``"\\ud800"``), a key that is not a string or
+    a string or key holding a lone surrogate (``"\ud800"``), a key that is not a string or
     a value of no JSON type is ``BAD_INPUT`` with the JSON path of the value; nesting deeper
     than ``max_depth`` containers is ``OUT_OF_BOUNDS``.
 
@@ -225,8 +225,7 @@ def validate_tree(value: Any, *, max_depth: int = JSON_MAX_DEPTH) -> None:
                 if _SURROGATE.search(key):
                     raise TaskError(
                         ErrorCode.BAD_INPUT,
-                        "an object key holds a lone surrogate (U+D800..U+DFFF); send valid "
-                        "Unicode",
+                        "an object key holds a lone surrogate (U+D800..U+DFFF); send valid Unicode",
                         path=_render(crumb),
                     )
                 stack.append((child, level + 1, (crumb, key)))
@@ -249,8 +248,10 @@ def validate_tree(value: Any, *, max_depth: int = JSON_MAX_DEPTH) -> None:
 def parse_json(
     raw: bytes | str, *, max_bytes: int = REQUEST_BODY_MAX_BYTES, max_depth: int = JSON_MAX_DEPTH
 ) -> Any:
-    """Parse one JSON document strictly: bounded, UTF-8, no duplicate keys, no BOM, and a tree
-    :func:`validate_tree` accepts (finite numbers, no lone surrogates, bounded depth).
+    """Parse one JSON document strictly: bounded, UTF-8, no duplicate keys, no BOM.
+
+    The tree must pass :func:`validate_tree` (finite numbers, no lone surrogates, bounded
+    depth).
 
     >>> parse_json(b'{"a": [1, 2]}')
     {'a': [1, 2]}

@@ -424,6 +424,8 @@ ANONYMOUS = "anonymous"
 """The audit actor of a call whose credential did not authenticate."""
 
 _AGGREGATED_DIGEST = domain_digest(AUDIT_INPUT_DOMAIN, b"")
+# Load-shedding refusals: counted, not written one row each (they come in floods).
+_AGGREGATED_CODES = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.OVERLOADED})
 
 
 class Service:
@@ -531,12 +533,12 @@ class Service:
     ) -> None:
         """Audit one refused call; the last-resort path, so it never raises.
 
-        Anonymous and rate-limited refusals are counted in memory and written in batches
+        Anonymous, rate-limited and overload refusals are counted in memory and written in batches
         (:mod:`taskcore.ratelimit`): one durable write each is what an unauthenticated flood
         would otherwise buy. A refusal storage cannot take (busy, full, gone) is counted the
         same way and written once storage answers again.
         """
-        if actor == ANONYMOUS or error.code is ErrorCode.RATE_LIMITED:
+        if actor == ANONYMOUS or error.code in _AGGREGATED_CODES:
             self._tally_refusal(actor, workspace, name, error)
             return
         try:
@@ -563,9 +565,11 @@ class Service:
                 self.flush_refusals()
 
     def flush_refusals(self) -> int:
-        """Write the aggregated refusals counted so far (one audit event per key, with its
-        count in ``calls``); return how many calls were written. Never raises: if storage
-        refuses, the counts are kept for the next flush."""
+        """Write the aggregated refusals counted so far; return how many calls were written.
+
+        One audit event per key, with its count in ``calls``. Never raises: if storage
+        refuses, the counts are kept for the next flush.
+        """
         counts = self._tally.drain()
         if not counts:
             return 0
@@ -635,6 +639,7 @@ class Service:
         route: Route | None = None,
         door: Door = Door.HTTP,
         surfaces: Iterable[Surface] | None = None,
+        label: str = "",
     ) -> Actor:
         """Decide, from a network request's headers alone, whether it may send its body.
 
@@ -650,9 +655,11 @@ class Service:
            tier and autonomy must allow it (the checks :meth:`dispatch` makes before it
            decodes anything).
 
-        Without :attr:`ServiceConfig.rate_limits` only 1 and 3 apply.
+        Without :attr:`ServiceConfig.rate_limits` only 1 and 3 apply. A refusal is audited
+        under ``name``, or ``label`` when the operation is not known yet (``workflow``,
+        ``mcp.queue``).
         """
-        shown = name or ""
+        shown = name or label
         try:
             actor = self.authenticate(bearer)
         except TaskError as err:
@@ -677,9 +684,7 @@ class Service:
             try:
                 self._check(self.registry.get(name), name, actor, route, door, wanted)
             except TaskError as err:
-                self._audit_refusal(
-                    actor.token_id, actor.workspace, name, _input_digest(b""), err
-                )
+                self._audit_refusal(actor.token_id, actor.workspace, name, _input_digest(b""), err)
                 raise
         return actor
 

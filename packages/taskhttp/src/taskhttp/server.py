@@ -5,7 +5,9 @@ caller learns it before the first request), then runs uvicorn on it. SIGTERM and
 uvicorn stop accepting, let every in-flight request finish (each is one journal transaction
 that either committed before its response was sent or did not happen), then run the
 lifespan shutdown. :class:`BackgroundServer` runs the same thing in a thread for tests and
-benchmarks.
+benchmarks. Both run uvicorn's h11 protocol under :func:`taskhttp.limits.guarded_protocol`
+(header and body deadlines, the connection cap with its health reserve) and without
+WebSocket support (nothing here speaks it).
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from typing import Any
 
 import uvicorn
 from starlette.types import ASGIApp
+
+from taskhttp.limits import TransportLimits, guarded_protocol
+from taskhttp.openapi import HEALTH_PATH
 
 __all__ = ["GRACEFUL_SHUTDOWN_SECONDS", "BackgroundServer", "address_of", "bind", "serve"]
 
@@ -59,14 +64,18 @@ class _Server(uvicorn.Server):
             self.should_exit = True
 
 
-def _config(app: ASGIApp, log_level: str) -> uvicorn.Config:
+def _config(app: ASGIApp, log_level: str, limits: TransportLimits | None) -> uvicorn.Config:
+    transport = limits or TransportLimits()
     return uvicorn.Config(
         app,
+        http=guarded_protocol(transport, health_path=HEALTH_PATH),
+        ws="none",
         log_level=log_level,
         access_log=False,
         lifespan="on",
         server_header=False,
         proxy_headers=False,
+        timeout_keep_alive=max(1, round(transport.keepalive_timeout)),
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
 
@@ -85,11 +94,16 @@ def serve(
     port: int = 8787,
     on_ready: Callable[[str], None] | None = None,
     log_level: str = "warning",
+    limits: TransportLimits | None = None,
 ) -> None:
-    """Serve ``app`` until SIGTERM/SIGINT; ``on_ready`` gets the URL once the socket listens."""
+    """Serve ``app`` until SIGTERM/SIGINT; ``on_ready`` gets the URL once the socket listens.
+
+    ``limits`` are the transport's (see :mod:`taskhttp.limits`); pass the same to
+    :func:`taskhttp.create_app`.
+    """
     sock = bind(host, port)
     try:
-        server = _Server(_config(app, log_level))
+        server = _Server(_config(app, log_level, limits))
         if on_ready is not None:
             on_ready(address_of(sock))
         server.run(sockets=[sock])
@@ -107,11 +121,16 @@ class BackgroundServer:
     """
 
     def __init__(
-        self, app: ASGIApp, *, host: str = "127.0.0.1", log_level: str = "warning"
+        self,
+        app: ASGIApp,
+        *,
+        host: str = "127.0.0.1",
+        log_level: str = "warning",
+        limits: TransportLimits | None = None,
     ) -> None:
         self.sock = bind(host, 0)
         self.url = address_of(self.sock)
-        self.server = _Server(_config(app, log_level))
+        self.server = _Server(_config(app, log_level, limits))
         self._thread = threading.Thread(target=self._run, daemon=True, name="uvicorn")
         self._error: BaseException | None = None
 

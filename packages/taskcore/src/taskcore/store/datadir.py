@@ -50,7 +50,7 @@ JOURNAL_NAME = "journal.sqlite"
 """The journal's file name inside the data directory."""
 
 _SIDE_FILES = ("-wal", "-shm", "-journal")
-_ADMIN_TOKEN = "admin.token"  # taskcore.auth.FIRST_ADMIN_TOKEN_FILENAME (a test keeps them equal)
+_ADMIN_TOKEN = "admin.token"  # noqa: S105 - a file name. taskcore.auth.FIRST_ADMIN_TOKEN_FILENAME (a test keeps them equal)
 
 
 def prior_state(data_dir: Path) -> tuple[str, ...]:

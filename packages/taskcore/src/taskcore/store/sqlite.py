@@ -35,6 +35,7 @@ Guarantees (tested in ``tests/store/test_sqlite.py``):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -329,10 +330,8 @@ class SqliteDatabase:
         back as soon as there is room to copy. Failing here changes nothing; the next write
         that meets a full disk tries again.
         """
-        try:
+        with contextlib.suppress(apsw.Error):
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-        except apsw.Error:
-            pass
 
     def _typed(self, conn: apsw.Connection, exc: apsw.Error) -> TaskError | None:
         err = storage_error(exc, self.path)

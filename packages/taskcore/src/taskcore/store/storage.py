@@ -179,8 +179,10 @@ class SqliteTransaction:
 class SqliteStorage:
     """The embedded default: ``DATA_DIR/journal.sqlite``."""
 
-    def __init__(self, db: SqliteDatabase) -> None:
+    def __init__(self, db: SqliteDatabase, *, set_aside: tuple[Path, ...] = ()) -> None:
         self.db = db
+        self.set_aside = set_aside
+        """Files of an earlier journal moved aside when this one was initialised."""
 
     @property
     def path(self) -> Path:
@@ -233,9 +235,12 @@ def open_storage(
             # Concurrent first starts: one creates the journal while the others wait here,
             # then find it non-empty instead of mistaking its first moments for a loss.
             with _directory_lock(data_dir):
+                moved: tuple[Path, ...] = ()
                 if _fresh(data_dir / JOURNAL_FILENAME):
-                    check_new_journal(data_dir, init=init)
-                return _open_sqlite(data_dir, True, False, busy_timeout_ms)
+                    moved = check_new_journal(data_dir, init=init)
+                storage = _open_sqlite(data_dir, True, False, busy_timeout_ms)
+                storage.set_aside = moved
+                return storage
     return _open_sqlite(data_dir, create, readonly, busy_timeout_ms)
 
 
