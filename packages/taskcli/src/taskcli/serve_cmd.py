@@ -180,7 +180,11 @@ def serve_command(
     except TaskError as err:
         fail(err, False)
     for path in set_aside:
-        click.echo(f"agent-task: moved {path.name} aside (an earlier service's file)", err=True)
+        original = path.name.split(".orphaned-")[0]
+        click.echo(
+            f"agent-task: moved {original} aside as {path.name} (an earlier service's file)",
+            err=True,
+        )
     if written is not None:
         click.echo(
             f"agent-task: wrote the first admin token to {written} (mode 0600); "

@@ -65,6 +65,7 @@ __all__ = [
     "HTTP_HEALTH_RESERVED_CONNECTIONS",
     "HTTP_KEEPALIVE_TIMEOUT_SECONDS",
     "ID_MAX_CHARS",
+    "JOURNAL_LOW_SPACE_BYTES",
     "JOURNAL_SIZE_LIMIT_BYTES",
     "JSON_MAX_DEPTH",
     "LEASE_DEFAULT_MS",
@@ -327,3 +328,6 @@ RETRY_AFTER_OVERLOADED_SECONDS: Final = 1
 # -- storage ----------------------------------------------------------------------------------
 JOURNAL_SIZE_LIMIT_BYTES: Final = 64 * 1024 * 1024
 """SQLite ``journal_size_limit``: the WAL is truncated to this after a checkpoint, bytes (ours)."""
+JOURNAL_LOW_SPACE_BYTES: Final = 64 * 1024 * 1024
+"""Below this much free space on the journal's file system the WAL is checkpointed after
+every commit, so it never holds more than the space can absorb, bytes (ours)."""

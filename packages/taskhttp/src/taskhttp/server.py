@@ -56,6 +56,16 @@ class _Server(uvicorn.Server):
     clean stop, and a clean stop is a success.
     """
 
+    on_started: Callable[[], None] | None = None
+    """Called once uvicorn listens with its signal handlers installed (then SIGTERM is a
+    graceful stop, not the default kill)."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """Start, then report readiness."""
+        await super().startup(sockets=sockets)
+        if self.started and self.on_started is not None:
+            self.on_started()
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         """Begin the graceful stop; a second Ctrl-C forces it."""
         if self.should_exit and sig == signal.SIGINT:
@@ -96,7 +106,7 @@ def serve(
     log_level: str = "warning",
     limits: TransportLimits | None = None,
 ) -> None:
-    """Serve ``app`` until SIGTERM/SIGINT; ``on_ready`` gets the URL once the socket listens.
+    """Serve ``app`` until SIGTERM/SIGINT; ``on_ready`` gets the URL once it is serving.
 
     ``limits`` are the transport's (see :mod:`taskhttp.limits`); pass the same to
     :func:`taskhttp.create_app`.
@@ -105,7 +115,8 @@ def serve(
     try:
         server = _Server(_config(app, log_level, limits))
         if on_ready is not None:
-            on_ready(address_of(sock))
+            url = address_of(sock)
+            server.on_started = lambda: on_ready(url)
         server.run(sockets=[sock])
     finally:
         sock.close()

@@ -16,10 +16,13 @@ Guarantees (tested in ``tests/store/test_sqlite.py``):
 * the first writable open in a process runs ``PRAGMA quick_check`` and refuses a damaged file;
 * a file whose recorded schema is newer than this code is refused, never downgraded;
 * a full file system is ``STORAGE_FULL`` (with a retry time), never a traceback: the failed
-  transaction is rolled back, the WAL is checkpointed and truncated on that pressure (and
-  kept below ``journal_size_limit`` after every checkpoint), so the journal recovers by itself
-  once space is freed; an error opening the file names its real cause (full, unreadable,
-  damaged) instead of calling every failure a damaged database.
+  transaction is rolled back and the WAL is checkpointed and truncated on that pressure; while
+  the file system is low on space (``JOURNAL_LOW_SPACE_BYTES``) every commit checkpoints, so
+  the WAL never grows past what the database can absorb (SQLite would wait for 1000 pages,
+  about 4 MiB, which a small volume never has), and after a checkpoint the WAL is kept below
+  ``journal_size_limit``. So the journal recovers by itself once space is freed. An error
+  opening the file names its real cause (full, unreadable, damaged) instead of calling every
+  failure a damaged database.
 
 >>> import tempfile, pathlib
 >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -47,7 +50,11 @@ import apsw
 import attrs
 
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import JOURNAL_SIZE_LIMIT_BYTES, RETRY_AFTER_STORAGE_FULL_SECONDS
+from taskcore.limits import (
+    JOURNAL_LOW_SPACE_BYTES,
+    JOURNAL_SIZE_LIMIT_BYTES,
+    RETRY_AFTER_STORAGE_FULL_SECONDS,
+)
 
 __all__ = [
     "Component",
@@ -62,6 +69,10 @@ __all__ = [
 # Below this many free bytes an I/O error is reported as a full file system (ours: the
 # largest SQLite page plus the shared-memory index's first block).
 _NEARLY_FULL_BYTES = 128 * 1024
+# SQLite's own auto-checkpoint threshold (the WAL hook below replaces it), and the WAL size
+# from which a commit checks the free space (pages).
+_AUTOCHECKPOINT_PAGES = 1000
+_PRESSURE_PAGES = 16
 
 _CHECKED_PATHS: set[str] = set()
 _CHECKED_LOCK = threading.Lock()
@@ -93,7 +104,7 @@ def _full(path: Path) -> TaskError:
     return TaskError(
         ErrorCode.STORAGE_FULL,
         f"the file system holding the journal is full{shown}; nothing was written. Free space "
-        "on it (the service recovers by itself) and retry",
+        "on it and retry (a running service recovers by itself)",
         retry_after=RETRY_AFTER_STORAGE_FULL_SECONDS,
     )
 
@@ -220,6 +231,7 @@ class SqliteDatabase:
                 conn.execute("PRAGMA synchronous=FULL")
                 # A checkpointed WAL is truncated to this size instead of keeping its peak.
                 conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT_BYTES}")
+                conn.set_wal_hook(self._wal_hook)
             conn.execute("PRAGMA foreign_keys=ON")
         except apsw.Error as exc:
             conn.close()
@@ -311,6 +323,17 @@ class SqliteDatabase:
                 )
 
     # -- transactions ---------------------------------------------------------------------
+    def _wal_hook(self, conn: apsw.Connection, name: str, pages: int) -> int:
+        """After each commit: checkpoint at 1000 pages, or at once when space runs low."""
+        if pages >= _AUTOCHECKPOINT_PAGES or (
+            pages >= _PRESSURE_PAGES
+            and (free := free_bytes(self.path)) is not None
+            and free < JOURNAL_LOW_SPACE_BYTES
+        ):
+            with contextlib.suppress(apsw.Error):
+                conn.wal_checkpoint(name, apsw.SQLITE_CHECKPOINT_PASSIVE)
+        return int(apsw.SQLITE_OK)
+
     @staticmethod
     def _rollback(conn: apsw.Connection) -> None:
         # The last-resort path: a rollback that fails (the file vanished, the disk is gone)
