@@ -48,7 +48,7 @@ class Served:
             stderr=subprocess.PIPE,
             text=True,
             env={**os.environ, **(env or {})},
-            preexec_fn=_limit_descriptors(descriptors) if descriptors else None,  # noqa: PLW1509
+            preexec_fn=_limit_descriptors(descriptors) if descriptors else None,
         )
         self.lines: list[str] = []
         self.url = ""

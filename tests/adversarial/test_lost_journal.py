@@ -49,14 +49,25 @@ def test_a_deleted_journal_is_refused_and_nothing_is_created(tmp_path):
     (data / JOURNAL_NAME).unlink()
     log = _refused(data)
     assert "JOURNAL_MISSING" in log
-    assert "admin.token" in log and "missing" in log
+    assert "admin.token" in log
+    assert "missing" in log
     assert "restore journal.sqlite" in log.lower()
     assert "--init" in log
     assert not (data / JOURNAL_NAME).exists()
     # The operator commands that would create a journal refuse too.
     done = subprocess.run(
-        [AGENT_TASK, "admin", "token", "create", "--data-dir", str(data), "--workspace", "w"]
-        + ["--tier", "agent"],
+        [
+            AGENT_TASK,
+            "admin",
+            "token",
+            "create",
+            "--data-dir",
+            str(data),
+            "--workspace",
+            "w",
+            "--tier",
+            "agent",
+        ],
         capture_output=True,
         text=True,
     )
@@ -70,7 +81,8 @@ def test_a_zero_length_journal_is_refused_and_left_as_it_is(tmp_path):
     with open(data / JOURNAL_NAME, "w"):
         pass
     log = _refused(data)
-    assert "JOURNAL_MISSING" in log and "empty" in log
+    assert "JOURNAL_MISSING" in log
+    assert "empty" in log
     assert (data / JOURNAL_NAME).stat().st_size == 0
 
 
@@ -115,7 +127,8 @@ def test_init_starts_a_new_service_and_moves_the_old_files_aside(tmp_path):
         assert new_token != old_token
         assert served.post("/v/agenttask.list", {}, old_token).status_code == 401
         r = served.post("/v/agenttask.list", {}, new_token)
-        assert r.status_code == 200 and r.json()["tasks"] == []
+        assert r.status_code == 200
+        assert r.json()["tasks"] == []
     finally:
         assert served.stop() == 0
     # Started again without --init, the new journal is simply used.
