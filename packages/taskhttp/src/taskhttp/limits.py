@@ -245,8 +245,8 @@ def guarded_protocol(limits: TransportLimits, *, health_path: str) -> type[H11Pr
             self._deadline: asyncio.TimerHandle | None = None
             self._phase = "headers"
             now = self.loop.time()
-            if len(guard.active) >= guard.cap:
-                guard.evict_slowest(now)
+            while len(guard.active) >= guard.cap and guard.evict_slowest(now):
+                pass  # room for a full slot, taken from connections stuck in their headers
             if len(guard.active) >= guard.cap + guard.limits.health_reserve:
                 self.transport.abort()
                 return

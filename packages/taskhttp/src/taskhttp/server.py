@@ -31,6 +31,18 @@ __all__ = ["GRACEFUL_SHUTDOWN_SECONDS", "BackgroundServer", "address_of", "bind"
 GRACEFUL_SHUTDOWN_SECONDS = 30
 """How long a stopping server waits for in-flight requests before closing them (ours)."""
 
+LISTEN_BACKLOG = 2048
+"""Connections the kernel queues for accepting (ours)."""
+
+ACCEPT_BATCH = 16
+"""Connections the event loop accepts in one go before their protocols run (ours).
+
+asyncio uses the server's backlog for both the ``listen()`` queue and this batch; every
+connection of a batch holds a descriptor before the connection cap can turn it away, so a
+batch of 2048 could exhaust the descriptors the cap keeps room for. The kernel queue is set
+back to :data:`LISTEN_BACKLOG` once the server listens.
+"""
+
 
 def bind(host: str, port: int) -> socket.socket:
     """Return a listening TCP socket on ``host:port`` (``port=0``: any free port)."""
@@ -41,7 +53,7 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)
-        sock.listen(2048)
+        sock.listen(LISTEN_BACKLOG)
     except OSError:
         sock.close()
         raise
@@ -63,6 +75,8 @@ class _Server(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         """Start, then report readiness."""
         await super().startup(sockets=sockets)
+        for sock in sockets or ():
+            sock.listen(LISTEN_BACKLOG)  # asyncio listened with the accept batch
         if self.started and self.on_started is not None:
             self.on_started()
 
@@ -86,6 +100,7 @@ def _config(app: ASGIApp, log_level: str, limits: TransportLimits | None) -> uvi
         server_header=False,
         proxy_headers=False,
         timeout_keep_alive=max(1, round(transport.keepalive_timeout)),
+        backlog=ACCEPT_BATCH,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
 
