@@ -120,7 +120,7 @@ class TransportLimits:
         limit = descriptor_limit() if descriptors is None else descriptors
         if limit is None:
             return self.max_connections
-        return max(_MIN_CONNECTIONS, min(self.max_connections, limit - HTTP_FD_HEADROOM))
+        return min(self.max_connections, max(_MIN_CONNECTIONS, limit - HTTP_FD_HEADROOM))
 
 
 def overloaded(what: str) -> TaskError:
