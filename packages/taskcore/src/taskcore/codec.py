@@ -189,6 +189,48 @@ def validate_tree(value: Any, *, max_depth: int = JSON_MAX_DEPTH) -> None:
     Traceback (most recent call last):
     taskcore.errors.TaskError: a number is not finite (NaN, Infinity or beyond 1.8e308); send a finite number at $.a[1]
     """
+    if _clean(value, max_depth):
+        return
+    _report(value, max_depth)
+    raise TaskError(ErrorCode.BAD_INPUT, "the document holds a value JSON cannot carry")
+
+
+def _clean(value: Any, max_depth: int) -> bool:
+    """The fast pass: whether the tree is acceptable (no paths are built)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        kind = type(node)
+        if kind is str:
+            if _SURROGATE.search(node):
+                return False
+        elif kind is float:
+            if not math.isfinite(node):
+                return False
+        elif kind is dict:
+            if level > max_depth:
+                return False
+            for key, child in node.items():
+                if type(key) is not str or _SURROGATE.search(key):
+                    return False
+                if type(child) in _CONTAINERS or type(child) is str or type(child) is float:
+                    stack.append((child, level + 1))
+                elif not (child is None or type(child) is int or type(child) is bool):
+                    return False
+        elif kind is list or kind is tuple:
+            if level > max_depth:
+                return False
+            stack.extend((child, level + 1) for child in node)
+        elif not (kind is int or kind is bool or node is None):
+            return False
+    return True
+
+
+_CONTAINERS = (dict, list, tuple)
+
+
+def _report(value: Any, max_depth: int) -> None:
+    """The slow pass, only for a tree the fast pass refused: raise with the value's path."""
     stack: list[tuple[Any, int, Crumb]] = [(value, 1, None)]
     while stack:
         node, level, crumb = stack.pop()
