@@ -20,6 +20,7 @@ import click
 from taskcore import ErrorCode, Service, TaskError
 from taskcore.auth import TokenAdmin
 from taskcore.limits import (
+    COLLECTOR_ENVELOPE_MAX_BYTES,
     HTTP_BODY_BYTES_IN_FLIGHT_MAX,
     HTTP_BODY_TIMEOUT_SECONDS,
     HTTP_CONNECTIONS_MAX,
@@ -78,7 +79,7 @@ _SECONDS = click.FloatRange(min=0.1)
 )
 @click.option(
     "--keepalive-timeout",
-    type=_SECONDS,
+    type=click.IntRange(min=1),
     default=HTTP_KEEPALIVE_TIMEOUT_SECONDS,
     show_default=True,
     help="Seconds an idle kept-alive connection stays open.",
@@ -93,7 +94,7 @@ _SECONDS = click.FloatRange(min=0.1)
 )
 @click.option(
     "--max-body-bytes",
-    type=click.IntRange(min=16 * 1024 * 1024),
+    type=click.IntRange(min=COLLECTOR_ENVELOPE_MAX_BYTES),
     default=HTTP_BODY_BYTES_IN_FLIGHT_MAX,
     show_default=True,
     help="Request body bytes all requests may hold at once (503 OVERLOADED beyond).",
@@ -142,7 +143,7 @@ def serve_command(
     init: bool,
     header_timeout: float,
     body_timeout: float,
-    keepalive_timeout: float,
+    keepalive_timeout: int,
     max_connections: int,
     max_body_bytes: int,
     token_rate: float,
