@@ -1,11 +1,14 @@
 import enum
+import json
+import math
+import re
 import typing
 
 import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from taskcore.codec import Codec, dumps, parse_json, wire_field
+from taskcore.codec import Codec, dumps, parse_json, validate_tree, wire_field
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import JSON_MAX_DEPTH
 
@@ -157,7 +160,8 @@ def test_top_level_must_be_an_object():
 def test_lone_surrogate_string_is_refused():
     with pytest.raises(TaskError) as info:
         Codec().decode(Doc, b'{"version":1,"taskId":"\\ud800","criteria":[],"provenance":null}')
-    assert info.value.code is ErrorCode.INVALID_VALUE
+    assert info.value.code is ErrorCode.BAD_INPUT
+    assert info.value.path == "$.taskId"
 
 
 @pytest.mark.parametrize(
@@ -165,8 +169,6 @@ def test_lone_surrogate_string_is_refused():
     [
         (b"{", ErrorCode.MALFORMED_JSON),
         (b'{"a":1,"a":2}', ErrorCode.MALFORMED_JSON),
-        (b'{"a":NaN}', ErrorCode.MALFORMED_JSON),
-        (b'{"a":Infinity}', ErrorCode.MALFORMED_JSON),
         (b"\xef\xbb\xbf{}", ErrorCode.MALFORMED_JSON),
         (b'{"a":"\xff"}', ErrorCode.MALFORMED_JSON),
         (b"[" * (JSON_MAX_DEPTH + 1) + b"]" * (JSON_MAX_DEPTH + 1), ErrorCode.OUT_OF_BOUNDS),
@@ -303,3 +305,128 @@ def test_an_omit_none_field_is_optional_on_the_wire_and_left_out_while_none():
     assert codec.decode(_Later, b'{"a":1,"added":null}') == _Later(a=1)
     with pytest.raises(TypeError):
         wire_field(default=0, omit_none=True)
+
+
+# -- numbers and strings JSON text cannot carry: every door refuses them with BAD_INPUT and a path
+
+
+@pytest.mark.parametrize(
+    ("raw", "path"),
+    [
+        (b'{"a":NaN}', "$.a"),
+        (b'{"a":Infinity}', "$.a"),
+        (b'{"a":[1,-Infinity]}', "$.a[1]"),
+        (b'{"a":{"b":1e400}}', "$.a.b"),
+        (b'{"a":-1e999}', "$.a"),
+        (b'{"payload":{"note":"\\ud800"}}', "$.payload.note"),
+        (b'{"a":["ok","\\udfff tail"]}', "$.a[1]"),
+        (b'{"a":{"\\ud800":1}}', "$.a"),
+        (b'{"a b":{"c":NaN}}', '$["a b"].c'),
+    ],
+)
+def test_non_finite_numbers_and_lone_surrogates_are_bad_input_with_a_path(raw, path):
+    with pytest.raises(TaskError) as info:
+        parse_json(raw)
+    assert (info.value.code, info.value.path) == (ErrorCode.BAD_INPUT, path)
+
+
+def test_an_escaped_surrogate_pair_is_one_valid_character():
+    assert parse_json(b'{"a":"\\ud83d\\ude00"}') == {"a": "\U0001f600"}
+
+
+@pytest.mark.parametrize(
+    ("tree", "code", "path"),
+    [
+        ({"state": {"x": math.nan}}, ErrorCode.BAD_INPUT, "$.state.x"),
+        ({"state": [math.inf]}, ErrorCode.BAD_INPUT, "$.state[0]"),
+        ({"s": "\ud800"}, ErrorCode.BAD_INPUT, "$.s"),
+        ({"s": {1: "x"}}, ErrorCode.BAD_INPUT, "$.s"),
+        ({"s": b"bytes"}, ErrorCode.BAD_INPUT, "$.s"),
+        ({"s": {"a", "b"}}, ErrorCode.BAD_INPUT, "$.s"),
+    ],
+)
+def test_a_tree_that_arrives_as_a_dict_gets_the_same_check(tree, code, path):
+    # MCP tool arguments and in-process calls never pass through parse_json.
+    with pytest.raises(TaskError) as info:
+        validate_tree(tree)
+    assert (info.value.code, info.value.path) == (code, path)
+    with pytest.raises(TaskError) as info:
+        Codec().decode(Doc, {**GOOD, "extra": tree})
+    assert info.value.code is code
+    assert info.value.path == "$.extra" + path[1:]
+
+
+def test_depth_of_a_dict_tree_is_bounded_too():
+    deep: object = 1
+    for _ in range(JSON_MAX_DEPTH + 1):
+        deep = [deep]
+    with pytest.raises(TaskError) as info:
+        validate_tree({"a": deep})
+    assert info.value.code is ErrorCode.OUT_OF_BOUNDS
+
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_BAD_LEAVES = {
+    "nan": ("NaN", math.nan),
+    "inf": ("Infinity", math.inf),
+    "-inf": ("-Infinity", -math.inf),
+    "1e400": ("1e400", math.inf),
+    "-1e999": ("-1e999", -math.inf),
+    "surrogate": ('"\\ud800"', "\ud800"),
+}
+_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.text(max_size=5)
+    | st.floats(allow_nan=False, allow_infinity=False)
+)
+_steps = st.lists(
+    st.one_of(
+        st.tuples(st.just("key"), st.text(max_size=6)),
+        st.tuples(st.just("index"), st.integers(0, 3)),
+    ),
+    max_size=6,
+)
+
+
+@given(
+    steps=_steps,
+    leaf=st.sampled_from(sorted(_BAD_LEAVES)),
+    filler=st.lists(_scalars, min_size=3, max_size=3),
+)
+def test_a_bad_leaf_anywhere_is_refused_with_its_path_as_text_and_as_a_tree(steps, leaf, filler):
+    marker = "@@LEAF@@"
+    text_value: object = marker
+    tree_value: object = _BAD_LEAVES[leaf][1]
+    path = ""
+    for kind, step in reversed(steps):
+        if kind == "key":
+            text_value, tree_value = {step: text_value}, {step: tree_value}
+            shown = f".{step}" if _IDENT.fullmatch(step) else f"[{json.dumps(step)}]"
+        else:
+            text_value = [*filler[:step], text_value]
+            tree_value = [*filler[:step], tree_value]
+            shown = f"[{min(step, len(filler))}]"
+        path = shown + path
+    document = {"wrapped": text_value}
+    raw = json.dumps(document).replace(f'"{marker}"', _BAD_LEAVES[leaf][0]).encode()
+    expected = "$.wrapped" + path
+    with pytest.raises(TaskError) as info:
+        parse_json(raw)
+    assert (info.value.code, info.value.path) == (ErrorCode.BAD_INPUT, expected)
+    with pytest.raises(TaskError) as info:
+        validate_tree({"wrapped": tree_value})
+    assert (info.value.code, info.value.path) == (ErrorCode.BAD_INPUT, expected)
+
+
+@given(
+    st.recursive(
+        _scalars,
+        lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=6), c, max_size=4),
+        max_leaves=20,
+    )
+)
+def test_any_finite_tree_of_valid_unicode_passes_and_round_trips(tree):
+    validate_tree(tree)
+    assert parse_json(dumps({"t": tree})) == {"t": tree}

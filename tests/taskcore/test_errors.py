@@ -35,3 +35,21 @@ def test_json_body_is_error_and_code():
 def test_from_wire_round_trips():
     for code in ErrorCode:
         assert ErrorCode.from_wire(code.value) is code
+
+
+def test_load_and_storage_refusals_say_when_to_retry():
+    for code in (ErrorCode.STORAGE_FULL, ErrorCode.OVERLOADED, ErrorCode.JOURNAL_MISSING):
+        assert code.kind.http_status == 503
+    assert ErrorCode.RATE_LIMITED.kind.http_status == 429
+    err = TaskError(ErrorCode.STORAGE_FULL, "full", retry_after=30)
+    assert err.transport_headers() == {"Retry-After": "30"}
+    assert err.to_json()["details"] == {"retry_after_seconds": 30}
+    assert err.at("$.a").retry_after == 30
+
+
+def test_a_401_asks_for_a_bearer_token_and_others_add_nothing():
+    assert TaskError(ErrorCode.UNAUTHENTICATED, "who").transport_headers() == {
+        "WWW-Authenticate": "Bearer"
+    }
+    assert TaskError(ErrorCode.NOT_FOUND, "no").transport_headers() == {}
+    assert TaskError(ErrorCode.BUSY, "busy", retry_after=0).retry_after == 1  # never 0

@@ -394,3 +394,121 @@ def test_unknown_operation_hints_name_the_listing_of_the_door(service):
     assert "agent-task call --list" in errors[Door.HTTP].message
     assert "agent-task call --list" in errors[Door.CLI].message
     assert all(e.code is ErrorCode.UNKNOWN_OPERATION for e in errors.values())
+
+
+# -- admission, rate limits and aggregated refusals (issue 10) -------------------------------
+
+
+def _limited(tmp_path, **limits):
+    from taskcore.ratelimit import RateLimits
+
+    return Service.open(
+        tmp_path / "limited",
+        clock=FakeClock(),
+        registry=_registry(),
+        rate_limits=RateLimits(**limits),
+    )
+
+
+def test_admit_authenticates_and_checks_the_operation_before_any_body(service):
+    issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
+    actor = service.admit(issued.token, "demo.note")
+    assert actor.workspace == "w1"
+    assert _code(service.admit, issued.token, "demo.admin") is ErrorCode.FORBIDDEN
+    assert _code(service.admit, issued.token, "nope") is ErrorCode.UNKNOWN_OPERATION
+    assert _code(service.admit, None, "demo.note") is ErrorCode.UNAUTHENTICATED
+    assert service.admit(issued.token).token_id == issued.record.token_id  # no operation yet
+    # Refusals are audited once each; admitting is not a call (the call that follows is).
+    assert service.audit_count() == 3
+
+
+def test_anonymous_refusals_are_counted_in_memory_and_written_in_one_row(service):
+    for _ in range(50):
+        _code(service.call, None, "demo.note", b"{}")
+    with service.storage.read() as tx:
+        assert tx.audit.recent(workspace="", limit=100) == ()  # nothing durable per call
+    assert service.audit_count(workspace="") == 50  # counting flushes first
+    with service.storage.read() as tx:
+        (event,) = tx.audit.recent(workspace="", limit=100)
+    assert (event.actor, event.outcome, event.calls) == ("anonymous", "UNAUTHENTICATED", 50)
+
+
+def test_close_writes_what_is_still_counted(tmp_path):
+    svc = Service.open(tmp_path, registry=_registry())
+    svc.refuse("atk_bad", "demo.note", TaskError(ErrorCode.PAYLOAD_TOO_LARGE, "big"))
+    svc.close()
+    again = Service.open(tmp_path, registry=_registry())
+    assert again.audit_count(workspace="") == 1
+    again.close()
+
+
+def test_failed_authentications_from_one_address_turn_into_rate_limited(tmp_path):
+    svc = _limited(tmp_path, address_refusals_per_second=1.0, address_refusals_burst=3)
+    try:
+        codes = [_code(svc.admit, "atk_bad", None, client="10.0.0.1") for _ in range(5)]
+        assert codes == [ErrorCode.UNAUTHENTICATED] * 3 + [ErrorCode.RATE_LIMITED] * 2
+        with pytest.raises(TaskError) as err:
+            svc.admit(None, None, client="10.0.0.1")
+        assert err.value.retry_after == 1
+        assert err.value.transport_headers() == {"Retry-After": "1"}
+        # Another address is untouched; a valid token from the limited one still gets in.
+        assert _code(svc.admit, None, None, client="10.0.0.2") is ErrorCode.UNAUTHENTICATED
+        issued = issue_token(svc.storage, svc.clock, workspace="w1", tier=Tier.AGENT)
+        assert svc.admit(issued.token, "demo.note", client="10.0.0.1").workspace == "w1"
+        assert svc.audit_count(workspace="") == 7
+    finally:
+        svc.close()
+
+
+def test_calls_per_token_are_limited_and_refill(tmp_path):
+    svc = _limited(tmp_path, token_calls_per_second=2.0, token_calls_burst=2)
+    try:
+        issued = issue_token(svc.storage, svc.clock, workspace="w1", tier=Tier.AGENT)
+        svc.admit(issued.token, "demo.note")
+        svc.admit(issued.token, "demo.note")
+        with pytest.raises(TaskError) as err:
+            svc.admit(issued.token, "demo.note")
+        assert err.value.code is ErrorCode.RATE_LIMITED
+        assert err.value.to_json()["details"] == {"retry_after_seconds": 1}
+        svc.clock.advance(500)
+        svc.admit(issued.token, "demo.note")
+        assert svc.audit_count(workspace="w1", operation="demo.note") == 1  # the refusal
+    finally:
+        svc.close()
+
+
+def _big(ctx: CallContext, req: TextIn) -> dict:
+    ctx.transaction().audit.append(
+        AuditEvent(
+            at_ms=ctx.now_ms,
+            actor="big",
+            workspace=ctx.actor.workspace,
+            operation="big",
+            input_digest="0" * 64,
+            outcome="x" * 200_000,
+        )
+    )
+    return {}
+
+
+def test_a_full_journal_is_storage_full_never_internal_and_the_refusal_is_kept(tmp_path):
+    reg = _registry()
+    reg.register(_op("demo.big", _big, risk=RiskClass.WRITE))
+    svc = Service.open(tmp_path, registry=reg)
+    try:
+        with svc.write() as tx:
+            pages = tx.conn.execute("PRAGMA page_count").fetchone()[0]
+            # This thread's connection may not grow the file: every growth is SQLITE_FULL.
+            tx.conn.execute(f"PRAGMA max_page_count = {pages}")
+        for _ in range(3):
+            with pytest.raises(TaskError) as err:
+                svc.dispatch(AGENT, "demo.big", b'{"text": "x"}')
+            assert err.value.code is ErrorCode.STORAGE_FULL
+            assert err.value.retry_after is not None
+        with svc.write() as tx:
+            tx.conn.execute(f"PRAGMA max_page_count = {pages * 1000}")
+        svc.dispatch(AGENT, "demo.big", b'{"text": "x"}')
+        # Each refused call is accounted for, even those whose own audit row had no room.
+        assert svc.audit_count(operation="demo.big") == 4
+    finally:
+        svc.close()

@@ -80,3 +80,36 @@ def test_non_numeric_content_length_is_bad_input():
     with pytest.raises(TaskError) as info:
         _read(_request({"content-length": "ten"}), 10)
     assert info.value.code is ErrorCode.BAD_INPUT
+
+
+def test_a_declared_length_is_reserved_before_a_byte_is_read():
+    from taskhttp.limits import BodyBudget, Reservation
+
+    budget = BodyBudget(10)
+    other = Reservation(budget)
+    other.need(5)
+    reads = []
+    request = _request({"content-length": "8"}, [b"12345678"])
+    original = request._receive
+
+    async def counting():
+        reads.append(1)
+        return await original()
+
+    request._receive = counting
+    with pytest.raises(TaskError) as err:
+        anyio.run(read_body, request, 100, Reservation(budget))
+    assert err.value.code is ErrorCode.OVERLOADED
+    assert reads == []  # refused before reading
+
+
+def test_a_streamed_body_is_reserved_as_it_arrives():
+    from taskhttp.limits import BodyBudget, Reservation
+
+    budget = BodyBudget(10)
+    held = Reservation(budget)
+    assert anyio.run(read_body, _request({}, [b"1234", b"5678"]), 100, held) == b"12345678"
+    assert budget.used == 8
+    with pytest.raises(TaskError) as err:
+        anyio.run(read_body, _request({}, [b"123", b"456"]), 100, Reservation(budget))
+    assert err.value.code is ErrorCode.OVERLOADED

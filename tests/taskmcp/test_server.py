@@ -102,3 +102,25 @@ def test_workspace_tools_without_a_route_are_refused(service):
     result = _run(service, Family.WORKSPACE, None, script)
     assert result.is_error
     assert json.loads(result.content[0].text)["code"] == "BAD_INPUT"
+
+
+@pytest.mark.parametrize("bad", ["\ud800", "a\udfff"])
+def test_tool_arguments_that_arrive_as_a_dict_get_the_strict_check(tmp_path, bad):
+    # In memory the SDK hands the arguments over already parsed; the front door still refuses
+    # what JSON text could not carry, with the path, before any handler runs. (The SDK's
+    # client turns NaN into null on its way; tests/adversarial/test_invalid_numbers.py sends
+    # NaN to `agent-task mcp --stdio`, whose arguments also arrive as a dict.)
+    service = Service.open(tmp_path / "real")
+    try:
+        arguments = {"taskId": "at_x", "phaseKey": "p", "state": {"x": [bad]}, "outputs": []}
+
+        async def script(client):
+            return await client.call_tool("agenttask.checkpoint.write", arguments)
+
+        result = _run(service, Family.QUEUE, None, script)
+        assert result.is_error
+        body = json.loads(result.content[0].text)
+        assert (body["code"], body["path"]) == ("BAD_INPUT", "$.state.x[0]")
+        assert service.audit_count(operation="agenttask.checkpoint.write") == 1
+    finally:
+        service.close()

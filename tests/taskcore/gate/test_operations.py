@@ -10,7 +10,7 @@ from taskcore.actors import Actor, RiskClass, Tier
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.gate.config import GateConfig
 from taskcore.gate.operations import SESSION_GATE
-from taskcore.service import Service, Surface, TxMode
+from taskcore.service import Door, Service, Surface, TxMode
 
 
 @pytest.fixture
@@ -77,3 +77,40 @@ def test_strict_input(service: Service) -> None:
     with pytest.raises(TaskError) as err:
         service.dispatch(ACTOR, SESSION_GATE, {"session_id": "a b; rm -rf"})
     assert err.value.code is ErrorCode.INVALID_VALUE
+
+
+def _service_with(tmp_path: Path, allowed: frozenset[str] | None) -> Service:
+    return Service.open(tmp_path / "scoped", session_gate_workspaces=allowed)
+
+
+@pytest.mark.parametrize("door", [Door.HTTP, Door.MCP])
+def test_network_doors_are_refused_unless_the_workspace_is_named(
+    tmp_path: Path, roots: GateConfig, monkeypatch: pytest.MonkeyPatch, door: Door
+) -> None:
+    monkeypatch.setenv("AGENT_TASK_GATE_INDEX", str(roots.index_path))
+    monkeypatch.setenv("AGENT_TASK_CODEX_SESSIONS_DIR", str(roots.codex_root))
+    monkeypatch.setenv("AGENT_TASK_CLAUDE_PROJECTS_DIR", str(roots.claude_root))
+    raw = {"transcript_path": str(next(roots.codex_root.rglob("*0004*.jsonl")))}
+    other = Actor(token_id="t2", workspace="w2", tier=Tier.AGENT, autonomy=0)
+    default = Service.open(tmp_path / "default")  # the default: no workspace
+    try:
+        with pytest.raises(TaskError) as err:
+            default.dispatch(ACTOR, SESSION_GATE, raw, door=door)
+        assert err.value.code is ErrorCode.FORBIDDEN
+        assert default.dispatch(ACTOR, SESSION_GATE, raw).json()["rung"] == 5  # in process
+        assert default.dispatch(ACTOR, SESSION_GATE, raw, door=Door.CLI).json()["rung"] == 5
+    finally:
+        default.close()
+    named = _service_with(tmp_path, frozenset({"w1"}))
+    try:
+        assert named.dispatch(ACTOR, SESSION_GATE, raw, door=door).json()["rung"] == 5
+        with pytest.raises(TaskError) as err:
+            named.dispatch(other, SESSION_GATE, raw, door=door)
+        assert err.value.code is ErrorCode.FORBIDDEN
+    finally:
+        named.close()
+    local = _service_with(tmp_path / "local", None)  # agent-task mcp --stdio
+    try:
+        assert local.dispatch(other, SESSION_GATE, raw, door=door).json()["rung"] == 5
+    finally:
+        local.close()

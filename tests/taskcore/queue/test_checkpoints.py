@@ -109,8 +109,9 @@ def test_clear_is_for_the_creator_the_lease_holder_or_an_admin(door):
     assert door(ADMIN, "agenttask.checkpoint.clear", {"taskId": task_id})["cleared"] == 0
 
 
-def test_prune_sweeps_old_rows_of_every_workspace_and_keeps_new_ones(door, clock):
+def test_prune_sweeps_old_rows_of_the_callers_workspace_only_and_keeps_new_ones(door, clock):
     other_worker = Actor(token_id="ow", workspace="other", tier=Tier.AGENT, autonomy=1)
+    other_admin = Actor(token_id="oa", workspace="other", tier=Tier.ADMIN, autonomy=3)
     mine = door.claimed()["task"]["taskId"]
     theirs = door.create(OUTSIDER)["taskId"]
     door(other_worker, "agenttask.claim", {"taskId": theirs})
@@ -120,10 +121,12 @@ def test_prune_sweeps_old_rows_of_every_workspace_and_keeps_new_ones(door, clock
     door(WORKER, "agenttask.claim", {"taskId": mine})  # old lease long expired
     _write(door, WORKER, mine, "new")
     result = door(ADMIN, "agenttask.checkpoint.prune")
-    assert result["pruned"] == 2
+    assert result["pruned"] == 1  # this workspace's old row; the other workspace's stays
     assert result["cutoffMs"] == clock.now_ms() - 30 * DAY_MS
     assert _phases(door, mine) == 1
     assert door(ADMIN, "agenttask.checkpoint.prune", {"olderThanDays": 1})["pruned"] == 0
+    # The other workspace's admin prunes its own old row.
+    assert door(other_admin, "agenttask.checkpoint.prune")["pruned"] == 1
 
 
 def test_prune_is_admin_only_and_bounded(door):

@@ -2,9 +2,11 @@ import multiprocessing
 import os
 import stat
 
+import apsw
 import pytest
+import taskcore.store.sqlite as sqlite_module
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.store.sqlite import Component, Migration, SqliteDatabase
+from taskcore.store.sqlite import Component, Migration, SqliteDatabase, storage_error
 
 NOTES_V1 = Component("notes", (Migration(1, "CREATE TABLE note(id INTEGER PRIMARY KEY, b TEXT)"),))
 NOTES_V2 = Component(
@@ -134,4 +136,82 @@ def test_integer_above_signed_64_bit_is_out_of_bounds_and_rolls_back(tmp_path):
     assert info.value.code is ErrorCode.OUT_OF_BOUNDS
     with db.read() as conn:
         assert conn.execute("SELECT COUNT(*) FROM note").fetchone()[0] == 0
+    db.close()
+
+
+# -- a full file system (issue 10) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [
+        (apsw.FullError("database or disk is full"), ErrorCode.STORAGE_FULL),
+        (apsw.BusyError("database is locked"), ErrorCode.BUSY),
+        (apsw.IOError("disk I/O error"), ErrorCode.STORAGE_UNAVAILABLE),
+        (apsw.CantOpenError("unable to open"), ErrorCode.STORAGE_UNAVAILABLE),
+        (apsw.NotADBError("file is not a database"), ErrorCode.INTEGRITY_FAILURE),
+        (apsw.CorruptError("malformed"), ErrorCode.INTEGRITY_FAILURE),
+    ],
+)
+def test_storage_errors_name_their_real_cause(tmp_path, exc, code):
+    err = storage_error(exc, tmp_path / "x.sqlite")
+    assert err is not None
+    assert err.code is code
+    if code is ErrorCode.STORAGE_FULL:
+        assert err.retry_after is not None
+
+
+def test_an_io_error_on_a_nearly_full_file_system_is_storage_full(tmp_path, monkeypatch):
+    monkeypatch.setattr(sqlite_module, "free_bytes", lambda path: 4096)
+    err = storage_error(apsw.IOError("disk I/O error"), tmp_path / "x.sqlite")
+    assert err is not None
+    assert err.code is ErrorCode.STORAGE_FULL
+
+
+def test_a_misuse_is_not_a_storage_error(tmp_path):
+    assert storage_error(apsw.ConstraintError("UNIQUE"), tmp_path / "x.sqlite") is None
+
+
+def test_a_full_database_is_storage_full_and_rolls_back(tmp_path):
+    db = SqliteDatabase(tmp_path / "x.sqlite", (NOTES_V1,), create=True)
+    with db.write() as conn:
+        pages = conn.execute("PRAGMA page_count").fetchone()[0]
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+
+    def grow() -> None:
+        with db.write() as conn:
+            conn.execute("INSERT INTO note(b) VALUES ('kept?')")
+            conn.execute("INSERT INTO note(b) VALUES (?)", ("x" * 100_000,))
+
+    with pytest.raises(TaskError) as info:
+        grow()
+    assert info.value.code is ErrorCode.STORAGE_FULL
+    with db.read() as conn:
+        assert conn.execute("SELECT COUNT(*) FROM note").fetchone()[0] == 0
+    with db.write() as conn:
+        conn.execute(f"PRAGMA max_page_count = {pages * 100}")
+    grow()
+    db.close()
+
+
+def _wal_size(path) -> int:
+    wal = path.with_name(path.name + "-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+@pytest.mark.parametrize(("free", "grows"), [(1 << 40, True), (1 << 20, False)])
+def test_low_space_checkpoints_every_commit_so_the_wal_stays_small(
+    tmp_path, monkeypatch, free, grows
+):
+    monkeypatch.setattr(sqlite_module, "free_bytes", lambda path: free)
+    path = tmp_path / "x.sqlite"
+    db = SqliteDatabase(path, (NOTES_V1,), create=True)
+    for i in range(300):
+        with db.write() as conn:
+            conn.execute("INSERT INTO note(b) VALUES (?)", (f"{i}" * 500,))
+    with db.read() as conn:
+        size = conn.execute("PRAGMA journal_size_limit").fetchone()[0]
+    assert size > 0
+    # 300 commits of about a page each: ~1.2 MiB of WAL unless it is checkpointed as it goes.
+    assert (_wal_size(path) > 512 * 1024) is grows
     db.close()

@@ -251,7 +251,9 @@ def test_phase_indexes_prune_and_clear(storage):
         assert q.next_phase_index("w", "t") == 2
         assert q.latest_phase("w", "t").phase_index == 1
         assert q.latest_phase("other", "t") is None
-        assert q.prune_phases(before_ms=15) == 2  # both workspaces
+        assert q.prune_phases(before_ms=15, workspace="w") == 1  # this workspace's old row
+        assert q.latest_phase("other", "u") is not None  # another workspace's row is kept
+        assert q.prune_phases(before_ms=15, workspace=None) == 1  # the operator's sweep
         assert q.clear_phases("other", "t") == 0
         assert q.clear_phases("w", "t") == 1
 

@@ -67,7 +67,8 @@ def mcp_command(
     from taskmcp import Family, run_stdio
 
     try:
-        service = Service.open(resolve_data_dir(data_dir))
+        # The caller is the local user, who can read this host's transcripts anyway.
+        service = Service.open(resolve_data_dir(data_dir), session_gate_workspaces=None)
     except TaskError as err:
         fail(err, True)
     try:

@@ -2,12 +2,19 @@
 
 With no flags it works in a fresh place: it creates the data directory, and on the first
 start of a fresh journal writes an admin token to ``DATA_DIR/admin.token`` (mode 0600) and
-says where, once. Beside the HTTP server it runs the forge-status delivery worker
-(:mod:`taskcore.evidence.forge_delivery`), which is idle unless a profile publishes statuses. SIGTERM or Ctrl-C stops it gracefully: it stops accepting, lets in-flight
-requests finish, then closes the journal.
+says where, once. It never creates a journal over the remains of an earlier one (a missing
+or empty ``journal.sqlite`` beside its admin token, WAL or collector attempts): it says what
+is missing and how to restore it, and ``--init`` starts a new, empty service there on
+purpose. SIGTERM or Ctrl-C stops it gracefully: it stops accepting, lets in-flight requests
+finish, then closes the journal.
 
-It also serves the operator board at ``/board`` and ``/metrics``, logs one line per request
-(``--log-format text|json``) and runs the retention sweep on the schedule of
+The transport and rate limits have flags; their defaults are in :mod:`taskcore.limits` and
+``docs/adapters.md`` lists them.
+
+Beside the HTTP server it runs the forge-status delivery worker
+(:mod:`taskcore.evidence.forge_delivery`), which is idle unless a profile publishes
+statuses. It also serves the operator board at ``/board`` and ``/metrics``, logs one line
+per request (``--log-format text|json``) and runs the retention sweep on the schedule of
 ``DATA_DIR/retention.json`` (``interval_minutes``, default 360; 0 turns it off).
 """
 
@@ -21,11 +28,26 @@ import click
 from taskcore import ErrorCode, Service, TaskError
 from taskcore.auth import TokenAdmin
 from taskcore.evidence.forge_delivery import start_forge_delivery
+from taskcore.limits import (
+    COLLECTOR_ENVELOPE_MAX_BYTES,
+    HTTP_BODY_BYTES_IN_FLIGHT_MAX,
+    HTTP_BODY_TIMEOUT_SECONDS,
+    HTTP_CONNECTIONS_MAX,
+    HTTP_HEADER_TIMEOUT_SECONDS,
+    HTTP_KEEPALIVE_TIMEOUT_SECONDS,
+    RATE_ADDRESS_REFUSALS_BURST,
+    RATE_ADDRESS_REFUSALS_PER_SECOND,
+    RATE_TOKEN_CALLS_BURST,
+    RATE_TOKEN_CALLS_PER_SECOND,
+)
+from taskcore.ratelimit import RateLimits
 from taskcore.retention import RetentionSchedule, default_gate_index, load_retention_config
 
 from taskcli.common import data_dir_option, fail, resolve_data_dir
 
 __all__ = ["register"]
+
+_SECONDS = click.FloatRange(min=0.1)
 
 
 @click.command("serve")
@@ -57,6 +79,84 @@ __all__ = ["register"]
     is_flag=True,
     help="Mark board cookies Secure even over plain HTTP (behind a TLS-terminating proxy).",
 )
+@click.option(
+    "--init",
+    is_flag=True,
+    help="Start a new, empty service in a data directory that holds files of an earlier one "
+    "whose journal is gone (they are renamed aside with an .orphaned-<time> suffix).",
+)
+@click.option(
+    "--header-timeout",
+    type=_SECONDS,
+    default=HTTP_HEADER_TIMEOUT_SECONDS,
+    show_default=True,
+    help="Seconds a connection may take to send one request's headers.",
+)
+@click.option(
+    "--body-timeout",
+    type=_SECONDS,
+    default=HTTP_BODY_TIMEOUT_SECONDS,
+    show_default=True,
+    help="Seconds a request may take to send its body once its headers are in.",
+)
+@click.option(
+    "--keepalive-timeout",
+    type=click.IntRange(min=1),
+    default=HTTP_KEEPALIVE_TIMEOUT_SECONDS,
+    show_default=True,
+    help="Seconds an idle kept-alive connection stays open.",
+)
+@click.option(
+    "--max-connections",
+    type=click.IntRange(min=1),
+    default=HTTP_CONNECTIONS_MAX,
+    show_default=True,
+    help="Connections served at once (lowered to fit the descriptor limit; a few more may "
+    "ask for health only).",
+)
+@click.option(
+    "--max-body-bytes",
+    type=click.IntRange(min=COLLECTOR_ENVELOPE_MAX_BYTES),
+    default=HTTP_BODY_BYTES_IN_FLIGHT_MAX,
+    show_default=True,
+    help="Request body bytes all requests may hold at once (503 OVERLOADED beyond).",
+)
+@click.option(
+    "--token-rate",
+    type=click.FloatRange(min=0),
+    default=RATE_TOKEN_CALLS_PER_SECOND,
+    show_default=True,
+    help="Calls per second one token may make, sustained (0: no limit).",
+)
+@click.option(
+    "--token-burst",
+    type=click.IntRange(min=1),
+    default=RATE_TOKEN_CALLS_BURST,
+    show_default=True,
+    help="Calls one token may make at once.",
+)
+@click.option(
+    "--refusal-rate",
+    type=click.FloatRange(min=0),
+    default=RATE_ADDRESS_REFUSALS_PER_SECOND,
+    show_default=True,
+    help="Failed authentications per second one client address may cause (0: no limit).",
+)
+@click.option(
+    "--refusal-burst",
+    type=click.IntRange(min=1),
+    default=RATE_ADDRESS_REFUSALS_BURST,
+    show_default=True,
+    help="Failed authentications one client address may cause at once.",
+)
+@click.option(
+    "--session-gate-workspace",
+    "session_gate_workspaces",
+    multiple=True,
+    metavar="WORKSPACE",
+    help="Let tokens of WORKSPACE ask session_gate about this host's coding-agent sessions "
+    "over the network (a single-user host; off by default). Repeatable.",
+)
 def serve_command(
     data_dir: Path | None,
     host: str,
@@ -64,18 +164,53 @@ def serve_command(
     log_level: str,
     log_format: str,
     board_secure_cookies: bool,
+    init: bool,
+    header_timeout: float,
+    body_timeout: float,
+    keepalive_timeout: int,
+    max_connections: int,
+    max_body_bytes: int,
+    token_rate: float,
+    token_burst: int,
+    refusal_rate: float,
+    refusal_burst: int,
+    session_gate_workspaces: tuple[str, ...],
 ) -> None:
     """Run the service: HTTP routes, MCP endpoints, the board, /metrics, health, /openapi.json."""
-    from taskhttp import create_app, serve
+    from taskhttp import TransportLimits, create_app, serve
 
     directory = resolve_data_dir(data_dir)
+    limits = TransportLimits(
+        header_timeout=header_timeout,
+        body_timeout=body_timeout,
+        keepalive_timeout=keepalive_timeout,
+        max_connections=max_connections,
+        body_bytes_in_flight=max_body_bytes,
+    )
+    rates = RateLimits(
+        token_calls_per_second=token_rate,
+        token_calls_burst=token_burst,
+        address_refusals_per_second=refusal_rate,
+        address_refusals_burst=refusal_burst,
+    )
     try:
-        with TokenAdmin(directory, create=True) as admin:
+        with TokenAdmin(directory, create=True, init=init) as admin:
+            set_aside = admin.set_aside
             written = admin.first_admin_token()
         retention = load_retention_config(directory)
-        service = Service.open(directory)
+        service = Service.open(
+            directory,
+            rate_limits=rates,
+            session_gate_workspaces=frozenset(session_gate_workspaces),
+        )
     except TaskError as err:
         fail(err, False)
+    for path in set_aside:
+        original = path.name.split(".orphaned-")[0]
+        click.echo(
+            f"agent-task: moved {original} aside as {path.name} (an earlier service's file)",
+            err=True,
+        )
     _request_log()
     schedule = RetentionSchedule(service, retention, gate_index=default_gate_index()).start()
     if written is not None:
@@ -88,13 +223,27 @@ def serve_command(
     try:
 
         def ready(url: str) -> None:
-            click.echo(f"agent-task: serving {url} (data dir {directory})", err=True)
+            click.echo(
+                f"agent-task: serving {url} (data dir {directory}; up to "
+                f"{limits.connections()} connections)",
+                err=True,
+            )
 
         try:
             app = create_app(
-                service, log_format=log_format, board_secure=board_secure_cookies or None
+                service,
+                log_format=log_format,
+                board_secure=board_secure_cookies or None,
+                limits=limits,
             )
-            serve(app, host=host, port=port, on_ready=ready, log_level=log_level)
+            serve(
+                app,
+                host=host,
+                port=port,
+                on_ready=ready,
+                log_level=log_level,
+                limits=limits,
+            )
         except OSError as exc:
             fail(
                 TaskError(

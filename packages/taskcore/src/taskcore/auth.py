@@ -298,8 +298,9 @@ class TokenAdmin:
     """Operator token commands against a data directory (run on the service host).
 
     Adapters use this instead of opening the journal themselves. ``create=True`` creates the
-    data directory and journal if missing (issuing a token before the first ``serve``);
-    otherwise a missing journal is ``NOT_FOUND`` and nothing is created.
+    data directory and journal if missing (issuing a token before the first ``serve``), but
+    never over the state of an earlier journal (``JOURNAL_MISSING``; ``init=True`` moves that
+    state aside first); otherwise a missing journal is ``NOT_FOUND`` and nothing is created.
 
     >>> import tempfile
     >>> with TokenAdmin(tempfile.mkdtemp(), create=True) as admin:
@@ -309,11 +310,18 @@ class TokenAdmin:
     """
 
     def __init__(
-        self, data_dir: Path | str, *, create: bool = False, clock: Clock | None = None
+        self,
+        data_dir: Path | str,
+        *,
+        create: bool = False,
+        clock: Clock | None = None,
+        init: bool = False,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.clock: Clock = clock or SystemClock()
-        self.storage = open_storage(self.data_dir, create=create)
+        self.storage = open_storage(self.data_dir, create=create, init=init)
+        self.set_aside: tuple[Path, ...] = self.storage.set_aside
+        """Files of an earlier journal that ``init=True`` renamed aside (new paths)."""
 
     def __enter__(self) -> TokenAdmin:
         return self

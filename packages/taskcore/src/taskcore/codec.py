@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import json
+import math
 import re
 import typing
 from collections.abc import Callable, Mapping
@@ -50,6 +51,7 @@ __all__ = [
     "make_converter",
     "parse_json",
     "unstructure",
+    "validate_tree",
     "wire_field",
     "wire_name",
 ]
@@ -160,26 +162,147 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _no_constants(name: str) -> Any:
-    raise TaskError(ErrorCode.MALFORMED_JSON, f"{name} is not JSON; send a finite number")
+def _constant(name: str) -> float:
+    # NaN and Infinity are not JSON; they are kept as floats here so that validate_tree
+    # refuses them with the path of the value, like 1e400 (which json reads as infinity).
+    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
 
 
-def _depth(value: Any) -> int:
-    # Only containers add a level, so only containers are pushed.
-    deepest = 0
+Crumb = tuple[Any, "str | int"] | None
+"""A path into a JSON tree as a linked list (parent crumb, key or index), rendered on error."""
+
+
+def _render(crumb: Crumb) -> str:
+    keys: list[str | int] = []
+    while crumb is not None:
+        crumb, key = crumb
+        keys.append(key)
+    path = "$"
+    for key in reversed(keys):
+        path = f"{path}[{key}]" if isinstance(key, int) else _key_path(path, key)
+    return path
+
+
+def validate_tree(value: Any, *, max_depth: int = JSON_MAX_DEPTH) -> None:
+    r"""Refuse a decoded JSON tree that JSON text could not carry or storage could not keep.
+
+    Every door's input passes here once, whether it arrived as bytes (:func:`parse_json`)
+    or already as a tree (MCP tool arguments, in-process dictionaries, through
+    :meth:`Codec.decode`): a number that is not finite (``NaN``, ``Infinity``, ``1e400``),
+    a string or key holding a lone surrogate (``"\ud800"``), a key that is not a string or
+    a value of no JSON type is ``BAD_INPUT`` with the JSON path of the value; nesting deeper
+    than ``max_depth`` containers is ``OUT_OF_BOUNDS``.
+
+    >>> validate_tree({"a": [1, 2.5, "x", None, True]})
+    >>> validate_tree({"a": [1, float("inf")]})
+    Traceback (most recent call last):
+    taskcore.errors.TaskError: a number is not finite (NaN, Infinity or beyond 1.8e308); send a finite number at $.a[1]
+    """
+    if _clean(value, max_depth):
+        return
+    _report(value, max_depth)
+    raise TaskError(ErrorCode.BAD_INPUT, "the document holds a value JSON cannot carry")
+
+
+def _clean(value: Any, max_depth: int) -> bool:
+    """The fast pass: whether the tree is acceptable (no paths are built)."""
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         node, level = stack.pop()
-        children = node.values() if type(node) is dict else node if type(node) is list else None
-        if children is None:
-            continue
-        deepest = max(deepest, level)
-        stack.extend((c, level + 1) for c in children if type(c) is dict or type(c) is list)
-    return deepest
+        kind = type(node)
+        if kind is str:
+            if _SURROGATE.search(node):
+                return False
+        elif kind is float:
+            if not math.isfinite(node):
+                return False
+        elif kind is dict:
+            if level > max_depth:
+                return False
+            for key, child in node.items():
+                if type(key) is not str or _SURROGATE.search(key):
+                    return False
+                if type(child) in _CONTAINERS or type(child) is str or type(child) is float:
+                    stack.append((child, level + 1))
+                elif not (child is None or type(child) is int or type(child) is bool):
+                    return False
+        elif kind is list or kind is tuple:
+            if level > max_depth:
+                return False
+            stack.extend((child, level + 1) for child in node)
+        elif not (kind is int or kind is bool or node is None):
+            return False
+    return True
 
 
-def parse_json(raw: bytes | str, *, max_bytes: int = REQUEST_BODY_MAX_BYTES) -> Any:
-    """Parse one JSON document strictly: bounded, UTF-8, no duplicate keys, no NaN, no BOM.
+_CONTAINERS = (dict, list, tuple)
+
+
+def _report(value: Any, max_depth: int) -> None:
+    """The slow pass, only for a tree the fast pass refused: raise with the value's path."""
+    stack: list[tuple[Any, int, Crumb]] = [(value, 1, None)]
+    while stack:
+        node, level, crumb = stack.pop()
+        kind = type(node)
+        if kind is str:
+            if _SURROGATE.search(node):
+                raise TaskError(
+                    ErrorCode.BAD_INPUT,
+                    "a string holds a lone surrogate (U+D800..U+DFFF); send valid Unicode",
+                    path=_render(crumb),
+                )
+        elif kind is float:
+            if not math.isfinite(node):
+                raise TaskError(
+                    ErrorCode.BAD_INPUT,
+                    "a number is not finite (NaN, Infinity or beyond 1.8e308); send a finite "
+                    "number",
+                    path=_render(crumb),
+                )
+        elif kind is dict:
+            if level > max_depth:
+                raise TaskError(
+                    ErrorCode.OUT_OF_BOUNDS,
+                    f"document nests deeper than {max_depth} levels",
+                    path=_render(crumb),
+                )
+            for key, child in node.items():
+                if type(key) is not str:
+                    raise TaskError(
+                        ErrorCode.BAD_INPUT,
+                        "an object key is not a string; JSON keys are strings",
+                        path=_render(crumb),
+                    )
+                if _SURROGATE.search(key):
+                    raise TaskError(
+                        ErrorCode.BAD_INPUT,
+                        "an object key holds a lone surrogate (U+D800..U+DFFF); send valid Unicode",
+                        path=_render(crumb),
+                    )
+                stack.append((child, level + 1, (crumb, key)))
+        elif kind is list or kind is tuple:
+            if level > max_depth:
+                raise TaskError(
+                    ErrorCode.OUT_OF_BOUNDS,
+                    f"document nests deeper than {max_depth} levels",
+                    path=_render(crumb),
+                )
+            stack.extend((child, level + 1, (crumb, i)) for i, child in enumerate(node))
+        elif not (kind is int or kind is bool or node is None):
+            raise TaskError(
+                ErrorCode.BAD_INPUT,
+                f"a value of type {kind.__name__} is not JSON",
+                path=_render(crumb),
+            )
+
+
+def parse_json(
+    raw: bytes | str, *, max_bytes: int = REQUEST_BODY_MAX_BYTES, max_depth: int = JSON_MAX_DEPTH
+) -> Any:
+    """Parse one JSON document strictly: bounded, UTF-8, no duplicate keys, no BOM.
+
+    The tree must pass :func:`validate_tree` (finite numbers, no lone surrogates, bounded
+    depth).
 
     >>> parse_json(b'{"a": [1, 2]}')
     {'a': [1, 2]}
@@ -204,7 +327,7 @@ def parse_json(raw: bytes | str, *, max_bytes: int = REQUEST_BODY_MAX_BYTES) -> 
     else:
         text = raw
     try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_constant)
     except TaskError:
         raise
     except RecursionError:
@@ -213,10 +336,7 @@ def parse_json(raw: bytes | str, *, max_bytes: int = REQUEST_BODY_MAX_BYTES) -> 
         ) from None
     except ValueError as exc:
         raise TaskError(ErrorCode.MALFORMED_JSON, f"document is not valid JSON: {exc}") from None
-    if _depth(value) > JSON_MAX_DEPTH:
-        raise TaskError(
-            ErrorCode.OUT_OF_BOUNDS, f"document nests deeper than {JSON_MAX_DEPTH} levels"
-        )
+    validate_tree(value, max_depth=max_depth)
     return value
 
 
@@ -595,7 +715,10 @@ class Codec:
         if isinstance(raw, bytes | bytearray | memoryview | str):
             tree = parse_json(raw, max_bytes=max_bytes or REQUEST_BODY_MAX_BYTES)
         else:
+            # Already a tree (MCP tool arguments, in-process calls): the same strict check
+            # the bytes get, so no door skips it.
             tree = dict(raw)
+            validate_tree(tree)
         return self.structure(tree, cls)
 
     def unstructure(self, obj: Any) -> Any:

@@ -146,6 +146,14 @@ class ErrorCode(enum.Enum):
     INTEGRITY_FAILURE = ("INTEGRITY_FAILURE", ErrorKind.UNAVAILABLE)
     # Collector side: this machine cannot isolate the command as the profile requires.
     ISOLATION_UNAVAILABLE = ("ISOLATION_UNAVAILABLE", ErrorKind.UNAVAILABLE)
+    # The file system holding the journal has no room: nothing was written; retry after the
+    # operator frees space (the answer carries Retry-After).
+    STORAGE_FULL = ("STORAGE_FULL", ErrorKind.UNAVAILABLE)
+    # The server holds as many request bytes or connections as it is configured to; retry.
+    OVERLOADED = ("OVERLOADED", ErrorKind.UNAVAILABLE)
+    # The data directory holds state of an earlier service but its journal is gone or empty:
+    # the service refuses to start an empty journal over it (restore, or initialise on purpose).
+    JOURNAL_MISSING = ("JOURNAL_MISSING", ErrorKind.UNAVAILABLE)
     # Client side (CLI, hooks): the service could not be reached, or answered with something
     # that is not the documented body. Never sent by the server.
     SERVICE_UNREACHABLE = ("SERVICE_UNREACHABLE", ErrorKind.UNAVAILABLE)
@@ -174,7 +182,14 @@ class TaskError(Exception):
 
     The message says what to do; it never contains secrets, file system paths of the server
     or a traceback. ``path`` is a JSON path into the request (``$.criteria[2].outcome``) when
-    the failure is about one value of it.
+    the failure is about one value of it. ``retry_after`` (whole seconds) says when a refusal
+    that is about load or storage, not about the request, is worth retrying; it travels as
+    ``details.retry_after_seconds`` and, over HTTP, as ``Retry-After``
+    (:meth:`transport_headers`).
+
+    >>> err = TaskError(ErrorCode.RATE_LIMITED, "slow down", retry_after=2)
+    >>> err.to_json()["details"], err.transport_headers()
+    ({'retry_after_seconds': 2}, {'Retry-After': '2'})
     """
 
     def __init__(
@@ -184,11 +199,16 @@ class TaskError(Exception):
         *,
         path: str | None = None,
         details: Mapping[str, Any] | None = None,
+        retry_after: int | None = None,
     ) -> None:
         self.code = code
         self.message = message
         self.path = path
-        self.details: Mapping[str, Any] = dict(details or {})
+        self.retry_after = None if retry_after is None else max(1, int(retry_after))
+        merged = dict(details or {})
+        if self.retry_after is not None:
+            merged["retry_after_seconds"] = self.retry_after
+        self.details: Mapping[str, Any] = merged
         super().__init__(self.describe())
 
     def describe(self) -> str:
@@ -201,7 +221,22 @@ class TaskError(Exception):
         """Return a copy whose path is nested under ``prefix`` (``$.a`` + ``$.b`` -> ``$.a.b``)."""
         inner = self.path or "$"
         nested = prefix + inner[1:] if inner.startswith("$") else prefix + inner
-        return TaskError(self.code, self.message, path=nested, details=self.details)
+        return TaskError(
+            self.code, self.message, path=nested, details=self.details, retry_after=self.retry_after
+        )
+
+    def transport_headers(self) -> dict[str, str]:
+        """Headers an HTTP answer carrying this error must send (the boundary's hint).
+
+        ``WWW-Authenticate: Bearer`` on 401, ``Retry-After`` when the refusal says when to
+        retry (429, 503).
+        """
+        headers: dict[str, str] = {}
+        if self.code.kind is ErrorKind.UNAUTHENTICATED:
+            headers["WWW-Authenticate"] = "Bearer"
+        if self.retry_after is not None:
+            headers["Retry-After"] = str(self.retry_after)
+        return headers
 
     def to_json(self) -> dict[str, Any]:
         """Return the ``{error, code}`` body every transport sends (plus ``path`` if known)."""

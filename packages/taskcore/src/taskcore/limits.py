@@ -66,7 +66,17 @@ __all__ = [
     "GATE_STDIN_MAX_BYTES",
     "GATE_TEXT_KEPT_CHARS",
     "GIT_TIMEOUT_SECONDS",
+    "HTTP_BODY_BYTES_IN_FLIGHT_MAX",
+    "HTTP_BODY_TIMEOUT_SECONDS",
+    "HTTP_CONNECTIONS_MAX",
+    "HTTP_FD_HEADROOM",
+    "HTTP_HEADER_EVICT_AFTER_SECONDS",
+    "HTTP_HEADER_TIMEOUT_SECONDS",
+    "HTTP_HEALTH_RESERVED_CONNECTIONS",
+    "HTTP_KEEPALIVE_TIMEOUT_SECONDS",
     "ID_MAX_CHARS",
+    "JOURNAL_LOW_SPACE_BYTES",
+    "JOURNAL_SIZE_LIMIT_BYTES",
     "JSON_MAX_DEPTH",
     "LANDING_SUBJECTS_MAX",
     "LANDING_TIMEOUT_DEFAULT_SECONDS",
@@ -94,9 +104,16 @@ __all__ = [
     "QUEUE_PRIORITY_MAX",
     "QUEUE_PRIORITY_MIN",
     "QUEUE_VERBS_MAX",
+    "RATE_ADDRESS_REFUSALS_BURST",
+    "RATE_ADDRESS_REFUSALS_PER_SECOND",
+    "RATE_KEYS_MAX",
+    "RATE_TOKEN_CALLS_BURST",
+    "RATE_TOKEN_CALLS_PER_SECOND",
     "REASON_MAX_CHARS",
     "RECOVERY_ITEMS_MAX",
     "REFERENCE_BODY_MAX_BYTES",
+    "REFUSAL_TALLY_FLUSH_SECONDS",
+    "REFUSAL_TALLY_KEYS_MAX",
     "REQUEST_BODY_MAX_BYTES",
     "REQUIRED_PATHS_MAX",
     "REQUIREMENT_MAX_BYTES",
@@ -104,6 +121,8 @@ __all__ = [
     "RETENTION_BATCH_ROWS",
     "RETENTION_MAX_DAYS",
     "RETENTION_MIN_DAYS",
+    "RETRY_AFTER_OVERLOADED_SECONDS",
+    "RETRY_AFTER_STORAGE_FULL_SECONDS",
     "REVIEW_CALLS_MAX",
     "REVISION_ENTRIES_MAX",
     "RUN_ARGV0_MAX_CHARS",
@@ -364,3 +383,50 @@ FORGE_REQUEST_TIMEOUT_SECONDS: Final = 10
 """How long one status delivery waits for the forge (ours)."""
 FORGE_RECHECK_MAX: Final = 256
 """Published success statuses a revocation rechecks, newest first (ours)."""
+# -- the network service (``agent-task serve``; each has a flag, see docs/adapters.md) ---------
+HTTP_HEADER_TIMEOUT_SECONDS: Final = 10
+"""Longest time a connection may take to send one request's headers, seconds (ours)."""
+HTTP_BODY_TIMEOUT_SECONDS: Final = 120
+"""Longest time a request may take to send its whole body once its headers are in, seconds
+(ours: 16 MiB at about 140 KB/s)."""
+HTTP_KEEPALIVE_TIMEOUT_SECONDS: Final = 5
+"""Longest idle time of a kept-alive connection between requests, seconds (ours)."""
+HTTP_CONNECTIONS_MAX: Final = 1000
+"""Open HTTP connections served at once; lowered at start to fit the descriptor limit (ours)."""
+HTTP_FD_HEADROOM: Final = 160
+"""File descriptors kept out of the connection cap for the journal, threads and logs (ours)."""
+HTTP_HEALTH_RESERVED_CONNECTIONS: Final = 4
+"""Connections accepted beyond the cap that may only ask ``GET /v1/hub/health`` (ours)."""
+HTTP_HEADER_EVICT_AFTER_SECONDS: Final = 1.0
+"""At the cap, a connection still sending its headers after this long is closed to make room
+for a new one, oldest first (ours)."""
+HTTP_BODY_BYTES_IN_FLIGHT_MAX: Final = 64 * 1024 * 1024
+"""Request body bytes held by all requests together; more is 503 ``OVERLOADED`` (ours)."""
+RATE_TOKEN_CALLS_PER_SECOND: Final = 200.0
+"""Calls one token may make per second, sustained, over the network (ours)."""
+RATE_TOKEN_CALLS_BURST: Final = 2000
+"""Calls one token may make at once before the sustained rate applies (ours)."""
+RATE_ADDRESS_REFUSALS_PER_SECOND: Final = 5.0
+"""Failed authentications one client address may cause per second, sustained (ours)."""
+RATE_ADDRESS_REFUSALS_BURST: Final = 100
+"""Failed authentications one client address may cause at once (ours)."""
+RATE_KEYS_MAX: Final = 16_384
+"""Client addresses or tokens a rate limiter tracks; the least recently seen is forgotten
+(ours)."""
+REFUSAL_TALLY_FLUSH_SECONDS: Final = 5.0
+"""How often aggregated anonymous and rate-limited refusals are written to the audit log,
+seconds (ours)."""
+REFUSAL_TALLY_KEYS_MAX: Final = 1024
+"""Distinct (actor, workspace, operation, outcome) keys one tally holds before the rest fold
+into one overflow key (ours)."""
+RETRY_AFTER_STORAGE_FULL_SECONDS: Final = 30
+"""``Retry-After`` of a ``STORAGE_FULL`` refusal, seconds (ours)."""
+RETRY_AFTER_OVERLOADED_SECONDS: Final = 1
+"""``Retry-After`` of an ``OVERLOADED`` refusal, seconds (ours)."""
+
+# -- storage ----------------------------------------------------------------------------------
+JOURNAL_SIZE_LIMIT_BYTES: Final = 64 * 1024 * 1024
+"""SQLite ``journal_size_limit``: the WAL is truncated to this after a checkpoint, bytes (ours)."""
+JOURNAL_LOW_SPACE_BYTES: Final = 64 * 1024 * 1024
+"""Below this much free space on the journal's file system the WAL is checkpointed after
+every commit, so it never holds more than the space can absorb, bytes (ours)."""

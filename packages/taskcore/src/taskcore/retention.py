@@ -180,7 +180,7 @@ def run_retention(
         "transfer_bytes": lambda tx: tx.collector.prune_envelopes(
             cutoffs["transfer_bytes"], now_ms=now, limit=RETENTION_BATCH_ROWS
         ),
-        "checkpoints": lambda tx: tx.queue.prune_phases(cutoffs["checkpoints"]),
+        "checkpoints": lambda tx: tx.queue.prune_phases(cutoffs["checkpoints"], workspace=None),
     }
     for table, batch in batches.items():
         while True:

@@ -57,6 +57,7 @@ from taskcore.codec import Codec, dumps, wire_field
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import AUDIT_VERB_MAX_CHARS, REQUEST_BODY_MAX_BYTES
+from taskcore.ratelimit import RateLimiter, RateLimits, RefusalTally
 from taskcore.store.audit_api import AuditEvent
 from taskcore.store.storage import SqliteStorage, Storage, Transaction, open_storage
 
@@ -207,11 +208,22 @@ class WorkflowCall:
 
 @attrs.frozen(kw_only=True)
 class ServiceConfig:
-    """Service-wide settings."""
+    """Service-wide settings.
+
+    ``rate_limits`` are applied to network requests (:meth:`Service.admit`); ``None`` (the
+    default for an embedded service) applies none, ``agent-task serve`` always sets them.
+    ``session_gate_workspaces`` says whose tokens may ask ``session_gate`` about this host's
+    coding-agent sessions through a network door (HTTP, MCP): by default nobody's (the tool
+    answers from the service host's own transcripts, which belong to no workspace); the
+    operator of a single-user host names the workspace they belong to. ``None`` lets every
+    caller ask (``agent-task mcp --stdio``, whose caller is the local user).
+    """
 
     data_dir: Path
     lease_max_ms: int = 60 * 60 * 1000
     busy_timeout_ms: int = 10_000
+    rate_limits: RateLimits | None = None
+    session_gate_workspaces: frozenset[str] | None = frozenset()
 
 
 @attrs.frozen
@@ -521,6 +533,13 @@ def _input_digest(raw: bytes | str | Mapping[str, Any] | None) -> str:
 
 _NEED_BEARER = "send 'Authorization: Bearer <token>'"
 
+ANONYMOUS = "anonymous"
+"""The audit actor of a call whose credential did not authenticate."""
+
+_AGGREGATED_DIGEST = domain_digest(AUDIT_INPUT_DOMAIN, b"")
+# Load-shedding refusals: counted, not written one row each (they come in floods).
+_AGGREGATED_CODES = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.OVERLOADED})
+
 
 def _list_hint(door: Door) -> str:
     """Where a caller of ``door`` finds what it can call (MCP clients: ``tools/list``)."""
@@ -548,6 +567,26 @@ class Service:
         self._write_lock = threading.Lock()
         self.observers: list[Callable[[CallObserved], None]] = []
         """Called once per call after it is audited (metrics); must not raise or block."""
+        limits = config.rate_limits
+        self._token_calls: RateLimiter | None = None
+        self._address_refusals: RateLimiter | None = None
+        if limits is not None:
+            self._token_calls = RateLimiter(
+                rate=limits.token_calls_per_second,
+                burst=limits.token_calls_burst,
+                keys_max=limits.keys_max,
+                clock=self.clock,
+            )
+            self._address_refusals = RateLimiter(
+                rate=limits.address_refusals_per_second,
+                burst=limits.address_refusals_burst,
+                keys_max=limits.keys_max,
+                clock=self.clock,
+            )
+        self._tally = RefusalTally()
+        self._flusher: threading.Thread | None = None
+        self._flusher_lock = threading.Lock()
+        self._closing = threading.Event()
 
     @classmethod
     def open(
@@ -556,16 +595,20 @@ class Service:
         *,
         clock: Clock | None = None,
         registry: Registry | None = None,
+        init: bool = False,
         **config: Any,
     ) -> Service:
         """Open (creating if needed) the journal in ``data_dir`` and build a service on it.
 
         The authority's descriptor-signing key (``DATA_DIR/authority-key.json``) is generated
         here the first time.
+        A journal is created only in a data directory that holds no state of an earlier one
+        (``JOURNAL_MISSING`` otherwise); ``init=True`` moves that state aside first
+        (see :mod:`taskcore.store.datadir`).
         """
         config_obj = ServiceConfig(data_dir=Path(data_dir), **config)
         storage: SqliteStorage = open_storage(
-            data_dir, create=True, busy_timeout_ms=config_obj.busy_timeout_ms
+            data_dir, create=True, busy_timeout_ms=config_obj.busy_timeout_ms, init=init
         )
         # The authority's descriptor-signing key is made with the data dir it belongs to.
         from taskcore.collector.authority_key import ensure_authority_key
@@ -574,7 +617,12 @@ class Service:
         return cls(storage, config=config_obj, clock=clock, registry=registry)
 
     def close(self) -> None:
-        """Release storage."""
+        """Write the aggregated refusals still counted, then release storage."""
+        self._closing.set()
+        flusher = self._flusher
+        if flusher is not None:
+            flusher.join(5)
+        self.flush_refusals()
         self.storage.close()
 
     @contextlib.contextmanager
@@ -625,16 +673,71 @@ class Service:
         error: TaskError,
         subject: str | None = None,
     ) -> None:
+        """Audit one refused call; the last-resort path, so it never raises.
+
+        Anonymous, rate-limited and overload refusals are counted in memory and written in batches
+        (:mod:`taskcore.ratelimit`): one durable write each is what an unauthenticated flood
+        would otherwise buy. A refusal storage cannot take (busy, full, gone) is counted the
+        same way and written once storage answers again.
+        """
+        if actor == ANONYMOUS or error.code in _AGGREGATED_CODES:
+            self._tally_refusal(actor, workspace, name, error)
+            return
         try:
             with self.write() as tx:
                 self._audit(tx, actor, workspace, name, digest, error.code.value, subject)
-        except TaskError:
-            # Storage itself refused (busy, unavailable): the caller still gets the original
-            # error; there is nothing durable to audit into.
-            pass
+        except Exception:  # the refusal being reported must reach the caller
+            self._tally_refusal(actor, workspace, name, error)
+
+    def _tally_refusal(self, actor: str, workspace: str, name: str, error: TaskError) -> None:
+        self._tally.add(actor, workspace, name[:AUDIT_VERB_MAX_CHARS], error.code.value)
+        if self._flusher is None and not self._closing.is_set():
+            with self._flusher_lock:
+                if self._flusher is None:
+                    self._flusher = threading.Thread(
+                        target=self._flush_loop, name="audit-refusals", daemon=True
+                    )
+                    self._flusher.start()
+
+    def _flush_loop(self) -> None:
+        # One long-lived thread (one journal connection) writes the tally when it is due.
+        interval = self._tally.flush_ms / 1000.0
+        while not self._closing.wait(interval):
+            if self._tally.due():
+                self.flush_refusals()
+
+    def flush_refusals(self) -> int:
+        """Write the aggregated refusals counted so far; return how many calls were written.
+
+        One audit event per key, with its count in ``calls``. Never raises: if storage
+        refuses, the counts are kept for the next flush.
+        """
+        counts = self._tally.drain()
+        if not counts:
+            return 0
+        try:
+            with self.write() as tx:
+                now = self.clock.now_ms()
+                for (actor, workspace, operation, outcome), calls in counts.items():
+                    tx.audit.append(
+                        AuditEvent(
+                            at_ms=now,
+                            actor=actor,
+                            workspace=workspace,
+                            operation=operation,
+                            input_digest=_AGGREGATED_DIGEST,
+                            outcome=outcome,
+                            calls=calls,
+                        )
+                    )
+        except Exception:  # kept in memory (bounded) and retried
+            self._tally.restore(counts)
+            return 0
+        return sum(counts.values())
 
     def audit_count(self, *, workspace: str | None = None, operation: str | None = None) -> int:
-        """Count audit events (tests and operators)."""
+        """Count audited calls (tests and operators); aggregated refusals are written first."""
+        self.flush_refusals()
         with self.storage.read() as tx:
             return tx.audit.count(workspace=workspace, operation=operation)
 
@@ -651,7 +754,7 @@ class Service:
         content type, a missing credential on an MCP request), so those calls are audited like
         every other. The event is attributed to the token when it authenticates.
         """
-        token_id, workspace = "anonymous", ""
+        token_id, workspace = ANONYMOUS, ""
         if bearer:
             try:
                 actor = self.authenticate(bearer)
@@ -683,6 +786,77 @@ class Service:
         with self.storage.read() as tx:
             return authenticate_in(tx, bearer)
 
+    def admit(
+        self,
+        bearer: str | None,
+        name: str | None = None,
+        *,
+        client: str | None = None,
+        route: Route | None = None,
+        door: Door = Door.HTTP,
+        surfaces: Iterable[Surface] | None = None,
+        label: str = "",
+    ) -> Actor:
+        """Decide, from a network request's headers alone, whether it may send its body.
+
+        Transports call this before they read a byte of body, then read the (bounded) body
+        and :meth:`call` as usual; an admitted request is audited by that call, a refused one
+        here, once. In order:
+
+        1. the bearer token must authenticate; a failure counts against ``client`` (the
+           peer address) and, once that address has spent its refusal budget, is answered
+           ``RATE_LIMITED`` with a retry time instead of ``UNAUTHENTICATED``;
+        2. the token must have calls left in its budget (``RATE_LIMITED``);
+        3. with ``name``, the operation must exist on this route and door, and the token's
+           tier and autonomy must allow it (the checks :meth:`dispatch` makes before it
+           decodes anything).
+
+        Without :attr:`ServiceConfig.rate_limits` only 1 and 3 apply. A refusal is audited
+        under ``name``, or ``label`` when the operation is not known yet (``workflow``,
+        ``mcp.queue``).
+        """
+        shown = name or label
+        try:
+            actor = self.authenticate(bearer)
+        except TaskError as err:
+            refusal = self._address_refusal(client, err)
+            self._audit_refusal(ANONYMOUS, "", shown, _AGGREGATED_DIGEST, refusal)
+            raise refusal from None
+        if self._token_calls is not None:
+            decision = self._token_calls.take(actor.token_id)
+            if not decision.allowed:
+                limited = TaskError(
+                    ErrorCode.RATE_LIMITED,
+                    f"this token called more than {self._token_calls.rate:g} times a second "
+                    f"(bursts of {self._token_calls.burst}); retry in {decision.retry_after} s",
+                    retry_after=decision.retry_after,
+                )
+                self._audit_refusal(
+                    actor.token_id, actor.workspace, shown, _AGGREGATED_DIGEST, limited
+                )
+                raise limited
+        if name is not None:
+            wanted = None if surfaces is None else frozenset(surfaces)
+            try:
+                self._check(self.registry.get(name), name, actor, route, door, wanted)
+            except TaskError as err:
+                self._audit_refusal(actor.token_id, actor.workspace, name, _input_digest(b""), err)
+                raise
+        return actor
+
+    def _address_refusal(self, client: str | None, err: TaskError) -> TaskError:
+        if self._address_refusals is None or not client:
+            return err
+        decision = self._address_refusals.take(client)
+        if decision.allowed:
+            return err
+        return TaskError(
+            ErrorCode.RATE_LIMITED,
+            "too many requests from this address failed to authenticate; send a valid "
+            f"'Authorization: Bearer <token>' and retry in {decision.retry_after} s",
+            retry_after=decision.retry_after,
+        )
+
     def call(
         self,
         bearer: str | None,
@@ -698,7 +872,7 @@ class Service:
         try:
             actor = self.authenticate(bearer)
         except TaskError as err:
-            self._audit_refusal("anonymous", "", name, digest, err)
+            self._audit_refusal(ANONYMOUS, "", name, digest, err)
             self._observe(name, door, err.code.value, 0.0)
             raise
         return self.dispatch(
@@ -731,7 +905,7 @@ class Service:
             try:
                 actor = self.authenticate(principal)
             except TaskError as err:
-                self._audit_refusal("anonymous", "", name, digest, err)
+                self._audit_refusal(ANONYMOUS, "", name, digest, err)
                 raise
         if operation is None:
             try:

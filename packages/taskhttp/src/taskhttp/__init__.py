@@ -5,12 +5,14 @@ Routes are listed in :mod:`taskhttp.app`; the adapter holds no logic of its own 
 """
 
 from taskhttp.app import UPLOAD_OPERATION, create_app
+from taskhttp.limits import TransportLimits
 from taskhttp.openapi import openapi_document
 from taskhttp.server import BackgroundServer, address_of, bind, serve
 
 __all__ = [
     "UPLOAD_OPERATION",
     "BackgroundServer",
+    "TransportLimits",
     "address_of",
     "bind",
     "create_app",

@@ -13,12 +13,18 @@ route                                                                  what
 ``GET /openapi.json``                                                  every route and body
 =====================================================================  ========================
 
-Each handler reads the transport (media type, bounded body, bearer token, route), hands the
+Each handler reads the transport (media type, route, declared length, bearer token), asks
+:meth:`taskcore.Service.admit` whether the request may proceed (authentication, rate limits,
+and for a known operation its tier and autonomy) *before reading a byte of body*, then reads
+the bounded body against the application's :class:`~taskhttp.limits.BodyBudget`, hands the
 bytes to :class:`taskcore.Service` in a worker thread and writes back the bytes it returns,
-or ``{error, code}`` with the status of the error's kind. Transport refusals (415, 413, a
-malformed route) are audited through :meth:`taskcore.Service.refuse`; unknown URLs and wrong
-methods answer ``{error, code}`` too, and an unexpected exception is ``INTERNAL`` (500)
-without a traceback in the body.
+or ``{error, code}`` with the status of the error's kind (and ``Retry-After`` /
+``WWW-Authenticate`` as the error asks). Transport refusals (415, 413, a malformed route) are
+audited through :meth:`taskcore.Service.refuse`; unknown URLs and wrong methods answer
+``{error, code}`` too, and an unexpected exception is ``INTERNAL`` (500) without a traceback
+in the body. The MCP endpoints get the same admission and budget, and their JSON-RPC body is
+parsed once strictly (:func:`taskcore.codec.parse_json`: duplicate keys, non-finite numbers,
+lone surrogates, depth) before the MCP SDK, which is lenient about all of these, sees it.
 """
 
 from __future__ import annotations
@@ -36,16 +42,18 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import Message, Receive, Scope, Send
 from taskboard import BOARD_PATH, create_board
 from taskcore import Door, ErrorCode, Service, TaskError
 from taskcore import Route as TaskRoute
 from taskcore.auth import bearer_from_header
-from taskcore.codec import dumps
-from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES, REQUEST_BODY_MAX_BYTES
-from taskcore.service import WORKFLOW_PREFIX
+from taskcore.codec import dumps, parse_json
+from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES, JSON_MAX_DEPTH, REQUEST_BODY_MAX_BYTES
+from taskcore.service import WORKFLOW_PREFIX, Surface
 from taskmcp import Family, McpEndpoint, error_response
 
-from taskhttp.body import JSON, OCTET_STREAM, read_body, require_media_type
+from taskhttp.body import JSON, OCTET_STREAM, declared_length, read_body, require_media_type
+from taskhttp.limits import BodyBudget, TransportLimits
 from taskhttp.metrics import METRICS_PATH, Metrics
 from taskhttp.openapi import (
     HEALTH_PATH,
@@ -96,20 +104,90 @@ def _parse_route(request: Request) -> tuple[TaskRoute, bool]:
     return TaskRoute(repository="/".join(segments[:-3]), profile=segments[-2]), upload
 
 
+def _client(scope: Scope) -> str | None:
+    """The peer address of the connection (rate limits key on it; no proxy headers)."""
+    client = scope.get("client")
+    return str(client[0]) if client else None
+
+
+class _AdmittedMcp:
+    """An MCP endpoint behind the same admission, body budget and strict parse as the rest."""
+
+    def __init__(self, service: Service, endpoint: McpEndpoint, budget: BodyBudget) -> None:
+        self.service = service
+        self.endpoint = endpoint
+        self.budget = budget
+        self.name = f"mcp.{endpoint.family.value}"
+
+    async def refuse(
+        self, bearer: str | None, err: TaskError, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        await _in_thread(self.service.refuse, bearer, self.name, err)
+        await error_response(err)(scope, receive, send)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.endpoint(scope, receive, send)  # 405 for GET/DELETE
+            return
+        request = Request(scope, receive)
+        bearer = bearer_from_header(request.headers.get("authorization"))
+        try:
+            declared_length(request, self.endpoint.max_body)
+        except TaskError as err:
+            await self.refuse(bearer, err, scope, receive, send)
+            return
+        try:
+            await _in_thread(
+                self.service.admit, bearer, client=_client(scope), door=Door.MCP, label=self.name
+            )
+        except TaskError as err:
+            await error_response(err)(scope, receive, send)
+            return
+        async with self.budget.hold() as held:
+            try:
+                body = await read_body(request, self.endpoint.max_body, held)
+                # The SDK accepts NaN, Infinity, 1e400 and duplicate keys (the last wins);
+                # the JSON-RPC envelope adds two levels above the tool arguments.
+                parse_json(body, max_bytes=self.endpoint.max_body, max_depth=JSON_MAX_DEPTH + 2)
+            except TaskError as err:
+                await self.refuse(bearer, err, scope, receive, send)
+                return
+            await self.endpoint(scope, _replay(body, receive), send)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands over ``body`` once, then waits on the real connection."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
 def create_app(
     service: Service,
     *,
     routes: Sequence[BaseRoute] = (),
     log_format: str = "text",
     board_secure: bool | None = None,
+    limits: TransportLimits | None = None,
 ) -> Starlette:
     """Build the HTTP application over ``service``.
 
     ``routes`` are extra routes mounted beside the service's own (the benchmark's echo
-    baseline). The caller owns ``service`` and closes it after the server stops.
-    ``log_format`` (``text`` or ``json``) shapes the one log line per request;
-    ``board_secure`` forces the board's ``Secure`` cookies (``None``: when over TLS).
+    baseline). ``limits`` bound the request body bytes held at once (the server applies the
+    rest of them, see :func:`taskhttp.serve`). ``log_format`` (``text`` or ``json``) shapes
+    the one log line per request; ``board_secure`` forces the board's ``Secure`` cookies
+    (``None``: when over TLS). The caller owns ``service`` and closes it after the server
+    stops.
     """
+    transport = limits or TransportLimits()
+    budget = BodyBudget(transport.body_bytes_in_flight)
     queue_mcp = McpEndpoint(service, Family.QUEUE)
     workspace_mcp = McpEndpoint(service, Family.WORKSPACE)
     openapi_cache: dict[tuple[int, str], bytes] = {}
@@ -125,15 +203,31 @@ def create_app(
             require_media_type(request, JSON)
             op = service.registry.get(name)
             limit = op.max_input_bytes if op is not None else REQUEST_BODY_MAX_BYTES
-            body = await read_body(request, limit)
+            declared_length(request, limit)
         except TaskError as err:
             return await refuse(bearer, name, err)
         try:
-            result = await _in_thread(
-                service.call, bearer, name, body, door=Door.HTTP, surfaces=VERB_SURFACES
+            await _in_thread(
+                service.admit,
+                bearer,
+                name,
+                client=_client(request.scope),
+                door=Door.HTTP,
+                surfaces=VERB_SURFACES,
             )
         except TaskError as err:
             return error_response(err)
+        async with budget.hold() as held:
+            try:
+                body = await read_body(request, limit, held)
+            except TaskError as err:
+                return await refuse(bearer, name, err)
+            try:
+                result = await _in_thread(
+                    service.call, bearer, name, body, door=Door.HTTP, surfaces=VERB_SURFACES
+                )
+            except TaskError as err:
+                return error_response(err)
         return _ok(result.body)
 
     async def workflow(request: Request) -> Response:
@@ -149,9 +243,32 @@ def create_app(
             else:
                 require_media_type(request, JSON)
                 limit = REQUEST_BODY_MAX_BYTES
-            body = await read_body(request, limit)
+            declared_length(request, limit)
         except TaskError as err:
             return await refuse(bearer, name, err)
+        try:
+            await _in_thread(
+                service.admit,
+                bearer,
+                name if upload else None,
+                client=_client(request.scope),
+                route=route,
+                door=Door.HTTP,
+                surfaces=(Surface.WORKFLOW,),
+                label=name,
+            )
+        except TaskError as err:
+            return error_response(err)
+        async with budget.hold() as held:
+            try:
+                body = await read_body(request, limit, held)
+            except TaskError as err:
+                return await refuse(bearer, name, err)
+            return await run_workflow(bearer, body, route, upload)
+
+    async def run_workflow(
+        bearer: str | None, body: bytes, route: TaskRoute, upload: bool
+    ) -> Response:
         try:
             result = await _in_thread(
                 service.call_workflow,
@@ -211,8 +328,8 @@ def create_app(
     table: list[BaseRoute] = [
         Route("/v/{verb}", verb, methods=["POST"]),
         Route(_REPOSITORIES + "{rest:path}", workflow, methods=["POST"]),
-        Route(MCP_PATH, queue_mcp),
-        Route(WORKSPACE_MCP_PATH, workspace_mcp),
+        Route(MCP_PATH, _AdmittedMcp(service, queue_mcp, budget)),
+        Route(WORKSPACE_MCP_PATH, _AdmittedMcp(service, workspace_mcp, budget)),
         Route(HEALTH_PATH, health, methods=["GET"]),
         Route(OPENAPI_PATH, openapi, methods=["GET"]),
         Route(METRICS_PATH, Metrics(service).endpoint, methods=["GET"]),

@@ -2,7 +2,9 @@
 
 A declared ``Content-Length`` above the bound is refused before a byte is read; a body sent
 without one (chunked) is counted as it streams and refused the moment it passes the bound, so
-nothing larger than the bound is ever held in memory or parsed.
+nothing larger than the bound is ever held in memory or parsed. The bytes a body holds are
+reserved from the application's :class:`~taskhttp.limits.BodyBudget` (all at once when the
+length is declared, as they arrive otherwise), so all requests together hold a bounded amount.
 """
 
 from __future__ import annotations
@@ -10,7 +12,9 @@ from __future__ import annotations
 from starlette.requests import ClientDisconnect, Request
 from taskcore import ErrorCode, TaskError
 
-__all__ = ["JSON", "OCTET_STREAM", "read_body", "require_media_type"]
+from taskhttp.limits import Reservation
+
+__all__ = ["JSON", "OCTET_STREAM", "declared_length", "read_body", "require_media_type"]
 
 JSON = "application/json"
 """The media type of every JSON route."""
@@ -46,14 +50,30 @@ def _too_large(limit: int) -> TaskError:
     )
 
 
-async def read_body(request: Request, limit: int) -> bytes:
-    """Return the request body, refusing (413) anything over ``limit`` bytes while reading."""
+def declared_length(request: Request, limit: int) -> int | None:
+    """Return the declared ``Content-Length`` (``None`` if streamed); refuse one over ``limit``.
+
+    Reads no body: transports call it before authenticating.
+    """
     declared = request.headers.get("content-length")
-    if declared is not None:
-        if not declared.strip().isdigit():
-            raise TaskError(ErrorCode.BAD_INPUT, "Content-Length is not a number")
-        if int(declared) > limit:
-            raise _too_large(limit)
+    if declared is None:
+        return None
+    if not declared.strip().isdigit():
+        raise TaskError(ErrorCode.BAD_INPUT, "Content-Length is not a number")
+    if int(declared) > limit:
+        raise _too_large(limit)
+    return int(declared)
+
+
+async def read_body(request: Request, limit: int, reservation: Reservation | None = None) -> bytes:
+    """Return the request body, refusing (413) anything over ``limit`` bytes while reading.
+
+    With ``reservation``, the body's bytes are reserved before they are held (503
+    ``OVERLOADED`` when the budget has no room).
+    """
+    declared = declared_length(request, limit)
+    if reservation is not None and declared is not None:
+        reservation.need(declared)
     chunks: list[bytes] = []
     size = 0
     try:
@@ -61,6 +81,8 @@ async def read_body(request: Request, limit: int) -> bytes:
             size += len(chunk)
             if size > limit:
                 raise _too_large(limit)
+            if reservation is not None:
+                reservation.need(size)
             chunks.append(chunk)
     except ClientDisconnect:
         raise TaskError(ErrorCode.BAD_INPUT, "the client went away mid-body") from None

@@ -5,7 +5,9 @@ caller learns it before the first request), then runs uvicorn on it. SIGTERM and
 uvicorn stop accepting, let every in-flight request finish (each is one journal transaction
 that either committed before its response was sent or did not happen), then run the
 lifespan shutdown. :class:`BackgroundServer` runs the same thing in a thread for tests and
-benchmarks.
+benchmarks. Both run uvicorn's h11 protocol under :func:`taskhttp.limits.guarded_protocol`
+(header and body deadlines, the connection cap with its health reserve) and without
+WebSocket support (nothing here speaks it).
 """
 
 from __future__ import annotations
@@ -21,10 +23,25 @@ from typing import Any
 import uvicorn
 from starlette.types import ASGIApp
 
+from taskhttp.limits import TransportLimits, guarded_protocol
+from taskhttp.openapi import HEALTH_PATH
+
 __all__ = ["GRACEFUL_SHUTDOWN_SECONDS", "BackgroundServer", "address_of", "bind", "serve"]
 
 GRACEFUL_SHUTDOWN_SECONDS = 30
 """How long a stopping server waits for in-flight requests before closing them (ours)."""
+
+LISTEN_BACKLOG = 2048
+"""Connections the kernel queues for accepting (ours)."""
+
+ACCEPT_BATCH = 16
+"""Connections the event loop accepts in one go before their protocols run (ours).
+
+asyncio uses the server's backlog for both the ``listen()`` queue and this batch; every
+connection of a batch holds a descriptor before the connection cap can turn it away, so a
+batch of 2048 could exhaust the descriptors the cap keeps room for. The kernel queue is set
+back to :data:`LISTEN_BACKLOG` once the server listens.
+"""
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -36,7 +53,7 @@ def bind(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(address)
-        sock.listen(2048)
+        sock.listen(LISTEN_BACKLOG)
     except OSError:
         sock.close()
         raise
@@ -51,6 +68,18 @@ class _Server(uvicorn.Server):
     clean stop, and a clean stop is a success.
     """
 
+    on_started: Callable[[], None] | None = None
+    """Called once uvicorn listens with its signal handlers installed (then SIGTERM is a
+    graceful stop, not the default kill)."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        """Start, then report readiness."""
+        await super().startup(sockets=sockets)
+        for sock in sockets or ():
+            sock.listen(LISTEN_BACKLOG)  # asyncio listened with the accept batch
+        if self.started and self.on_started is not None:
+            self.on_started()
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         """Begin the graceful stop; a second Ctrl-C forces it."""
         if self.should_exit and sig == signal.SIGINT:
@@ -59,14 +88,19 @@ class _Server(uvicorn.Server):
             self.should_exit = True
 
 
-def _config(app: ASGIApp, log_level: str) -> uvicorn.Config:
+def _config(app: ASGIApp, log_level: str, limits: TransportLimits | None) -> uvicorn.Config:
+    transport = limits or TransportLimits()
     return uvicorn.Config(
         app,
+        http=guarded_protocol(transport, health_path=HEALTH_PATH),
+        ws="none",
         log_level=log_level,
         access_log=False,
         lifespan="on",
         server_header=False,
         proxy_headers=False,
+        timeout_keep_alive=max(1, round(transport.keepalive_timeout)),
+        backlog=ACCEPT_BATCH,
         timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_SECONDS,
     )
 
@@ -85,13 +119,19 @@ def serve(
     port: int = 8787,
     on_ready: Callable[[str], None] | None = None,
     log_level: str = "warning",
+    limits: TransportLimits | None = None,
 ) -> None:
-    """Serve ``app`` until SIGTERM/SIGINT; ``on_ready`` gets the URL once the socket listens."""
+    """Serve ``app`` until SIGTERM/SIGINT; ``on_ready`` gets the URL once it is serving.
+
+    ``limits`` are the transport's (see :mod:`taskhttp.limits`); pass the same to
+    :func:`taskhttp.create_app`.
+    """
     sock = bind(host, port)
     try:
-        server = _Server(_config(app, log_level))
+        server = _Server(_config(app, log_level, limits))
         if on_ready is not None:
-            on_ready(address_of(sock))
+            url = address_of(sock)
+            server.on_started = lambda: on_ready(url)
         server.run(sockets=[sock])
     finally:
         sock.close()
@@ -107,11 +147,16 @@ class BackgroundServer:
     """
 
     def __init__(
-        self, app: ASGIApp, *, host: str = "127.0.0.1", log_level: str = "warning"
+        self,
+        app: ASGIApp,
+        *,
+        host: str = "127.0.0.1",
+        log_level: str = "warning",
+        limits: TransportLimits | None = None,
     ) -> None:
         self.sock = bind(host, 0)
         self.url = address_of(self.sock)
-        self.server = _Server(_config(app, log_level))
+        self.server = _Server(_config(app, log_level, limits))
         self._thread = threading.Thread(target=self._run, daemon=True, name="uvicorn")
         self._error: BaseException | None = None
 

@@ -33,9 +33,16 @@ MCP_ENVELOPE_OVERHEAD_BYTES = 64 * 1024
 
 
 def error_response(err: TaskError) -> JSONResponse:
-    """The ``{error, code}`` response with the status of the error's kind."""
-    headers = {"WWW-Authenticate": "Bearer"} if err.code.kind.http_status == 401 else None
-    return JSONResponse(err.to_json(), status_code=err.code.kind.http_status, headers=headers)
+    """The ``{error, code}`` response with the status of the error's kind.
+
+    It carries the headers the error asks for (``WWW-Authenticate`` on 401, ``Retry-After``
+    on 429 and 503).
+    """
+    return JSONResponse(
+        err.to_json(),
+        status_code=err.code.kind.http_status,
+        headers=err.transport_headers() or None,
+    )
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -7,8 +7,11 @@ concurrent writers are serialized and each gets the next index; a ``UNIQUE(task_
 phase_index)`` constraint backs this on any backend. The latest phase comes back in every
 claim's ``resume``, so the next worker resumes from it.
 
-``clear`` deletes every phase of a task (idempotent: 0 rows is success). ``prune`` is the
-platform-wide retention sweep: rows older than N days in *every* workspace (admin/system).
+``clear`` deletes every phase of a task (idempotent: 0 rows is success). ``prune`` deletes
+rows older than N days in the *caller's* workspace (admin tier). The seed describes prune as a
+platform-wide sweep; a workspace token never gets that power over other workspaces' rows: the
+platform-wide sweep (``workspace=None`` at the storage layer) belongs to the operator's
+retention job, never to a front-door call.
 """
 
 from __future__ import annotations
@@ -67,7 +70,8 @@ def clear_phases(call: QueueCall, request: TaskRef) -> ClearResult:
 
 
 def prune_phases(call: QueueCall, request: PruneIn) -> PruneResult:
-    """Delete phase checkpoints older than ``olderThanDays`` across every workspace."""
+    """Delete the caller's workspace's phase checkpoints older than ``olderThanDays``."""
     # A retention longer than the epoch is old reaches back to the epoch, not before it.
     cutoff = max(0, call.now_ms - request.older_than_days * _DAY_MS)
-    return PruneResult(pruned=call.tx.queue.prune_phases(cutoff), cutoff_ms=cutoff)
+    pruned = call.tx.queue.prune_phases(cutoff, workspace=call.workspace)
+    return PruneResult(pruned=pruned, cutoff_ms=cutoff)

@@ -402,7 +402,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
         ),
         _spec(
             "agenttask.checkpoint.prune",
-            "Delete phase checkpoints older than N days (all workspaces).",
+            "Delete phase checkpoints older than N days (this workspace).",
             PruneIn,
             PruneResult,
             ADM,

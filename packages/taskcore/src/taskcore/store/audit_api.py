@@ -16,7 +16,9 @@ class AuditEvent:
     ``outcome`` is ``"OK"`` or the wire spelling of the :class:`~taskcore.errors.ErrorCode`.
     ``actor`` is the token identity (``"anonymous"`` when authentication failed).
     ``subject`` is the queue or workflow task the call named (its ``taskId``), when it named
-    one, so a task's audit trail is one indexed read.
+    one, so a task's audit trail is one indexed read. ``calls`` is how many calls the event
+    stands for: 1, except for refusals the service aggregates (anonymous and rate-limited
+    ones, see :mod:`taskcore.ratelimit`), where ``at_ms`` is the time of the flush.
     """
 
     at_ms: int
@@ -26,6 +28,7 @@ class AuditEvent:
     input_digest: str
     outcome: str
     subject: str | None = None
+    calls: int = 1
     seq: int = 0
 
 
@@ -54,7 +57,7 @@ class AuditStore(Protocol):
         ...
 
     def count(self, *, workspace: str | None = None, operation: str | None = None) -> int:
-        """Count events, optionally of one workspace and/or one operation."""
+        """Count the calls events stand for (the sum of ``calls``), optionally filtered."""
         ...
 
     def recent(self, *, workspace: str, limit: int) -> tuple[AuditEvent, ...]:

@@ -4,8 +4,9 @@ The queue domain (:mod:`taskcore.queue`) decides every transition; this interfac
 persists rows and answers the few indexed questions the domain asks (the best claimable task,
 a page of tasks, the next phase index). Every method that touches workspace data takes the
 workspace explicitly and puts it in the predicate, so a row of another workspace is never
-returned, changed or counted. The one exception is :meth:`QueueStore.prune_phases`, the
-platform-wide retention sweep.
+returned, changed or counted. The one exception is :meth:`QueueStore.prune_phases` with
+``workspace=None``, the platform-wide retention sweep (operator jobs only, never a front-door
+call).
 
 JSON documents (payload, checkpoint, phase state, ext result) travel as compact JSON text;
 the domain parses and bounds them.
@@ -320,8 +321,11 @@ class QueueStore(Protocol):
         """Delete every phase checkpoint of the task; return how many were deleted."""
         ...
 
-    def prune_phases(self, before_ms: int) -> int:
-        """Delete phase checkpoints of *every* workspace created before ``before_ms``."""
+    def prune_phases(self, before_ms: int, *, workspace: str | None) -> int:
+        """Delete phase checkpoints created before ``before_ms`` in ``workspace``.
+
+        ``workspace=None`` sweeps *every* workspace (the operator's retention job only).
+        """
         ...
 
     # -- ext rows ---------------------------------------------------------------------------

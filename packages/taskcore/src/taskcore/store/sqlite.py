@@ -14,7 +14,15 @@ Guarantees (tested in ``tests/store/test_sqlite.py``):
 * a missing database is created only when asked (``create=True``); read-only opens never
   create a file, run a migration or change the journal mode;
 * the first writable open in a process runs ``PRAGMA quick_check`` and refuses a damaged file;
-* a file whose recorded schema is newer than this code is refused, never downgraded.
+* a file whose recorded schema is newer than this code is refused, never downgraded;
+* a full file system is ``STORAGE_FULL`` (with a retry time), never a traceback: the failed
+  transaction is rolled back and the WAL is checkpointed and truncated on that pressure; while
+  the file system is low on space (``JOURNAL_LOW_SPACE_BYTES``) every commit checkpoints, so
+  the WAL never grows past what the database can absorb (SQLite would wait for 1000 pages,
+  about 4 MiB, which a small volume never has), and after a checkpoint the WAL is kept below
+  ``journal_size_limit``. So the journal recovers by itself once space is freed. An error
+  opening the file names its real cause (full, unreadable, damaged) instead of calling every
+  failure a damaged database.
 
 >>> import tempfile, pathlib
 >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -30,6 +38,7 @@ Guarantees (tested in ``tests/store/test_sqlite.py``):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Iterator, Sequence
@@ -41,8 +50,29 @@ import apsw
 import attrs
 
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.limits import (
+    JOURNAL_LOW_SPACE_BYTES,
+    JOURNAL_SIZE_LIMIT_BYTES,
+    RETRY_AFTER_STORAGE_FULL_SECONDS,
+)
 
-__all__ = ["Component", "Migration", "SqliteDatabase", "opt_int", "opt_str"]
+__all__ = [
+    "Component",
+    "Migration",
+    "SqliteDatabase",
+    "free_bytes",
+    "opt_int",
+    "opt_str",
+    "storage_error",
+]
+
+# Below this many free bytes an I/O error is reported as a full file system (ours: the
+# largest SQLite page plus the shared-memory index's first block).
+_NEARLY_FULL_BYTES = 128 * 1024
+# SQLite's own auto-checkpoint threshold (the WAL hook below replaces it), and the WAL size
+# from which a commit checks the free space (pages).
+_AUTOCHECKPOINT_PAGES = 1000
+_PRESSURE_PAGES = 16
 
 _CHECKED_PATHS: set[str] = set()
 _CHECKED_LOCK = threading.Lock()
@@ -56,6 +86,60 @@ def opt_int(value: Any) -> int | None:
 def opt_str(value: Any) -> str | None:
     """Read a nullable TEXT column."""
     return None if value is None else str(value)
+
+
+def free_bytes(path: Path) -> int | None:
+    """Bytes an unprivileged writer may still use on the file system holding ``path``."""
+    probe = path if path.is_dir() else path.parent
+    try:
+        st = os.statvfs(probe)
+    except OSError:
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def _full(path: Path) -> TaskError:
+    free = free_bytes(path)
+    shown = "" if free is None else f" ({free} bytes free)"
+    return TaskError(
+        ErrorCode.STORAGE_FULL,
+        f"the file system holding the journal is full{shown}; nothing was written. Free space "
+        "on it and retry (a running service recovers by itself)",
+        retry_after=RETRY_AFTER_STORAGE_FULL_SECONDS,
+    )
+
+
+def storage_error(exc: BaseException, path: Path) -> TaskError | None:
+    """Return the typed error naming the real cause of an apsw error, or ``None``.
+
+    ``None`` means the error is not about the storage medium (a constraint, a misuse) and
+    stays a bug for the caller to report. A full file system is ``STORAGE_FULL`` even when
+    SQLite only says "disk I/O error" (it does when growing the WAL index fails).
+
+    >>> storage_error(apsw.FullError("database or disk is full"), Path(".")).code.value
+    'STORAGE_FULL'
+    >>> storage_error(apsw.ConstraintError("UNIQUE"), Path(".")) is None
+    True
+    """
+    if isinstance(exc, apsw.FullError):
+        return _full(path)
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return TaskError(ErrorCode.BUSY, "the journal is busy; retry the same request shortly")
+    if isinstance(exc, apsw.IOError | apsw.CantOpenError | apsw.ReadOnlyError):
+        free = free_bytes(path)
+        if free is not None and free < _NEARLY_FULL_BYTES:
+            return _full(path)
+        return TaskError(
+            ErrorCode.STORAGE_UNAVAILABLE,
+            f"the journal cannot be read or written ({type(exc).__name__}); check the disk, "
+            "the data directory's permissions and the service log, then retry",
+        )
+    if isinstance(exc, apsw.NotADBError | apsw.CorruptError):
+        return TaskError(
+            ErrorCode.INTEGRITY_FAILURE,
+            "the file is not a readable database; restore it from a backup",
+        )
+    return None
 
 
 @attrs.frozen
@@ -136,7 +220,7 @@ class SqliteDatabase:
         try:
             conn = apsw.Connection(str(self.path), flags=flags)
         except apsw.Error as exc:
-            raise TaskError(
+            raise storage_error(exc, self.path) or TaskError(
                 ErrorCode.STORAGE_UNAVAILABLE, f"cannot open the database ({type(exc).__name__})"
             ) from None
         conn.set_busy_timeout(self.busy_timeout_ms)
@@ -146,15 +230,15 @@ class SqliteDatabase:
                     os.chmod(self.path, 0o600)
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=FULL")
+                # A checkpointed WAL is truncated to this size instead of keeping its peak.
+                conn.execute(f"PRAGMA journal_size_limit={JOURNAL_SIZE_LIMIT_BYTES}")
+                conn.set_wal_hook(self._wal_hook)
             conn.execute("PRAGMA foreign_keys=ON")
-        except apsw.BusyError:
+        except apsw.Error as exc:
             conn.close()
-            raise TaskError(ErrorCode.BUSY, "the database is busy; retry shortly") from None
-        except apsw.Error:
-            conn.close()
-            raise TaskError(
-                ErrorCode.INTEGRITY_FAILURE,
-                "the file is not a readable database; restore it from a backup",
+            raise storage_error(exc, self.path) or TaskError(
+                ErrorCode.STORAGE_UNAVAILABLE,
+                f"cannot prepare the database ({type(exc).__name__}); see the service log",
             ) from None
         return conn
 
@@ -183,8 +267,14 @@ class SqliteDatabase:
                 return
             try:
                 rows = conn.execute("PRAGMA quick_check").fetchall()
-            except apsw.Error:
+            except (apsw.NotADBError, apsw.CorruptError):
                 rows = [("unreadable",)]
+            except apsw.Error as exc:
+                # Full, unreadable or busy: say so; integrity was not what failed.
+                raise storage_error(exc, self.path) or TaskError(
+                    ErrorCode.STORAGE_UNAVAILABLE,
+                    f"cannot check the database ({type(exc).__name__}); see the service log",
+                ) from None
             if rows != [("ok",)]:
                 raise TaskError(
                     ErrorCode.INTEGRITY_FAILURE,
@@ -234,18 +324,54 @@ class SqliteDatabase:
                 )
 
     # -- transactions ---------------------------------------------------------------------
+    def _wal_hook(self, conn: apsw.Connection, name: str, pages: int) -> int:
+        """After each commit: checkpoint at 1000 pages, or at once when space runs low."""
+        if pages >= _AUTOCHECKPOINT_PAGES or (
+            pages >= _PRESSURE_PAGES
+            and (free := free_bytes(self.path)) is not None
+            and free < JOURNAL_LOW_SPACE_BYTES
+        ):
+            with contextlib.suppress(apsw.Error):
+                conn.wal_checkpoint(name, apsw.SQLITE_CHECKPOINT_PASSIVE)
+        return int(apsw.SQLITE_OK)
+
+    @staticmethod
+    def _rollback(conn: apsw.Connection) -> None:
+        # The last-resort path: a rollback that fails (the file vanished, the disk is gone)
+        # must not replace the error being reported. SQLite may already have rolled back.
+        try:
+            if not conn.get_autocommit():
+                conn.execute("ROLLBACK")
+        except apsw.Error:
+            pass
+
+    def _relieve(self, conn: apsw.Connection) -> None:
+        """Checkpoint and truncate the WAL after a write met a full file system.
+
+        SQLite checkpoints on its own only when the WAL passes 1000 pages (about 4 MiB); on a
+        small volume it never gets there, and a WAL that cannot grow blocks every write even
+        after space is freed. Copying it into the database and truncating it gives the space
+        back as soon as there is room to copy. Failing here changes nothing; the next write
+        that meets a full disk tries again.
+        """
+        with contextlib.suppress(apsw.Error):
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    def _typed(self, conn: apsw.Connection, exc: apsw.Error) -> TaskError | None:
+        err = storage_error(exc, self.path)
+        if err is not None and err.code is ErrorCode.STORAGE_FULL:
+            self._relieve(conn)
+        return err
+
     @contextmanager
     def _transaction(self, conn: apsw.Connection, begin: str) -> Iterator[apsw.Connection]:
         if not conn.get_autocommit():
             raise TaskError(ErrorCode.INTERNAL, "nested transactions are not supported")
         try:
             conn.execute(begin)
-        except apsw.BusyError:
-            raise TaskError(
-                ErrorCode.BUSY, "the journal is busy; retry the same request shortly"
-            ) from None
         except apsw.Error as exc:
-            raise TaskError(
+            self._rollback(conn)
+            raise self._typed(conn, exc) or TaskError(
                 ErrorCode.STORAGE_UNAVAILABLE, f"cannot start a transaction ({type(exc).__name__})"
             ) from None
         try:
@@ -254,24 +380,28 @@ class SqliteDatabase:
             # SQLite integers are signed 64-bit; the contract's are unsigned 64-bit. A value
             # above 2^63-1 cannot be stored or matched, so it is refused as out of bounds
             # (a PostgreSQL bigint has the same range).
-            if not conn.get_autocommit():
-                conn.execute("ROLLBACK")
+            self._rollback(conn)
             raise TaskError(
                 ErrorCode.OUT_OF_BOUNDS,
                 "an integer is above 2^63-1, the largest value storage can hold; send a "
                 "smaller value",
             ) from None
+        except apsw.Error as exc:
+            self._rollback(conn)
+            typed = self._typed(conn, exc)
+            if typed is None:
+                raise
+            raise typed from None
         except BaseException:
-            if not conn.get_autocommit():
-                conn.execute("ROLLBACK")
+            self._rollback(conn)
             raise
         try:
             conn.execute("COMMIT")
-        except apsw.BusyError:
-            if not conn.get_autocommit():
-                conn.execute("ROLLBACK")
-            raise TaskError(
-                ErrorCode.BUSY, "the journal is busy; retry the same request shortly"
+        except apsw.Error as exc:
+            self._rollback(conn)
+            raise self._typed(conn, exc) or TaskError(
+                ErrorCode.STORAGE_UNAVAILABLE,
+                f"the transaction could not commit ({type(exc).__name__}); nothing was written",
             ) from None
 
     @contextmanager

@@ -40,10 +40,15 @@ COMPONENT = Component(
             CREATE INDEX audit_event_at ON audit_event(at_ms);
             """,
         ),
+        Migration(
+            3,
+            # How many calls one event stands for (aggregated refusals); 1 for every other.
+            "ALTER TABLE audit_event ADD COLUMN calls INTEGER NOT NULL DEFAULT 1",
+        ),
     ),
 )
 
-_COLUMNS = "seq, at_ms, actor, workspace, operation, input_digest, outcome, subject"
+_COLUMNS = "seq, at_ms, actor, workspace, operation, input_digest, outcome, subject, calls"
 
 
 def _event(r: Any) -> AuditEvent:
@@ -56,6 +61,7 @@ def _event(r: Any) -> AuditEvent:
         input_digest=str(r[5]),
         outcome=str(r[6]),
         subject=opt_str(r[7]),
+        calls=int(r[8]),
     )
 
 
@@ -69,8 +75,8 @@ class SqliteAuditStore:
         """Append ``event``; return its sequence number."""
         self._conn.execute(
             "INSERT INTO audit_event"
-            "(at_ms, actor, workspace, operation, input_digest, outcome, subject) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            "(at_ms, actor, workspace, operation, input_digest, outcome, subject, calls) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (
                 event.at_ms,
                 event.actor,
@@ -79,13 +85,14 @@ class SqliteAuditStore:
                 event.input_digest,
                 event.outcome,
                 event.subject,
+                event.calls,
             ),
         )
         return int(self._conn.last_insert_rowid())
 
     def count(self, *, workspace: str | None = None, operation: str | None = None) -> int:
-        """Count events, optionally of one workspace and/or one operation."""
-        sql = "SELECT COUNT(*) FROM audit_event WHERE 1=1"
+        """Count the calls events stand for (the sum of ``calls``), optionally filtered."""
+        sql = "SELECT COALESCE(SUM(calls), 0) FROM audit_event WHERE 1=1"
         args: list[str] = []
         if workspace is not None:
             sql += " AND workspace = ?"

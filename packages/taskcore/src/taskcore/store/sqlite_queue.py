@@ -710,9 +710,15 @@ class SqliteQueueStore:
         )
         return int(self._conn.changes())
 
-    def prune_phases(self, before_ms: int) -> int:
-        """Delete phase checkpoints of every workspace created before ``before_ms``."""
-        self._conn.execute("DELETE FROM queue_checkpoint WHERE created_at_ms < ?", (before_ms,))
+    def prune_phases(self, before_ms: int, *, workspace: str | None) -> int:
+        """Delete phase checkpoints created before ``before_ms`` in ``workspace`` (or all)."""
+        if workspace is None:
+            self._conn.execute("DELETE FROM queue_checkpoint WHERE created_at_ms < ?", (before_ms,))
+        else:
+            self._conn.execute(
+                "DELETE FROM queue_checkpoint WHERE workspace = ? AND created_at_ms < ?",
+                (workspace, before_ms),
+            )
         return int(self._conn.changes())
 
     # -- ext rows ---------------------------------------------------------------------------

@@ -17,7 +17,9 @@ The journal lives at ``DATA_DIR/journal.sqlite``.
 
 from __future__ import annotations
 
+import fcntl
 import importlib
+import os
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import cached_property
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 import apsw
 
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.store.datadir import JOURNAL_NAME, check_new_journal
 from taskcore.store.sqlite import Component, SqliteDatabase
 
 if TYPE_CHECKING:
@@ -49,7 +52,7 @@ __all__ = [
     "open_storage",
 ]
 
-JOURNAL_FILENAME = "journal.sqlite"
+JOURNAL_FILENAME = JOURNAL_NAME
 
 # Each name is a module ``taskcore.store.sqlite_<name>`` exporting ``COMPONENT``.
 _COMPONENT_MODULES: tuple[str, ...] = (
@@ -204,8 +207,10 @@ class SqliteTransaction:
 class SqliteStorage:
     """The embedded default: ``DATA_DIR/journal.sqlite``."""
 
-    def __init__(self, db: SqliteDatabase) -> None:
+    def __init__(self, db: SqliteDatabase, *, set_aside: tuple[Path, ...] = ()) -> None:
         self.db = db
+        self.set_aside = set_aside
+        """Files of an earlier journal moved aside when this one was initialised."""
 
     @property
     def path(self) -> Path:
@@ -239,17 +244,54 @@ def open_storage(
     create: bool = False,
     readonly: bool = False,
     busy_timeout_ms: int = 10_000,
+    init: bool = False,
 ) -> SqliteStorage:
     """Open the journal in ``data_dir``.
 
     With ``create=False`` a missing journal is a ``NOT_FOUND`` error and nothing is created;
-    this is what side-effect-free reads use. ``readonly=True`` opens without migrating.
+    this is what side-effect-free reads use. ``readonly=True`` opens without migrating. With
+    ``create=True`` a journal is created only in a directory that holds no state of an
+    earlier one (:func:`taskcore.store.datadir.check_new_journal`: ``JOURNAL_MISSING``
+    otherwise); ``init=True`` moves such state aside first (``agent-task serve --init``).
     """
     data_dir = Path(data_dir)
     if create and not readonly:
         if data_dir.is_symlink():
             raise TaskError(ErrorCode.INVALID_PATH, "the data directory must not be a symlink")
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if _fresh(data_dir / JOURNAL_FILENAME):
+            # Concurrent first starts: one creates the journal while the others wait here,
+            # then find it non-empty instead of mistaking its first moments for a loss.
+            with _directory_lock(data_dir):
+                moved: tuple[Path, ...] = ()
+                if _fresh(data_dir / JOURNAL_FILENAME):
+                    moved = check_new_journal(data_dir, init=init)
+                storage = _open_sqlite(data_dir, True, False, busy_timeout_ms)
+                storage.set_aside = moved
+                return storage
+    return _open_sqlite(data_dir, create, readonly, busy_timeout_ms)
+
+
+def _fresh(journal: Path) -> bool:
+    try:
+        return not journal.exists() or journal.stat().st_size == 0
+    except OSError:
+        return False  # unreadable: the open reports it
+
+
+@contextmanager
+def _directory_lock(data_dir: Path) -> Iterator[None]:
+    fd = os.open(data_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def _open_sqlite(
+    data_dir: Path, create: bool, readonly: bool, busy_timeout_ms: int
+) -> SqliteStorage:
     db = SqliteDatabase(
         data_dir / JOURNAL_FILENAME,
         journal_components(),

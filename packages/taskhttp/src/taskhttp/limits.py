@@ -1,0 +1,308 @@
+"""Transport limits: slow clients, connection cap, request bytes in flight.
+
+What only the transport can see is bounded here; every number comes from
+:mod:`taskcore.limits` (and an ``agent-task serve`` flag), every refusal is a taskcore error
+code. Three mechanisms:
+
+* **Time to send a request.** uvicorn bounds only the idle time between kept-alive requests.
+  :func:`guarded_protocol` returns a subclass of uvicorn's h11 protocol that closes a
+  connection whose request headers have not all arrived within ``header_timeout`` seconds
+  (counted from the connection, or from the first byte of a later request on a kept-alive
+  one), or whose body has not all arrived within ``body_timeout`` seconds of its headers. An
+  ASGI middleware cannot do this: the application is called only once the headers are in.
+* **Connections.** At most ``max_connections`` connections are served (lowered at start so
+  that they fit the process's descriptor limit with room for the journal). At the cap, a new
+  connection first closes the connection that has been sending its headers the longest, if
+  that has taken more than ``evict_after`` seconds (a slow client, never a working one); if
+  there is none, up to ``health_reserve`` more connections are accepted that may only ask
+  ``GET /v1/hub/health`` (anything else is 503 ``OVERLOADED``), and beyond those a connection
+  is closed at once. So slow or idle connections can neither exhaust descriptors nor lock
+  out a working client, and a supervisor can always ask for health.
+* **Body bytes in flight.** :class:`BodyBudget` counts the request body bytes all requests
+  hold together; a request that would take it over ``body_bytes_in_flight`` is refused (503
+  ``OVERLOADED`` with ``Retry-After``) before its body is read when it declares its length,
+  or the moment it passes when it streams. Bodies are read only after authentication
+  (:meth:`taskcore.Service.admit`), so an unauthenticated request never holds any.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import resource
+from collections.abc import AsyncIterator
+from typing import Any
+
+import attrs
+import h11
+from starlette.types import ASGIApp, Receive, Scope, Send
+from taskcore import ErrorCode, TaskError
+from taskcore.limits import (
+    COLLECTOR_ENVELOPE_MAX_BYTES,
+    HTTP_BODY_BYTES_IN_FLIGHT_MAX,
+    HTTP_BODY_TIMEOUT_SECONDS,
+    HTTP_CONNECTIONS_MAX,
+    HTTP_FD_HEADROOM,
+    HTTP_HEADER_EVICT_AFTER_SECONDS,
+    HTTP_HEADER_TIMEOUT_SECONDS,
+    HTTP_HEALTH_RESERVED_CONNECTIONS,
+    HTTP_KEEPALIVE_TIMEOUT_SECONDS,
+    RETRY_AFTER_OVERLOADED_SECONDS,
+)
+from taskmcp import error_response
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = [
+    "BodyBudget",
+    "Reservation",
+    "TransportLimits",
+    "descriptor_limit",
+    "guarded_protocol",
+    "overloaded",
+]
+
+_MIN_CONNECTIONS = 8
+
+
+def descriptor_limit() -> int | None:
+    """The process's soft limit on open file descriptors, or ``None`` if unlimited."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def _at_least_one_upload(_: Any, attribute: attrs.Attribute[int], value: int) -> None:
+    if value < COLLECTOR_ENVELOPE_MAX_BYTES:
+        raise ValueError(
+            f"{attribute.name} must be at least {COLLECTOR_ENVELOPE_MAX_BYTES} bytes (one "
+            "collector upload), or no upload could ever be read"
+        )
+
+
+def _positive(_: Any, attribute: attrs.Attribute[Any], value: float) -> None:
+    if value <= 0:
+        raise ValueError(f"{attribute.name} must be positive")
+
+
+@attrs.frozen(kw_only=True)
+class TransportLimits:
+    """The HTTP transport's limits (seconds, connections, bytes); defaults from taskcore.
+
+    >>> TransportLimits().header_timeout
+    10.0
+    >>> TransportLimits(max_connections=10_000).connections(descriptors=256)
+    96
+    """
+
+    header_timeout: float = attrs.field(
+        default=float(HTTP_HEADER_TIMEOUT_SECONDS), converter=float, validator=_positive
+    )
+    body_timeout: float = attrs.field(
+        default=float(HTTP_BODY_TIMEOUT_SECONDS), converter=float, validator=_positive
+    )
+    keepalive_timeout: float = attrs.field(
+        default=float(HTTP_KEEPALIVE_TIMEOUT_SECONDS), converter=float, validator=_positive
+    )
+    max_connections: int = attrs.field(default=HTTP_CONNECTIONS_MAX, validator=_positive)
+    health_reserve: int = HTTP_HEALTH_RESERVED_CONNECTIONS
+    evict_after: float = attrs.field(
+        default=HTTP_HEADER_EVICT_AFTER_SECONDS, converter=float, validator=_positive
+    )
+    body_bytes_in_flight: int = attrs.field(
+        default=HTTP_BODY_BYTES_IN_FLIGHT_MAX, validator=_at_least_one_upload
+    )
+
+    def connections(self, *, descriptors: int | None = None) -> int:
+        """The connection cap in force.
+
+        That is ``max_connections``, lowered to fit ``descriptors`` (default: the process's
+        soft limit) minus room for the journal and threads.
+        """
+        limit = descriptor_limit() if descriptors is None else descriptors
+        if limit is None:
+            return self.max_connections
+        return min(self.max_connections, max(_MIN_CONNECTIONS, limit - HTTP_FD_HEADROOM))
+
+
+def overloaded(what: str) -> TaskError:
+    """The ``OVERLOADED`` refusal (503, ``Retry-After``) naming what is exhausted."""
+    return TaskError(
+        ErrorCode.OVERLOADED,
+        f"the server is holding as many {what} as it is configured to; retry shortly",
+        retry_after=RETRY_AFTER_OVERLOADED_SECONDS,
+    )
+
+
+class BodyBudget:
+    """Request body bytes held by all requests of one application, bounded.
+
+    Used from the event loop only (the handlers reserve before they read), so it needs no
+    lock.
+
+    >>> budget = BodyBudget(10)
+    >>> r = Reservation(budget)
+    >>> r.need(8)
+    >>> Reservation(budget).need(3)
+    Traceback (most recent call last):
+    taskcore.errors.TaskError: the server is holding as many request body bytes as it is configured to; retry shortly
+    >>> r.release(); budget.used
+    0
+    """
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.used = 0
+
+    def claim(self, n: int) -> None:
+        """Take ``n`` more bytes, or refuse with ``OVERLOADED``."""
+        if self.used + n > self.max_bytes:
+            raise overloaded("request body bytes")
+        self.used += n
+
+    def free(self, n: int) -> None:
+        """Give ``n`` bytes back."""
+        self.used = max(0, self.used - n)
+
+    @contextlib.asynccontextmanager
+    async def hold(self) -> AsyncIterator[Reservation]:
+        """A reservation for one request, released when the block ends."""
+        reservation = Reservation(self)
+        try:
+            yield reservation
+        finally:
+            reservation.release()
+
+
+class Reservation:
+    """The bytes one request holds of a :class:`BodyBudget`."""
+
+    def __init__(self, budget: BodyBudget) -> None:
+        self.budget = budget
+        self.held = 0
+
+    def need(self, total: int) -> None:
+        """Make sure ``total`` bytes are held for this request (claiming only the growth)."""
+        if total > self.held:
+            self.budget.claim(total - self.held)
+            self.held = total
+
+    def release(self) -> None:
+        """Give every held byte back."""
+        self.budget.free(self.held)
+        self.held = 0
+
+
+class _Guard:
+    """The connections of one server and the limits they live under."""
+
+    def __init__(self, limits: TransportLimits, health_path: str) -> None:
+        self.limits = limits
+        self.cap = limits.connections()
+        self.health_path = health_path
+        self.active: dict[Any, None] = {}
+
+    def evict_slowest(self, now: float) -> bool:
+        """Close the connection longest in its header phase (past ``evict_after``)."""
+        victim, since = None, now - self.limits.evict_after
+        for conn in self.active:
+            started = conn.header_started
+            if started is not None and started <= since:
+                victim, since = conn, started
+        if victim is None:
+            return False
+        victim.drop()
+        return True
+
+
+def _health_only(app: ASGIApp, health_path: str) -> ASGIApp:
+    """The application of a connection accepted beyond the cap: health, or 503."""
+
+    async def reserve(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == health_path:
+            await app(scope, receive, send)
+            return
+        response = error_response(overloaded("connections"))
+        response.headers["Connection"] = "close"
+        await response(scope, receive, send)
+
+    return reserve
+
+
+def guarded_protocol(limits: TransportLimits, *, health_path: str) -> type[H11Protocol]:
+    """Return uvicorn's h11 protocol with header/body deadlines and the connection cap.
+
+    One class per server: the returned class shares one set of connections.
+    """
+    guard = _Guard(limits, health_path)
+
+    class GuardedH11Protocol(H11Protocol):
+        """An h11 connection that cannot stay open by sending a request slowly."""
+
+        header_started: float | None = None
+        """Loop time the current request's header phase began (``None`` outside it)."""
+
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)  # type: ignore[arg-type]
+            self._deadline: asyncio.TimerHandle | None = None
+            self._phase = "headers"
+            now = self.loop.time()
+            while len(guard.active) >= guard.cap and guard.evict_slowest(now):
+                pass  # room for a full slot, taken from connections stuck in their headers
+            if len(guard.active) >= guard.cap + guard.limits.health_reserve:
+                self.transport.abort()
+                return
+            if len(guard.active) >= guard.cap:
+                self.app = _health_only(self.app, guard.health_path)
+            guard.active[self] = None
+            self._enter("headers", now)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            guard.active.pop(self, None)
+            self._cancel()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self.transport.is_closing():
+                return
+            state = self.conn.their_state
+            if state is h11.IDLE:
+                # Bytes of a request whose headers are not complete yet (or, after a drained
+                # body, the next request): the header deadline runs.
+                if self._phase != "headers":
+                    self._enter("headers", self.loop.time())
+            elif state is h11.SEND_BODY:
+                if self._phase != "body":
+                    self._enter("body", self.loop.time())
+            elif self._phase != "handling":
+                self._enter("handling", self.loop.time())
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if self.conn.their_state is h11.IDLE and self._phase != "idle":
+                # uvicorn's keep-alive timeout covers the wait for the next request.
+                self._enter("idle", self.loop.time())
+
+        def _cancel(self) -> None:
+            deadline = getattr(self, "_deadline", None)
+            if deadline is not None:
+                deadline.cancel()
+                self._deadline = None
+
+        def _enter(self, phase: str, now: float) -> None:
+            self._cancel()
+            self._phase = phase
+            self.header_started = now if phase == "headers" else None
+            if phase == "headers":
+                self._deadline = self.loop.call_later(guard.limits.header_timeout, self.drop)
+            elif phase == "body":
+                self._deadline = self.loop.call_later(guard.limits.body_timeout, self.drop)
+
+        def drop(self) -> None:
+            """Close this connection now (a deadline passed, or room is needed)."""
+            self._cancel()
+            self.header_started = None
+            guard.active.pop(self, None)
+            if not self.transport.is_closing():
+                self.transport.abort()
+
+    return GuardedH11Protocol

@@ -1,0 +1,179 @@
+"""Transport limits: header and body deadlines, the connection cap and its health reserve,
+the body budget."""
+
+import contextlib
+import socket
+import time
+from urllib.parse import urlsplit
+
+import pytest
+from taskcore import ErrorCode, Service, TaskError
+from taskcore.actors import Tier
+from taskcore.auth import issue_token
+from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES, HTTP_FD_HEADROOM
+from taskhttp import BackgroundServer, TransportLimits, create_app
+from taskhttp.limits import BodyBudget, Reservation
+
+from tests.taskhttp.fixtures import build_registry
+
+
+def test_limits_refuse_a_budget_below_one_upload_and_non_positive_times():
+    with pytest.raises(ValueError, match="at least"):
+        TransportLimits(body_bytes_in_flight=COLLECTOR_ENVELOPE_MAX_BYTES - 1)
+    with pytest.raises(ValueError, match="positive"):
+        TransportLimits(header_timeout=0)
+
+
+@pytest.mark.parametrize(
+    ("configured", "descriptors", "cap"),
+    [
+        (1000, None, None),
+        (1000, 256, 256 - HTTP_FD_HEADROOM),
+        (1000, 100, 8),  # never below a handful
+        (2, 256, 2),  # never above what is configured
+        (1000, 100_000, 1000),
+    ],
+)
+def test_the_cap_fits_the_descriptor_limit(configured, descriptors, cap):
+    limits = TransportLimits(max_connections=configured)
+    if descriptors is None:
+        assert limits.connections() <= configured
+    else:
+        assert limits.connections(descriptors=descriptors) == cap
+
+
+def test_the_budget_reserves_growth_only_and_refuses_past_its_bound():
+    budget = BodyBudget(100)
+    a, b = Reservation(budget), Reservation(budget)
+    a.need(60)
+    a.need(40)  # already held
+    b.need(40)
+    with pytest.raises(TaskError) as err:
+        b.need(41)
+    assert err.value.code is ErrorCode.OVERLOADED
+    assert err.value.retry_after == 1
+    a.release()
+    b.need(41)
+    assert budget.used == 41
+
+
+@pytest.fixture
+def server(tmp_path, request):
+    limits = TransportLimits(**getattr(request, "param", {}))
+    service = Service.open(tmp_path, registry=build_registry())
+    token = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT).token
+    background = BackgroundServer(create_app(service, limits=limits), limits=limits)
+    url = background.start()
+    yield url, token
+    background.stop()
+    service.close()
+
+
+def _sock(url):
+    parts = urlsplit(url)
+    return socket.create_connection((parts.hostname, parts.port), timeout=5)
+
+
+def _closed_within(sock, seconds, keep_sending=b""):
+    """Whether the server closes ``sock`` within ``seconds`` (sending ``keep_sending``)."""
+    end = time.monotonic() + seconds
+    sock.settimeout(0.1)
+    while time.monotonic() < end:
+        if keep_sending:
+            with contextlib.suppress(OSError):
+                sock.sendall(keep_sending)
+        try:
+            if sock.recv(65536) == b"":
+                return True
+        except TimeoutError:
+            continue
+        except OSError:
+            return True
+    return False
+
+
+def _request(url, token, verb="demo.note", body=b'{"key": "a", "text": "t"}', method="POST"):
+    path = f"/v/{verb}" if method == "POST" else verb
+    head = f"{method} {path} HTTP/1.1\r\nHost: x\r\n"
+    if method == "POST":
+        head += (
+            f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n"
+        )
+    return head.encode() + b"\r\n" + (body if method == "POST" else b"")
+
+
+def _status(sock):
+    sock.settimeout(5)
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    return int(data.split(b" ", 2)[1])
+
+
+@pytest.mark.parametrize("server", [{"header_timeout": 0.5}], indirect=True)
+def test_a_connection_that_sends_no_request_is_closed_at_the_header_deadline(server):
+    url, _ = server
+    silent, trickling = _sock(url), _sock(url)
+    trickling.sendall(b"POST /v/demo.note HTTP/1.1\r\n")
+    assert _closed_within(silent, 2.0)
+    assert _closed_within(trickling, 2.0, keep_sending=b"X-A: b\r\n")
+
+
+@pytest.mark.parametrize("server", [{"body_timeout": 0.5}], indirect=True)
+def test_a_body_that_trickles_is_closed_at_the_body_deadline(server):
+    url, token = server
+    sock = _sock(url)
+    sock.sendall(_request(url, token)[:-5])  # headers in, body short by five bytes
+    assert _closed_within(sock, 2.5, keep_sending=b"")
+
+
+@pytest.mark.parametrize("server", [{"header_timeout": 0.5}], indirect=True)
+def test_an_idle_kept_alive_connection_is_not_a_slow_header(server):
+    url, token = server
+    sock = _sock(url)
+    sock.sendall(_request(url, token))
+    assert _status(sock) == 200
+    time.sleep(1.0)  # idle longer than the header deadline, shorter than keep-alive
+    sock.sendall(_request(url, token))
+    assert _status(sock) == 200
+
+
+@pytest.mark.parametrize(
+    "server",
+    [{"max_connections": 2, "health_reserve": 1, "evict_after": 60, "header_timeout": 30}],
+    indirect=True,
+)
+def test_beyond_the_cap_one_slot_serves_health_only_and_the_rest_are_closed(server):
+    url, token = server
+    held = [_sock(url), _sock(url)]
+    time.sleep(0.2)
+    reserve = _sock(url)
+    reserve.sendall(_request(url, token, "/v1/hub/health", method="GET"))
+    assert _status(reserve) == 200
+    beyond = _sock(url)
+    assert _closed_within(beyond, 2.0)
+    reserve.sendall(_request(url, token))
+    assert _status(reserve) == 503  # and the reserve slot closes after it
+    for sock in [*held, reserve, beyond]:
+        sock.close()
+
+
+@pytest.mark.parametrize(
+    "server",
+    [{"max_connections": 2, "health_reserve": 0, "evict_after": 0.2, "header_timeout": 30}],
+    indirect=True,
+)
+def test_at_the_cap_a_new_connection_evicts_the_longest_stuck_in_its_headers(server):
+    url, token = server
+    held = [_sock(url), _sock(url)]
+    time.sleep(0.4)
+    fresh = _sock(url)
+    fresh.sendall(_request(url, token))
+    assert _status(fresh) == 200
+    assert sum(_closed_within(sock, 1.0) for sock in held) == 1
+    for sock in [*held, fresh]:
+        sock.close()
