@@ -5,8 +5,9 @@
 #
 # Starts `agent-task serve` on a fresh data directory and an ephemeral port, then with
 # `npx @modelcontextprotocol/inspector --cli` (pinned; needs node and the npm registry):
-#   1. /mcp tools/list as the first admin token lists the queue tools and session_gate;
-#   2. /mcp tools/call of agenttask.cancel on a missing task is a tool error carrying NOT_FOUND;
+#   1. /mcp tools/list as the first admin token lists the queue tools and session_gate, every
+#      name matching ^[a-zA-Z0-9_-]{1,64}$;
+#   2. /mcp tools/call of agenttask_cancel on a missing task is a tool error carrying NOT_FOUND;
 #   3. the workspace endpoint (?repository=&profile=) lists the workflow tools and answers
 #      capabilities with the capability name;
 #   4. a request with no token is refused.
@@ -47,11 +48,11 @@ check() {  # check NAME PYTHON-EXPRESSION-ON-doc < json
 
 inspect "$url/mcp" --transport http --header "$auth" --method tools/list \
   | check "queue tools listed" \
-    "{'agenttask.reorder', 'agenttask.cancel', 'session_gate'} <= {t['name'] for t in doc['tools']}"
+    "{'agenttask_reorder', 'agenttask_cancel', 'agenttask_claimNext', 'session_gate'} <= {t['name'] for t in doc['tools']} and all(__import__('re').fullmatch(r'[a-zA-Z0-9_-]{1,64}', t['name']) for t in doc['tools'])"
 
 set +e
 inspect "$url/mcp" --transport http --header "$auth" --method tools/call \
-  --tool-name agenttask.cancel --tool-arg taskId=at_missing >"$work/call.json"
+  --tool-name agenttask_cancel --tool-arg taskId=at_missing >"$work/call.json"
 set -e
 check "tool error carries the code" \
   "doc['isError'] and json.loads(doc['content'][0]['text'])['code'] == 'NOT_FOUND'" \

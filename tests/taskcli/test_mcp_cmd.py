@@ -26,16 +26,17 @@ def test_local_actor_gets_the_queue_tools_and_calls_them(tmp_path):
 
     async def script(client):
         listed = await client.list_tools()
-        result = await client.call_tool("agenttask.cancel", {"taskId": "at_missing"})
+        result = await client.call_tool("agenttask_cancel", {"taskId": "at_missing"})
         return [t.name for t in listed.tools], result
 
     names, result = _session(
         ["--data-dir", str(data), "--workspace", "w1", "--tier", "member", "--autonomy", "2"],
         script,
     )
-    assert "agenttask.reorder" in names
+    assert "agenttask_reorder" in names
     assert "session_gate" in names
-    assert "agenttask.claimNext" not in names
+    assert "agenttask_claimNext" in names
+    assert "agenttask_list" not in names  # admin only
     assert result.is_error
     assert json.loads(result.content[0].text)["code"] == "NOT_FOUND"
     service = Service.open(data)
@@ -53,7 +54,7 @@ def test_a_token_file_makes_the_caller_that_tokens_actor(tmp_path):
     token_file.write_text(issued.token)
 
     async def script(client):
-        return await client.call_tool("agenttask.reorder", {"taskId": "at_1", "priority": 1})
+        return await client.call_tool("agenttask_reorder", {"taskId": "at_1", "priority": 1})
 
     result = _session(["--data-dir", str(data), "--token-file", str(token_file)], script)
     assert json.loads(result.content[0].text)["code"] == "FORBIDDEN"

@@ -20,6 +20,7 @@ from taskcore.service import (
     Surface,
     TxMode,
     default_registry,
+    portable_tool_name,
 )
 from taskcore.store.audit_api import AuditEvent
 
@@ -352,3 +353,44 @@ def test_commit_then_refuse_keeps_the_effect_and_audits_the_refusal_once(service
 def test_commit_then_refuse_from_an_own_transaction_handler(service):
     assert _code(service.dispatch, AGENT, "demo.keep_own", b'{"text": "x"}') is ErrorCode.CONFLICT
     assert service.audit_count(operation="demo.keep_own") == 1
+
+
+def test_portable_tool_names_are_one_rule_and_reversible():
+    assert portable_tool_name("agenttask.checkpoint.write") == "agenttask_checkpoint_write"
+    reg = Registry()
+    reg.register(_op("demo.tool", lambda c, r: {}, mcp=True))
+    reg.register(_op("workflow.echo", lambda c, r: {}, surface=Surface.WORKFLOW))
+    assert reg.get("demo.tool").tool_name == "demo_tool"
+    assert reg.get("workflow.echo").tool_name == "echo"
+    assert reg.for_tool("demo_tool") is reg.get("demo.tool")
+    assert reg.for_tool("demo.tool") is reg.get("demo.tool")
+    assert reg.for_tool("echo", [Surface.WORKFLOW]) is reg.get("workflow.echo")
+    assert reg.for_tool("echo", [Surface.QUEUE]) is None
+    assert reg.for_tool("demo_nope") is None
+    with pytest.raises(ValueError, match="maps to the tool name 'demo_tool'"):
+        reg.register(_op("demo_tool", lambda c, r: {}))
+    with pytest.raises(ValueError, match="must match"):
+        reg.register(_op("demo." + "x" * 70, lambda c, r: {}, mcp=True))
+    # off MCP a long name is fine: only tools must fit the pattern
+    reg.register(_op("demo." + "x" * 70, lambda c, r: {}))
+
+
+def test_operation_admits_by_tier_and_autonomy():
+    op = _op("demo.sensitive", lambda c, r: {}, min_tier=Tier.MEMBER, risk=RiskClass.SENSITIVE)
+    assert op.admits(Actor(token_id="t", workspace="w", tier=Tier.MEMBER, autonomy=2))
+    assert not op.admits(Actor(token_id="t", workspace="w", tier=Tier.MEMBER, autonomy=1))
+    assert not op.admits(Actor(token_id="t", workspace="w", tier=Tier.AGENT, autonomy=3))
+
+
+def test_unknown_operation_hints_name_the_listing_of_the_door(service):
+    errors = {}
+    for door in (Door.HTTP, Door.MCP, Door.CLI):
+        with pytest.raises(TaskError) as caught:
+            service.dispatch(AGENT, "demo.missing", b"{}", door=door)
+        errors[door] = caught.value
+    assert errors[Door.MCP].message == (
+        "there is no tool 'demo.missing' here; list the tools with tools/list"
+    )
+    assert "agent-task call --list" in errors[Door.HTTP].message
+    assert "agent-task call --list" in errors[Door.CLI].message
+    assert all(e.code is ErrorCode.UNKNOWN_OPERATION for e in errors.values())

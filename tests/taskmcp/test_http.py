@@ -35,15 +35,16 @@ def _session(live, path, token, script, mode="legacy"):
 def test_sdk_client_initializes_lists_and_calls_over_http(live, mode):
     async def script(client):
         listed = await client.list_tools()
-        ok = await client.call_tool("demo.note", {"key": "m", "text": "over mcp"})
-        read = await client.call_tool("demo.read", {"key": "m"})
-        bad = await client.call_tool("demo.read", {"key": 1})
+        ok = await client.call_tool("demo_note", {"key": "m", "text": "over mcp"})
+        read = await client.call_tool("demo_read", {"key": "m"})
+        bad = await client.call_tool("demo_read", {"key": 1})
         return client.server_info, listed, ok, read, bad
 
     info, listed, ok, read, bad = _session(live, "/mcp", live.tokens["agent"], script, mode)
     if mode == "legacy":
         assert info.name == "agent-task"
-    assert [t.name for t in listed.tools] == ["demo.destroy", "demo.gate", "demo.note", "demo.read"]
+    # autonomy 1 does not reach demo.destroy (destructive), so it is not offered to this token
+    assert [t.name for t in listed.tools] == ["demo_gate", "demo_note", "demo_read"]
     assert ok.structured_content == {"key": "m", "text": "over mcp", "workspace": "w1"}
     assert read.structured_content["text"] == "over mcp"
     assert bad.is_error
@@ -78,8 +79,8 @@ def test_the_workspace_endpoint_serves_workflow_tools_for_the_query_route(live):
 def test_tier_autonomy_and_workspace_come_from_the_token(live):
     async def script(client):
         return (
-            await client.call_tool("demo.destroy", {"key": "m"}),
-            await client.call_tool("demo.read", {"key": "m"}),
+            await client.call_tool("demo_destroy", {"key": "m"}),
+            await client.call_tool("demo_read", {"key": "m"}),
         )
 
     destroy, _read = _session(live, "/mcp", live.tokens["member"], script)
@@ -88,10 +89,10 @@ def test_tier_autonomy_and_workspace_come_from_the_token(live):
         live,
         "/mcp",
         live.tokens["agent"],
-        lambda c: c.call_tool("demo.note", {"key": "ws", "text": "w1"}),
+        lambda c: c.call_tool("demo_note", {"key": "ws", "text": "w1"}),
     )
     other = _session(
-        live, "/mcp", live.tokens["other"], lambda c: c.call_tool("demo.read", {"key": "ws"})
+        live, "/mcp", live.tokens["other"], lambda c: c.call_tool("demo_read", {"key": "ws"})
     )
     assert json.loads(other.content[0].text)["code"] == "NOT_FOUND"
 
@@ -143,11 +144,15 @@ def test_a_token_revoked_mid_session_is_refused_on_its_next_request(live):
     assert second.json()["code"] == "TOKEN_REVOKED"
 
 
-def test_a_tool_call_is_audited_once(live):
+def test_a_tool_call_is_audited_once_under_the_operation_name(live):
+    # CALL names the tool by the operation's dotted spelling, which tools/call still accepts
     before = live.service.audit_count(operation="demo.read")
     r = _raw(live, "/mcp", CALL)
     assert r.status_code == 200
-    assert live.service.audit_count(operation="demo.read") == before + 1
+    portable = CALL.replace('"demo.read"', '"demo_read"')
+    assert _raw(live, "/mcp", portable).status_code == 200
+    assert live.service.audit_count(operation="demo.read") == before + 2
+    assert live.service.audit_count(operation="demo_read") == 0
 
 
 @pytest.mark.parametrize(

@@ -34,11 +34,11 @@ def _run(service, family, route, script, mode="legacy"):
 def test_list_and_call_a_queue_tool(service, mode):
     async def script(client):
         listed = await client.list_tools()
-        result = await client.call_tool("demo.note", {"key": "a", "text": "hi"})
+        result = await client.call_tool("demo_note", {"key": "a", "text": "hi"})
         return [t.name for t in listed.tools], result
 
     names, result = _run(service, Family.QUEUE, None, script, mode)
-    assert "demo.note" in names
+    assert names == ["demo_gate", "demo_note", "demo_read"]
     assert result.is_error is False
     assert result.structured_content == {"key": "a", "text": "hi", "workspace": "w1"}
     assert service.audit_count(operation="demo.note") == 1
@@ -47,16 +47,23 @@ def test_list_and_call_a_queue_tool(service, mode):
 def test_refusals_are_tool_errors_carrying_the_code(service):
     async def script(client):
         return [
-            await client.call_tool("demo.note", {"key": "a"}),
-            await client.call_tool("demo.read", {"key": "missing"}),
-            await client.call_tool("demo.destroy", {"key": "a"}),
-            await client.call_tool("demo.hidden", {"key": "a"}),
-            await client.call_tool("demo.admin", {"key": "a"}),
-            await client.call_tool("no.such.tool", {}),
+            await client.call_tool("demo_note", {"key": "a"}),
+            await client.call_tool("demo_read", {"key": "missing"}),
+            await client.call_tool("demo_destroy", {"key": "a"}),
+            await client.call_tool("demo_hidden", {"key": "a"}),
+            await client.call_tool("demo_admin", {"key": "a"}),
+            await client.call_tool("no_such_tool", {}),
         ]
 
     results = _run(service, Family.QUEUE, None, script)
-    codes = [json.loads(r.content[0].text)["code"] for r in results]
+    bodies = [json.loads(r.content[0].text) for r in results]
+    codes = [b["code"] for b in bodies]
+    # hints over MCP point to tools/list, never to the CLI
+    assert bodies[3]["error"].endswith("list the tools with tools/list")
+    assert (
+        bodies[5]["error"] == "there is no tool 'no_such_tool' here; list the tools with tools/list"
+    )
+    assert not any("agent-task" in b["error"] for b in bodies)
     assert all(r.is_error for r in results)
     assert codes == [
         "MISSING_FIELD",

@@ -1,8 +1,13 @@
+import re
+
+import pytest
 from jsonschema import Draft202012Validator
 from taskcore import Registry
+from taskcore.service import default_registry
 from taskmcp.tools import Family, operation_for_tool, tool_operations, tools
 
 from tests.taskhttp.fixtures import build_registry
+from tests.taskmcp.support import TOOL_NAME, WORKSPACE_PATH, QueueService, run
 
 
 def _names(family):
@@ -10,7 +15,7 @@ def _names(family):
 
 
 def test_queue_tools_are_the_queue_and_gate_operations_marked_for_mcp():
-    assert _names(Family.QUEUE) == ["demo.destroy", "demo.gate", "demo.note", "demo.read"]
+    assert _names(Family.QUEUE) == ["demo_destroy", "demo_gate", "demo_note", "demo_read"]
 
 
 def test_workspace_tools_are_workflow_operations_by_envelope_name_without_the_upload():
@@ -20,13 +25,19 @@ def test_workspace_tools_are_workflow_operations_by_envelope_name_without_the_up
 
 
 def test_tool_names_map_back_to_operations():
-    assert operation_for_tool(Family.WORKSPACE, "echo") == "workflow.echo"
-    assert operation_for_tool(Family.QUEUE, "demo.note") == "demo.note"
+    reg = build_registry()
+    assert operation_for_tool(reg, Family.WORKSPACE, "echo") == "workflow.echo"
+    assert operation_for_tool(reg, Family.QUEUE, "demo_note") == "demo.note"
+    # the operation's own dotted spelling is accepted too (never listed)
+    assert operation_for_tool(reg, Family.QUEUE, "demo.note") == "demo.note"
+    # unknown names and other families' tools pass through for the front door to refuse
+    assert operation_for_tool(reg, Family.QUEUE, "echo") == "echo"
+    assert operation_for_tool(reg, Family.WORKSPACE, "demo_note") == "workflow.demo_note"
 
 
 def test_tool_schemas_descriptions_and_hints_come_from_the_registry():
     by_name = {t.name: t for t in tools(build_registry(), Family.QUEUE)}
-    note = by_name["demo.note"]
+    note = by_name["demo_note"]
     assert note.description == "Test operation demo.note."
     assert note.input_schema["type"] == "object"
     assert note.input_schema["required"] == ["key", "text"]
@@ -36,9 +47,9 @@ def test_tool_schemas_descriptions_and_hints_come_from_the_registry():
     assert note.annotations.read_only_hint is False
     assert note.annotations.destructive_hint is False
     assert note.annotations.idempotent_hint is False
-    assert by_name["demo.read"].annotations.read_only_hint is True
-    assert by_name["demo.destroy"].annotations.destructive_hint is True
-    assert by_name["demo.gate"].output_schema is None
+    assert by_name["demo_read"].annotations.read_only_hint is True
+    assert by_name["demo_destroy"].annotations.destructive_hint is True
+    assert by_name["demo_gate"].output_schema is None
 
 
 def test_workspace_tool_output_is_the_capability_envelope():
@@ -66,3 +77,56 @@ def test_workspace_tool_output_is_the_capability_envelope():
 def test_an_empty_registry_offers_no_tools():
     assert tools(Registry(), Family.QUEUE) == []
     assert tools(Registry(), Family.WORKSPACE) == []
+
+
+# -- every endpoint, listed by the official SDK client --------------------------------------
+
+
+@pytest.fixture(scope="module")
+def queue(tmp_path_factory):
+    svc = QueueService(tmp_path_factory.mktemp("names")).start()
+    yield svc
+    svc.stop()
+
+
+async def _listed(client):
+    return [t.name for t in (await client.list_tools()).tools]
+
+
+def _check_portable(names):
+    assert names, "the endpoint listed no tools"
+    assert all(re.fullmatch(TOOL_NAME, n) for n in names), names
+    assert len(set(names)) == len(names), names
+
+
+@pytest.mark.parametrize("role", ["admin", "agent1"])
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_every_tool_name_on_every_http_endpoint_is_portable_and_unique(queue, role, mode):
+    for path in ("/mcp", WORKSPACE_PATH):
+        names = run(queue.http(role, path, mode=mode), _listed)
+        _check_portable(names)
+    queue_names = run(queue.http("admin", "/mcp", mode=mode), _listed)
+    assert "agenttask_checkpoint_write" in queue_names
+    assert "agenttask.checkpoint.write" not in queue_names
+
+
+def test_every_tool_name_on_stdio_is_portable_and_unique(queue, tmp_path):
+    queue_names = run(queue.stdio("admin", tmp_path), _listed)
+    workspace_names = run(
+        queue.stdio("admin", tmp_path, extra=("--repository", "acme", "--profile", "default")),
+        _listed,
+    )
+    for names in (queue_names, workspace_names):
+        _check_portable(names)
+    assert queue_names == run(queue.http("admin", "/mcp"), _listed)
+    assert workspace_names == run(queue.http("admin", WORKSPACE_PATH), _listed)
+
+
+def test_every_mcp_tool_of_the_default_registry_maps_to_a_unique_portable_name():
+    registry = default_registry()
+    for family in Family:
+        ops = tool_operations(registry, family)
+        names = [op.tool_name for op in ops]
+        _check_portable(names)
+        for name, op in zip(names, ops, strict=True):
+            assert operation_for_tool(registry, family, name) == op.name

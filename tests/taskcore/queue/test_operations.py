@@ -15,17 +15,9 @@ from taskcore.store.storage import JOURNAL_FILENAME
 
 from tests.taskcore.queue.support import ADMIN, MEMBER, OUTSIDER, START_MS, WORKER
 
-MCP_VERBS = {
-    "agenttask.cancel",
-    "agenttask.checkpoint.clear",
-    "agenttask.checkpoint.write",
-    "agenttask.ext.create",
-    "agenttask.ext.setWaiting",
-    "agenttask.ext.update",
-    "agenttask.rankByObjective",
-    "agenttask.reorder",
-    "agenttask.requeue",
-}
+OFF_MCP_VERBS = {"agenttask.list", "agenttask.checkpoint.prune"}
+"""The seed's verbs only admins run (issue 19): everything else is an MCP tool."""
+MCP_VERBS = set(QUEUE_VERBS) - OFF_MCP_VERBS
 ADMIN_VERBS = {
     "agenttask.verb.register",
     "agenttask.verb.list",
@@ -53,9 +45,15 @@ def test_the_nineteen_seed_verbs_are_registered_on_the_queue_surface():
     assert len(QUEUE_VERBS) == 19
 
 
-def test_mcp_is_set_exactly_for_the_verbs_the_seed_exposes_as_mcp_tools():
+def test_mcp_is_set_for_every_verb_but_what_only_admins_do():
     ops = _queue_ops()
     assert {name for name, op in ops.items() if op.mcp} == MCP_VERBS
+    assert all(ops[name].min_tier is Tier.ADMIN for name in OFF_MCP_VERBS)
+    assert all(ops[name].min_tier is not Tier.ADMIN for name in MCP_VERBS)
+    # the agent's worker loop: claim, heartbeat/finish, hand back, read its own task
+    worker = ("claimNext", "claim", "checkpoint", "release", "get", "checkpoint.write")
+    for verb in worker:
+        assert ops[f"agenttask.{verb}"].min_tier is Tier.AGENT
 
 
 def test_admin_verbs_are_admin_surface_and_admin_tier():

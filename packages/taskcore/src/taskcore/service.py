@@ -60,6 +60,7 @@ from taskcore.store.audit_api import AuditEvent
 from taskcore.store.storage import SqliteStorage, Storage, Transaction, open_storage
 
 __all__ = [
+    "MCP_TOOL_NAME_PATTERN",
     "WORKFLOW_PREFIX",
     "CallContext",
     "CommitThenRefuse",
@@ -75,6 +76,7 @@ __all__ = [
     "TxMode",
     "WorkflowCall",
     "default_registry",
+    "portable_tool_name",
 ]
 
 I = TypeVar("I")  # noqa: E741 - conventional name for an input type variable
@@ -88,6 +90,27 @@ WORKFLOW_PREFIX = "workflow."
 
 WORKFLOW_OPERATION_PATTERN = r"[a-z][a-z0-9_]{0,63}"
 """The spelling of ``operation`` in the workflow envelope (``claim``, ``collector_upload``)."""
+
+MCP_TOOL_NAME_PATTERN = r"[a-zA-Z0-9_-]{1,64}"
+"""The tool names every MCP client accepts (Claude Desktop and claude.ai withhold all of a
+server's tools when one name fails it; the OpenAI API refuses the others)."""
+
+
+def portable_tool_name(name: str) -> str:
+    """The MCP tool name of an operation's local name: the one rule is ``.`` -> ``_``.
+
+    HTTP (``POST /v/agenttask.cancel``), the audit log and the CLI keep the dotted names the
+    seeds spell; only MCP tool names are mapped. The registry refuses an operation whose
+    mapped name collides with another's or (for an MCP tool) fails
+    :data:`MCP_TOOL_NAME_PATTERN`, so the mapping is reversible.
+
+    >>> portable_tool_name("agenttask.checkpoint.write")
+    'agenttask_checkpoint_write'
+    >>> portable_tool_name("session_gate")
+    'session_gate'
+    """
+    return name.replace(".", "_")
+
 
 # Modules that contribute operations: each exports ``register(registry)``.
 _OPERATION_MODULES: tuple[str, ...] = (
@@ -302,6 +325,26 @@ class Operation(Generic[I, O]):
         return self.name
 
     @property
+    def tool_name(self) -> str:
+        """The MCP tool name: :func:`portable_tool_name` of :attr:`local_name`.
+
+        >>> op = Operation(name="agenttask.claimNext", summary="", input_type=bytes,
+        ...     output_type=None, min_tier=Tier.AGENT, risk=RiskClass.WRITE, idempotent=False,
+        ...     mcp=True, surface=Surface.QUEUE, handler=lambda ctx, req: None)
+        >>> op.tool_name
+        'agenttask_claimNext'
+        """
+        return portable_tool_name(self.local_name)
+
+    def admits(self, actor: Actor) -> bool:
+        """Whether ``actor``'s tier and autonomy reach this operation (what a door may list).
+
+        The front door still checks both on every call (and a presented approval grant can
+        lift the autonomy bound for one call); this only decides what to offer.
+        """
+        return actor.tier >= self.min_tier and actor.autonomy >= self.min_autonomy
+
+    @property
     def mcp_tool(self) -> bool:
         """Whether an MCP endpoint offers this operation as a tool (listed and callable).
 
@@ -326,10 +369,15 @@ class Registry:
 
     def __init__(self) -> None:
         self._ops: dict[str, Operation[Any, Any]] = {}
+        self._tools: dict[str, str] = {}
         self._lock = threading.Lock()
 
     def register(self, op: Operation[Any, Any]) -> None:
-        """Add ``op``; a duplicate or malformed name is a programming error."""
+        """Add ``op``; a duplicate or malformed name is a programming error.
+
+        So is a tool name (:attr:`Operation.tool_name`) that another operation already maps
+        to, or an MCP tool whose name does not match :data:`MCP_TOOL_NAME_PATTERN`.
+        """
         if _OPERATION_NAME.fullmatch(op.name) is None:
             raise ValueError(f"operation name {op.name!r} is malformed")
         if op.surface is Surface.WORKFLOW and (
@@ -337,14 +385,40 @@ class Registry:
             or re.fullmatch(WORKFLOW_OPERATION_PATTERN, op.local_name) is None
         ):
             raise ValueError(f"workflow operation {op.name!r} must be named 'workflow.<op>'")
+        if op.mcp_tool and re.fullmatch(MCP_TOOL_NAME_PATTERN, op.tool_name) is None:
+            raise ValueError(
+                f"MCP tool name {op.tool_name!r} of {op.name!r} must match {MCP_TOOL_NAME_PATTERN}"
+            )
         with self._lock:
             if op.name in self._ops:
                 raise ValueError(f"operation {op.name!r} is registered twice")
+            if op.tool_name in self._tools:
+                raise ValueError(
+                    f"operation {op.name!r} maps to the tool name {op.tool_name!r} of "
+                    f"{self._tools[op.tool_name]!r}"
+                )
             self._ops[op.name] = op
+            self._tools[op.tool_name] = op.name
 
     def get(self, name: str) -> Operation[Any, Any] | None:
         """Return the operation called ``name``, or ``None``."""
         return self._ops.get(name)
+
+    def for_tool(
+        self, tool_name: str, surfaces: Iterable[Surface] | None = None
+    ) -> Operation[Any, Any] | None:
+        """Return the operation an MCP tool name stands for (of ``surfaces``), or ``None``.
+
+        The listed name is the portable one (``agenttask_cancel``); ``tools/call`` also
+        accepts the operation's own dotted spelling (``agenttask.cancel``, the seed's "MCP
+        tool agenttask.cancel"), which is never listed. Both resolve to one operation: tool
+        names are unique and never contain a dot.
+        """
+        op = self._ops.get(self._tools.get(tool_name, tool_name))
+        wanted = None if surfaces is None else frozenset(surfaces)
+        if op is None or (wanted is not None and op.surface not in wanted):
+            return None
+        return op
 
     def __iter__(self) -> Iterator[Operation[Any, Any]]:
         return iter(list(self._ops.values()))
@@ -407,6 +481,13 @@ def _input_digest(raw: bytes | str | Mapping[str, Any] | None) -> str:
 
 
 _NEED_BEARER = "send 'Authorization: Bearer <token>'"
+
+
+def _list_hint(door: Door) -> str:
+    """Where a caller of ``door`` finds what it can call (MCP clients: ``tools/list``)."""
+    if door is Door.MCP:
+        return "list the tools with tools/list"
+    return "list the operations with 'agent-task call --list' or GET /openapi.json"
 
 
 class Service:
@@ -621,13 +702,16 @@ class Service:
                 if surfaces == frozenset({Surface.WORKFLOW})
                 else name[:64]
             )
+            what = "tool" if door is Door.MCP else "operation"
             raise TaskError(
                 ErrorCode.UNKNOWN_OPERATION,
-                f"there is no operation {shown!r} here; list the operations with "
-                "'agent-task call --list' or GET /openapi.json",
+                f"there is no {what} {shown!r} here; {_list_hint(door)}",
             )
         if door not in op.doors or (door is Door.MCP and not op.mcp_tool):
-            raise TaskError(ErrorCode.NOT_FOUND, f"{op.name} is not offered through {door.value}")
+            raise TaskError(
+                ErrorCode.NOT_FOUND,
+                f"{op.name} is not offered through {door.value}; {_list_hint(door)}",
+            )
         if op.route_required and route is None:
             raise TaskError(ErrorCode.BAD_INPUT, f"{op.name} needs a repository and profile route")
         if actor.tier < op.min_tier:

@@ -29,6 +29,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from taskcore import Actor, Door, Response, Route, Service, TaskError, __version__
+from taskcore.service import WORKFLOW_PREFIX
 
 from taskmcp.tools import Family, operation_for_tool, tools
 
@@ -52,8 +53,11 @@ Principal = Callable[[ServerRequestContext[Any, Any]], tuple[Actor, Route | None
 
 _INSTRUCTIONS = {
     Family.QUEUE: (
-        "agent-task queue: claim the next task with agenttask tools, checkpoint progress, and "
-        "check your work with session_gate when it is offered. Errors carry a stable code."
+        "agent-task queue: take work with agenttask_claimNext, heartbeat and finish it with "
+        "agenttask_checkpoint (status DONE or FAILED, output in checkpoint.output), save "
+        "resumable phases with agenttask_checkpoint_write, hand it back with "
+        "agenttask_release, and check your work with session_gate when it is offered. Errors "
+        "carry a stable code."
     ),
     Family.WORKSPACE: (
         "agent-task workflow tasks (capability agentscm.agent-workflow-tasks/v1): call "
@@ -108,30 +112,34 @@ def _call(
     service: Service, family: Family, actor: Actor, route: Route | None, tool: str, args: Any
 ) -> Response:
     arguments = args if args is not None else {}
+    name = operation_for_tool(service.registry, family, tool)
     if family is Family.WORKSPACE:
         if route is None:
             from taskcore import ErrorCode
 
             raise TaskError(ErrorCode.BAD_INPUT, "the workspace MCP endpoint needs a route")
-        envelope = {"operation": tool, "request": arguments}
+        envelope = {"operation": name.removeprefix(WORKFLOW_PREFIX), "request": arguments}
         return service.call_workflow(actor, envelope, route=route, door=Door.MCP)
-    return service.dispatch(
-        actor, operation_for_tool(family, tool), arguments, door=Door.MCP, surfaces=family.surfaces
-    )
+    return service.dispatch(actor, name, arguments, door=Door.MCP, surfaces=family.surfaces)
 
 
 def build_server(service: Service, family: Family, principal: Principal) -> Server[Any]:
     """Build the MCP server of ``family`` over ``service``.
 
     Tools are listed from the registry on every ``tools/list``, so an operation registered
-    later appears without rebuilding. Calls run in a worker thread (the journal is
+    later appears without rebuilding; the list holds what the principal's tier and autonomy
+    reach. Calls run in a worker thread (the journal is
     synchronous) and never raise into the SDK: every outcome is a ``CallToolResult``.
     """
 
     async def on_list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools(service.registry, family))
+        try:
+            actor, _ = principal(ctx)
+        except TaskError:
+            return types.ListToolsResult(tools=[])
+        return types.ListToolsResult(tools=tools(service.registry, family, actor))
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams

@@ -1,11 +1,14 @@
 """MCP tool definitions generated from the taskcore registry.
 
 Two tool families exist. The queue family (served at ``/mcp``) offers the queue and done-gate
-operations whose ``mcp`` flag is set, named by their full verb (``agenttask.reorder``). The
-workspace family (served at ``/v1/hub/workspace/mcp?repository=R&profile=P``) offers the
-workflow operations, named by the envelope operation (``claim``), answering with the same
-``{"capability", "schema_version", "operation", "result"}`` body as the HTTP facade. Input
-schemas come from :mod:`taskcore.schema`; descriptions from the operation's own text.
+operations whose ``mcp`` flag is set; the workspace family (served at
+``/v1/hub/workspace/mcp?repository=R&profile=P``) offers the workflow operations, answering
+with the same ``{"capability", "schema_version", "operation", "result"}`` body as the HTTP
+facade. Every tool is named by :attr:`taskcore.Operation.tool_name`, the one mapping rule
+(``.`` -> ``_``: ``agenttask_reorder``, ``claim``), so every name matches
+``^[a-zA-Z0-9_-]{1,64}$``. Input schemas come from :mod:`taskcore.schema`; descriptions from
+the operation's own text. A listing for an actor shows only what its tier and autonomy reach
+(:meth:`taskcore.Operation.admits`).
 
 >>> from taskcore import Registry
 >>> tools(Registry(), Family.QUEUE)
@@ -18,7 +21,7 @@ import enum
 from typing import Any
 
 import mcp.types as types
-from taskcore import CAPABILITY, SCHEMA_VERSION, Operation, Registry, RiskClass, Surface
+from taskcore import CAPABILITY, SCHEMA_VERSION, Actor, Operation, Registry, RiskClass, Surface
 from taskcore.schema import SchemaBuilder, input_schema
 from taskcore.service import WORKFLOW_PREFIX
 
@@ -39,19 +42,35 @@ class Family(enum.Enum):
         return frozenset({Surface.WORKFLOW})
 
 
-def tool_operations(registry: Registry, family: Family) -> tuple[Operation[Any, Any], ...]:
-    """Return the operations ``family`` offers as tools, sorted by name."""
-    return tuple(op for op in registry.select(surfaces=family.surfaces) if op.mcp_tool)
+def tool_operations(
+    registry: Registry, family: Family, actor: Actor | None = None
+) -> tuple[Operation[Any, Any], ...]:
+    """Return the operations ``family`` offers as tools (to ``actor``), sorted by tool name."""
+    ops = [
+        op
+        for op in registry.select(surfaces=family.surfaces)
+        if op.mcp_tool and (actor is None or op.admits(actor))
+    ]
+    return tuple(sorted(ops, key=lambda op: op.tool_name))
 
 
-def operation_for_tool(family: Family, tool_name: str) -> str:
+def operation_for_tool(registry: Registry, family: Family, tool_name: str) -> str:
     """Return the registered operation name a tool name stands for.
 
-    >>> operation_for_tool(Family.WORKSPACE, "claim")
+    An unknown name comes back unchanged, so the front door refuses it (and audits it) as
+    ``UNKNOWN_OPERATION``.
+
+    >>> from taskcore.service import default_registry
+    >>> operation_for_tool(default_registry(), Family.WORKSPACE, "claim")
     'workflow.claim'
-    >>> operation_for_tool(Family.QUEUE, "agenttask.reorder")
+    >>> operation_for_tool(default_registry(), Family.QUEUE, "agenttask_checkpoint_write")
+    'agenttask.checkpoint.write'
+    >>> operation_for_tool(default_registry(), Family.QUEUE, "agenttask.reorder")
     'agenttask.reorder'
     """
+    op = registry.for_tool(tool_name, family.surfaces)
+    if op is not None:
+        return op.name
     return WORKFLOW_PREFIX + tool_name if family is Family.WORKSPACE else tool_name
 
 
@@ -79,7 +98,7 @@ def _output_schema(op: Operation[Any, Any], family: Family) -> dict[str, Any] | 
 def _tool(op: Operation[Any, Any], family: Family) -> types.Tool:
     read_only = op.risk is RiskClass.READ
     return types.Tool(
-        name=op.local_name,
+        name=op.tool_name,
         description=op.description_text,
         input_schema=input_schema(op.input_type),
         output_schema=_output_schema(op, family),
@@ -92,6 +111,6 @@ def _tool(op: Operation[Any, Any], family: Family) -> types.Tool:
     )
 
 
-def tools(registry: Registry, family: Family) -> list[types.Tool]:
-    """Return the MCP tool list of ``family``."""
-    return [_tool(op, family) for op in tool_operations(registry, family)]
+def tools(registry: Registry, family: Family, actor: Actor | None = None) -> list[types.Tool]:
+    """Return the MCP tool list of ``family`` (as ``actor`` may call it, when given)."""
+    return [_tool(op, family) for op in tool_operations(registry, family, actor)]

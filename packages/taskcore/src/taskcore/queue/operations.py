@@ -15,7 +15,7 @@ refusal's code) commit in the call's one transaction before the error reaches th
 >>> register(registry)
 >>> len(registry.names(Surface.QUEUE))
 19
->>> registry.get("agenttask.cancel").mcp, registry.get("agenttask.claimNext").mcp
+>>> registry.get("agenttask.claimNext").mcp, registry.get("agenttask.list").mcp
 (True, False)
 """
 
@@ -188,7 +188,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             M,
             WRITE,
             idempotent=False,
-            mcp=False,
+            mcp=True,
             handler=_in_tx(tasks.create),
             description="depth = parent depth + 1; deeper than 5 is DEPTH_EXCEEDED before any "
             "write. An unregistered verb is INVALID_VALUE. The task's autonomy ceiling is the "
@@ -199,10 +199,10 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             "Read one task (its creator, lease holder or an admin).",
             TaskRef,
             TaskView,
-            M,
+            A,
             READ,
             idempotent=True,
-            mcp=False,
+            mcp=True,
             handler=_in_tx(tasks.get),
         ),
         _spec(
@@ -225,7 +225,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             A,
             WRITE,
             idempotent=False,
-            mcp=False,
+            mcp=True,
             handler=_in_tx(leasing.claim),
             description="Single winner: a live lease is CONFLICT, an escalated or terminal task "
             "ILLEGAL_TRANSITION, a ceiling below the caller's autonomy AUTONOMY_EXCEEDED. The "
@@ -239,7 +239,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             A,
             WRITE,
             idempotent=False,
-            mcp=False,
+            mcp=True,
             handler=_claim_next_handler,
             description="Highest priority, then oldest, among QUEUED tasks and expired leases "
             "whose autonomy ceiling admits the caller; optionally one carrier verb. Concurrent "
@@ -253,7 +253,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             A,
             WRITE,
             idempotent=False,
-            mcp=False,
+            mcp=True,
             handler=_checkpoint_handler,
             description="Lease holder only (LEASE_NOT_HELD). status DONE|FAILED ends the lease "
             "and stamps finishedAtMs. A 5th renewal, or one past the wall-clock cap, is refused "
@@ -267,7 +267,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             A,
             WRITE,
             idempotent=False,
-            mcp=False,
+            mcp=True,
             handler=_in_tx(leasing.release),
             description=_FENCE_NOTE.strip(),
         ),
@@ -303,7 +303,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             A,
             WRITE,
             idempotent=False,
-            mcp=False,
+            mcp=True,
             handler=_in_tx(leasing.escalate),
             description="The lease holder (or, for a QUEUED task, its creator or an admin) asks "
             "an admin to approve {targetVerb, inputHash}." + _FENCE_NOTE,
@@ -340,7 +340,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             M,
             READ,
             idempotent=True,
-            mcp=False,
+            mcp=True,
             handler=_in_tx(tasks.feed),
             description="taskId: creator or admin only. matterId: readers of the matter only. "
             "Neither: the workspace's non-matter tasks. Anything else is NOT_FOUND.",
