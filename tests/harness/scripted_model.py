@@ -101,6 +101,8 @@ def _tool_problems(tools: Any) -> list[str]:
         elif name in seen:
             problems.append(f"tool name {name!r} is offered twice")
         seen.add(name)
+        if tool.get("type") == "namespace":
+            problems += [f"in namespace {name!r}: {p}" for p in _tool_problems(tool.get("tools"))]
     return problems
 
 
@@ -197,6 +199,9 @@ class ToolCall:
 
     name: str
     arguments: Mapping[str, Any]
+    namespace: str | None = None
+    """Responses only: the ``namespace`` tool the function belongs to (Codex groups each MCP
+    server's tools in one ``{"type": "namespace", "name": "mcp__<server>", "tools": [...]}``)."""
 
 
 @attrs.frozen
@@ -237,18 +242,33 @@ class Recorded:
     """The script index it was answered with (``None``: a side request, an overrun, a 404)."""
 
     @property
-    def tool_names(self) -> list[str]:
-        """The names of the tools offered to the model (either protocol)."""
+    def tools(self) -> list[dict[str, Any]]:
+        """The tool definitions offered to the model (either protocol), as sent."""
         tools = self.body.get("tools") if isinstance(self.body, dict) else None
+        return [t for t in tools or [] if isinstance(t, dict)]
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The names of the tools offered to the model (a namespace counts as one name)."""
         names: list[str] = []
-        for tool in tools or []:
-            if isinstance(tool, dict):
-                name = tool.get("name")
-                if name is None and isinstance(tool.get("function"), dict):
-                    name = tool["function"].get("name")
-                if isinstance(name, str):
-                    names.append(name)
+        for tool in self.tools:
+            name = tool.get("name")
+            if name is None and isinstance(tool.get("function"), dict):
+                name = tool["function"].get("name")
+            if isinstance(name, str):
+                names.append(name)
         return names
+
+    def namespace(self, name: str) -> dict[str, dict[str, Any]]:
+        """The functions inside the Responses ``namespace`` tool ``name``, by name."""
+        for tool in self.tools:
+            if tool.get("type") == "namespace" and tool.get("name") == name:
+                return {
+                    t["name"]: t
+                    for t in tool.get("tools") or []
+                    if isinstance(t, dict) and isinstance(t.get("name"), str)
+                }
+        return {}
 
     def text(self) -> str:
         """Every string in the body, joined: what a test searches for our hook's words."""
@@ -505,6 +525,8 @@ def responses_events(turn: Turn, *, response_id: str, model: str, ids: Iterable[
             "arguments": "",
             "status": "in_progress",
         }
+        if tool.namespace is not None:
+            item["namespace"] = tool.namespace
         out.append(ev("response.output_item.added", output_index=index, item=item))
         out.append(
             ev(

@@ -265,3 +265,29 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read():
             reply = s.recv(200)
     assert reply.startswith(b"HTTP/1.1 413")
     assert model.requests == []
+
+
+def test_a_namespaced_function_call_names_its_namespace():
+    turn = Turn(calls=(ToolCall("agenttask_claimNext", {}, namespace="mcp__agenttask"),))
+    namespaced = [
+        {"type": "function", "name": "agenttask_claimNext", "parameters": {"type": "object"}},
+        {"type": "function", "name": "agenttask.get", "parameters": {"type": "object"}},
+    ]
+    with ScriptedModel([turn]) as model:
+        _s, _h, body = post(
+            model,
+            "/v1/responses",
+            responses_body(
+                tools=[{"type": "namespace", "name": "mcp__agenttask", "tools": namespaced}]
+            ),
+        )
+    [item] = [d["item"] for e, d in parse_sse(body) if e == "response.output_item.done"]
+    assert (item["namespace"], item["name"]) == ("mcp__agenttask", "agenttask_claimNext")
+    request = model.requests[0]
+    assert request.tool_names == ["mcp__agenttask"]
+    assert set(request.namespace("mcp__agenttask")) == {"agenttask_claimNext", "agenttask.get"}
+    assert request.namespace("other") == {}
+    assert model.problems == [
+        "/v1/responses: in namespace 'mcp__agenttask': tool name 'agenttask.get' does not "
+        "match ^[a-zA-Z0-9_-]{1,64}$"
+    ]
