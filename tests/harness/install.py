@@ -10,7 +10,9 @@ install leaves a ``.complete`` marker; a half-finished one is removed and done a
 this so the test timings do not include the downloads).
 
 The pins are the versions the tests were run with; docs/done-gate.md and docs/adapters.md
-record them and each harness's minimum.
+record them and each harness's minimum. ``AGENT_TASK_HARNESS_PIN_<NAME>`` (``CLAUDE_CODE``,
+``CODEX``, ...) runs the same tests against another exact version, which is how the minimums
+were checked.
 """
 
 from __future__ import annotations
@@ -89,12 +91,30 @@ def cache_root() -> Path:
     return base / "agent-task" / "harness"
 
 
+def pin_for(name: str) -> Pin:
+    """``PINS[name]``, or the exact version ``$AGENT_TASK_HARNESS_PIN_<NAME>`` names.
+
+    >>> import os; os.environ["AGENT_TASK_HARNESS_PIN_CODEX"] = "0.150.0"
+    >>> pin_for("codex").version
+    '0.150.0'
+    >>> del os.environ["AGENT_TASK_HARNESS_PIN_CODEX"]; pin_for("codex") == PINS["codex"]
+    True
+    """
+    pin = PINS[name]
+    override = os.environ.get("AGENT_TASK_HARNESS_PIN_" + name.upper().replace("-", "_"))
+    if override:
+        if not override[0].isdigit() or any(c in override for c in "^~*<> /"):
+            raise InstallError(f"{override!r} is not an exact version")
+        pin = attrs.evolve(pin, version=override)
+    return pin
+
+
 def ensure(name: str, *, root: Path | None = None) -> Installed:
-    """Install ``PINS[name]`` unless it already is; return where it is.
+    """Install ``pin_for(name)`` unless it already is; return where it is.
 
     Concurrent callers (pytest workers, two CI runs) serialize on a lock file per package.
     """
-    pin = PINS[name]
+    pin = pin_for(name)
     base = root or cache_root()
     base.mkdir(parents=True, exist_ok=True)
     prefix = base / f"{name}@{pin.version}"
