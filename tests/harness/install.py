@@ -132,7 +132,6 @@ def ensure(name: str, *, root: Path | None = None) -> Installed:
         if prefix.exists():
             shutil.rmtree(prefix)
         prefix.mkdir(parents=True)
-        env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
         try:
             done = subprocess.run(
                 [
@@ -149,7 +148,6 @@ def ensure(name: str, *, root: Path | None = None) -> Installed:
                 capture_output=True,
                 timeout=INSTALL_TIMEOUT_S,
                 check=False,
-                env=env,
                 cwd=prefix,
             )
         except subprocess.TimeoutExpired:

@@ -149,10 +149,10 @@ def scan_frames(data: bytes | memoryview, offset: int = 0) -> FrameScan:
 
     >>> scan_frames(b"").frames
     []
-    >>> s = scan_frames(b"(\\xb5/\\xfd\\x20\\x02\\x11\\x00\\x00hi")   # one raw block "hi"
+    >>> s = scan_frames(b"(\xb5/\xfd\x20\x02\x11\x00\x00hi")   # one raw block "hi"
     >>> s.frames, s.end, s.torn
     ([(0, 11)], 11, None)
-    >>> scan_frames(b"(\\xb5/\\xfd\\x20\\x02\\x11\\x00").torn
+    >>> scan_frames(b"(\xb5/\xfd\x20\x02\x11\x00").torn
     0
     >>> scan_frames(b"not a frame").bad
     0
