@@ -255,7 +255,7 @@ def test_install_stop_says_to_commit_a_settings_file_inside_the_work_tree(tmp_pa
     result = _install(tmp_path, work, tmp_path / "agent.token", work / ".claude" / "settings.json")
     assert result.exit_code == 0, result.output
     assert "commit .claude/settings.json" in result.stdout
-    assert "2.1.163" in result.stdout
+    assert "2.1.181" in result.stdout
 
 
 def test_init_repo_writes_every_instruction_file(tmp_path):

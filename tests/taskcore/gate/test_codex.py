@@ -193,6 +193,41 @@ def test_prompts_are_counted_once_and_wrappers_are_not_prompts() -> None:
     assert ev.prompts == 2
 
 
+def test_a_stop_hook_reason_fed_back_is_not_a_new_prompt() -> None:
+    """Codex 0.171 writes a Stop hook's block reason as a user message wrapped in
+    ``<hook_prompt>`` (seen in a real rollout); counting it would reset the budget per hold."""
+    ev = Evidence(harness="codex")
+    feed(
+        ev,
+        rec(
+            "response_item",
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "add calc.py"}],
+            },
+        ),
+    )
+    feed(
+        ev,
+        rec(
+            "response_item",
+            {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {
+                        "type": "input_text",
+                        "text": '<hook_prompt hook_run_id="stop:0:/p/.codex/hooks.json">done gate'
+                        "  ○ this session is at rung 2 of 5</hook_prompt>",
+                    }
+                ],
+            },
+        ),
+    )
+    assert ev.prompts == 1
+
+
 def test_agent_text_from_messages_and_task_complete() -> None:
     ev = Evidence(harness="codex")
     feed(ev, rec("event_msg", {"type": "agent_message", "message": "Working on it"}))

@@ -251,7 +251,8 @@ def test_the_hook_path_loads_no_http_or_mcp_stack(roots: GateConfig, tmp_path: P
         "import sys, runpy; sys.argv = ['agent-task', 'gate-stop', '--harness', 'codex'];"
         "from taskcli.main import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "bad = [m for m in ('starlette', 'uvicorn', 'mcp', 'taskhttp', 'taskmcp') "
+        "bad = [m for m in ('starlette', 'uvicorn', 'mcp', 'taskhttp', 'taskmcp', "
+        "'backports.zstd', 'compression.zstd') "
         "if m in sys.modules]\nprint('LOADED', bad, file=sys.stderr)"
     )
     proc = subprocess.run(

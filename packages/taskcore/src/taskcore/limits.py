@@ -55,6 +55,7 @@ __all__ = [
     "FORGE_REQUEST_TIMEOUT_SECONDS",
     "FORGE_TARGET_URL_MAX_CHARS",
     "GATE_CHECKS_KEPT",
+    "GATE_DSH_FRAME_MAX_BYTES",
     "GATE_FILES_KEPT",
     "GATE_HOOK_DEADLINE_MS",
     "GATE_HOOK_TIMEOUT_SECONDS",
@@ -327,6 +328,9 @@ GATE_STDIN_MAX_BYTES: Final = 4 * 1024 * 1024
 """A Stop hook payload read from stdin; more is refused and the stop allowed (ours)."""
 GATE_LINE_MAX_BYTES: Final = 64 * 1024 * 1024
 """One transcript line; a longer line is skipped, counted and never buffered whole (ours)."""
+GATE_DSH_FRAME_MAX_BYTES: Final = 256 * 1024 * 1024
+"""Decompressed bytes of one dsh Zstandard frame (one append batch); past it the frame is not
+decoded and the read stops there (ours)."""
 GATE_HOOK_DEADLINE_MS: Final = 8_000
 """The Stop hook's own deadline; past it the stop is allowed with one line (ours)."""
 GATE_HOOK_TIMEOUT_SECONDS: Final = 30

@@ -525,7 +525,7 @@ def settings_advice(settings: Path, harness: str, workspace: Path) -> list[str]:
             "project's .codex/hooks.json only in a trusted project"
         )
     else:
-        lines.append("Claude Code 2.1.163 or later reads this hook's block feedback")
+        lines.append("Claude Code 2.1.181 or later reads this hook's block feedback")
     return lines
 
 

@@ -11,7 +11,8 @@ Every line is ``{"timestamp", "type", "payload"}``. What the gate reads from it:
   long-running ``exec_command`` answers ``"Process running with session ID N"`` and its exit
   code arrives later, through a ``write_stdin`` poll or an ``exec_command_end``, so until
   then it is pending. ``message`` items carry user prompts and the agent's text (environment
-  and instruction wrappers are not prompts).
+  and instruction wrappers, and a Stop hook's reason fed back as ``<hook_prompt ...>``, are
+  not prompts).
 * ``event_msg``: ``exec_command_end`` (``exit_code``), ``patch_apply_end`` (``success``,
   ``changes``), ``user_message`` and ``agent_message``, ``task_complete``
   (``last_agent_message``) and ``turn_aborted``.
@@ -62,6 +63,9 @@ _WRAPPERS = (
     "<user_shell_command",
     "<turn_aborted",
     "<subagent_notification",
+    # A Stop hook's block reason, fed back as a user message (Codex 0.171): not a new prompt,
+    # or every hold would open a fresh budget.
+    "<hook_prompt",
 )
 _PATCH_FILE = re.compile(
     r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE

@@ -6,10 +6,13 @@ Roots (each overridable, for tests and unusual set-ups):
   else ``~/.claude/projects``;
 * Codex: ``$AGENT_TASK_CODEX_SESSIONS_DIR``, else ``$CODEX_HOME/sessions``, else
   ``~/.codex/sessions``;
+* dsh: ``$AGENT_TASK_DSH_SESSIONS_DIR`` only (the root of dsh's JSONL persistence plugin is
+  required in its own configuration and has no default, so the gate has none either);
 * the index: ``$AGENT_TASK_GATE_INDEX``, else ``user_data_root() / "gate-index.sqlite"``.
 
 A transcript path that arrives from a remote caller goes through :func:`checked_transcript`:
-after resolving symlinks it must be a regular ``.jsonl`` file inside one of the roots.
+after resolving symlinks it must be a regular ``.jsonl`` file inside one of the roots (or a
+``.jsonl.zstd`` file inside the dsh root).
 
 >>> import os, tempfile, pathlib
 >>> root = pathlib.Path(tempfile.mkdtemp())
@@ -36,8 +39,10 @@ from taskcore.errors import ErrorCode, TaskError
 from taskcore.paths import user_data_root
 
 __all__ = [
+    "ADAPTERS",
     "CLAUDE_CODE",
     "CODEX",
+    "DSH",
     "HARNESSES",
     "GateConfig",
     "checked_transcript",
@@ -47,8 +52,12 @@ __all__ = [
 
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
+DSH = "dsh"
 HARNESSES = (CLAUDE_CODE, CODEX)
-"""The harness names used on every door (``--harness``, index keys, stats)."""
+"""The harnesses whose Stop hook output the gate speaks (``--harness`` of the hook and the
+installer). dsh runs Codex hooks through its compatibility layer, so it uses ``codex``."""
+ADAPTERS = (CLAUDE_CODE, CODEX, DSH)
+"""The session formats the index reads (index keys, stats)."""
 
 INDEX_FILENAME = "gate-index.sqlite"
 
@@ -65,6 +74,7 @@ class GateConfig:
     index_path: Path
     claude_root: Path
     codex_root: Path
+    dsh_root: Path | None = None
 
     @classmethod
     def from_env(cls, *, index_path: Path | None = None) -> GateConfig:
@@ -79,11 +89,13 @@ class GateConfig:
             or (claude_cfg / "projects" if claude_cfg else Path.home() / ".claude" / "projects"),
             codex_root=_env_path("AGENT_TASK_CODEX_SESSIONS_DIR")
             or (codex_home / "sessions" if codex_home else Path.home() / ".codex" / "sessions"),
+            dsh_root=_env_path("AGENT_TASK_DSH_SESSIONS_DIR"),
         )
 
     def roots(self) -> tuple[tuple[str, Path], ...]:
-        """(harness, root) pairs."""
-        return ((CLAUDE_CODE, self.claude_root), (CODEX, self.codex_root))
+        """(harness, root) pairs (dsh only when its root is configured)."""
+        roots = ((CLAUDE_CODE, self.claude_root), (CODEX, self.codex_root))
+        return roots + (((DSH, self.dsh_root),) if self.dsh_root is not None else ())
 
 
 def _within(path: str, root: Path) -> bool:
@@ -109,11 +121,13 @@ def checked_transcript(raw: str, config: GateConfig) -> Path:
         st = os.stat(real)
     except (OSError, ValueError):
         raise refusal from None
-    if not stat.S_ISREG(st.st_mode) or not real.endswith(".jsonl"):
+    if not stat.S_ISREG(st.st_mode):
         raise refusal
-    if not any(_within(real, root) for _h, root in config.roots()):
-        raise refusal
-    return Path(real)
+    for harness, root in config.roots():
+        suffixes = (".jsonl", ".jsonl.zstd") if harness == DSH else (".jsonl",)
+        if real.endswith(suffixes) and _within(real, root):
+            return Path(real)
+    raise refusal
 
 
 def harness_of(path: Path, config: GateConfig) -> str:
@@ -122,12 +136,16 @@ def harness_of(path: Path, config: GateConfig) -> str:
     for harness, root in config.roots():
         if _within(real, root):
             return harness
+    if real.endswith(".jsonl.zstd"):
+        return DSH
     try:
         with open(real, "rb") as f:
             head = f.read(4096)
     except OSError:
         return CLAUDE_CODE
     first = head.split(b"\n", 1)[0]
+    if first.startswith(b'{"type":"session","version":'):
+        return DSH
     if b'"payload"' in first and (
         b'"session_meta"' in first
         or b'"response_item"' in first

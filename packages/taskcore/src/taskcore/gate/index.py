@@ -5,7 +5,9 @@ at that offset, so a second pass reads only the bytes appended since (a file tha
 whose first line changed is read again from the start). A trailing line without its newline
 is never stored as read: it is parsed for the current answer only, so a half-written record
 is read again once it is complete. Lines longer than ``GATE_LINE_MAX_BYTES`` are skipped
-without being buffered whole.
+without being buffered whole. A dsh session (concatenated Zstandard frames) is read frame by
+frame through :func:`taskcore.gate.dsh.iter_lines`: the stored offset is always the end of a
+complete frame, and a torn last frame is read for the current answer only.
 
 Nothing here sends anything anywhere or writes any file but the index.
 """
@@ -22,9 +24,9 @@ import attrs
 
 from taskcore.clock import Clock, SystemClock
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.gate import claude, codex
+from taskcore.gate import claude, codex, dsh
 from taskcore.gate.budget import Decision, decide
-from taskcore.gate.config import CLAUDE_CODE, CODEX, GateConfig, harness_of, repository_of
+from taskcore.gate.config import CLAUDE_CODE, CODEX, DSH, GateConfig, harness_of, repository_of
 from taskcore.gate.evidence import Evidence
 from taskcore.gate.ladder import evaluate
 from taskcore.limits import GATE_LINE_MAX_BYTES
@@ -50,21 +52,28 @@ _FLUSH_BYTES = 32 * 1024 * 1024
 _FEEDERS: dict[str, Callable[[Evidence, bytes], None]] = {
     CLAUDE_CODE: claude.feed,
     CODEX: codex.feed,
+    DSH: dsh.feed,
 }
 
 
 def feeder(harness: str) -> Callable[[Evidence, bytes], None]:
-    """The line reader of a harness (``claude-code`` or ``codex``)."""
+    """The line reader of a harness (``claude-code``, ``codex`` or ``dsh``)."""
     return _FEEDERS[harness]
 
 
 def _head(f_path: Path) -> str:
-    """Digest of the first line (at most 4 KiB); empty until the first line is complete."""
+    """Digest of the first line (at most 4 KiB); empty until the first line is complete.
+
+    For a dsh ``.jsonl.zstd`` file: of its first frame (the header frame, written once).
+    """
     try:
         with open(f_path, "rb") as f:
-            data = f.read(4096)
+            data = f.read(65536 if f_path.name.endswith(".zstd") else 4096)
     except OSError:
         return ""
+    if f_path.name.endswith(".zstd"):
+        frames = dsh.scan_frames(data).frames
+        return hashlib.sha256(data[: frames[0][1]]).hexdigest()[:32] if frames else ""
     nl = data.find(b"\n")
     return "" if nl < 0 else hashlib.sha256(data[:nl]).hexdigest()[:32]
 
@@ -96,6 +105,10 @@ def session_key_for(ev: Evidence, path: Path) -> tuple[str, str]:
             parent = ev.parent_session_id or sid
             return f"{CLAUDE_CODE}:{parent}/{ev.agent_id or path.stem}", f"{CLAUDE_CODE}:{parent}"
         return f"{CLAUDE_CODE}:{sid}", ""
+    if ev.harness == DSH:
+        sid = ev.session_id or path.parent.name
+        parent = f"{DSH}:{ev.parent_session_id}" if ev.parent_session_id else ""
+        return f"{DSH}:{sid}", parent
     sid = ev.session_id or path.stem
     parent = f"{CODEX}:{ev.parent_session_id}" if ev.subagent and ev.parent_session_id else ""
     return f"{CODEX}:{sid}", parent
@@ -166,6 +179,8 @@ def read_transcript(
     """Feed complete lines from ``offset`` to ``size``; return (state, new offset, tail)."""
     ev = state if state is not None else _fresh(path, harness)
     feed = _FEEDERS[harness]
+    if harness == DSH:
+        return _read_dsh(path, ev, offset, size, on_flush)
     tail = b""
     since_flush = 0
     for line, end in _lines(path, offset, size):
@@ -184,6 +199,38 @@ def read_transcript(
             on_flush(ev, offset)
             since_flush = 0
     return ev, offset, tail
+
+
+def _read_dsh(
+    path: Path,
+    ev: Evidence,
+    offset: int,
+    size: int,
+    on_flush: Callable[[Evidence, int], None] | None,
+) -> tuple[Evidence, int, bytes]:
+    """:func:`read_transcript` for a dsh session: offsets advance only at frame ends."""
+    tail: list[bytes] = []
+    since_flush = 0
+    for line, end in dsh.iter_lines(path, offset, size):
+        if end == -2:
+            ev.lines += 1
+            ev.bad_lines += 1
+            break
+        if end == -1:
+            tail.append(line)
+            continue
+        if not line:
+            ev.lines += 1
+            ev.skipped_lines += 1
+        elif line.strip():
+            dsh.feed(ev, line)
+        if end > 0:
+            since_flush += end - offset
+            offset = end
+            if on_flush is not None and since_flush >= _FLUSH_BYTES:
+                on_flush(ev, offset)
+                since_flush = 0
+    return ev, offset, b"\n".join(tail)
 
 
 @attrs.frozen(kw_only=True)
@@ -416,6 +463,15 @@ class GateIndex:
         if codex_root.is_dir():
             for p in sorted(_walk(codex_root, depth=4)):
                 yield CODEX, p
+        dsh_root = self.config.dsh_root
+        if dsh_root is not None and dsh_root.is_dir():
+            # <root>/--<normalized-cwd>--/<encoded-id>/session.jsonl[.zstd]
+            for project in sorted(_dirs(dsh_root)):
+                for session in sorted(_dirs(project)):
+                    for name in ("session.jsonl.zstd", "session.jsonl"):
+                        p = session / name
+                        if p.is_file():
+                            yield DSH, p
 
     def scan(self) -> ScanReport:
         """Bring every transcript under the roots up to date (unchanged files are not read)."""
