@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.taskcli.userpath import AGENT_TASK, UserPath, git
+from tests.taskcli.userpath import AGENT_TASK, EXPOSE_PYTHON, UserPath, git
 
 
 @pytest.fixture(scope="module")
@@ -248,7 +248,7 @@ def test_a_remote_collector_with_only_a_clone_qualifies_a_change(user, tmp_path)
     recipe = ["--arg", user_python(), "--arg", "-m", "--arg", "pytest", "--arg", "-q"]
     recipe += ["--arg", "-p", "--arg", "no:cacheprovider"]
     limits = ["--allow-env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "--timeout-ms", "120000"]
-    limits += ["--output-limit", "65536"]
+    limits += ["--output-limit", "65536", *EXPOSE_PYTHON]
     probe = user.json("collector", "runtime-probe", *recipe, *limits, env=env)
     assert isinstance(probe, dict)
     user.operator(

@@ -19,6 +19,9 @@ from pathlib import Path
 
 AGENT_TASK = str(Path(sys.executable).with_name("agent-task"))
 PYTHON = sys.executable
+# The collector's sandbox shows only the system directories, the snapshot and a private /tmp:
+# a profile that runs this virtualenv's interpreter exposes it and its base installation.
+EXPOSE_PYTHON = ("--read-only-path", sys.prefix, "--read-only-path", sys.base_prefix)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -199,6 +202,7 @@ class UserPath:
             "120000",
             "--output-limit",
             "65536",
+            *EXPOSE_PYTHON,
         )
         assert isinstance(out, dict)
         return out

@@ -305,11 +305,12 @@ def test_escalate_checks_target_input_against_input_hash_and_refuses_a_grant_for
     assert door.row(task_id).status == "LEASED"
 
 
-def test_an_input_json_cannot_carry_is_invalid_not_a_server_error(door):
+def test_an_input_json_cannot_carry_is_bad_input_not_a_server_error(door):
+    # The one strict check of every decoded tree (issue 10) refuses it with its path.
     task_id = door.claimed(SEAT)["task"]["taskId"]
     raw = b'{"taskId": "%s", "targetVerb": "agenttask.cancel", "targetInput": {"n": 1e400}}'
     err = door.refused(SEAT, "agenttask.escalate", raw % task_id.encode())
-    assert (err.code, err.path) == (ErrorCode.INVALID_VALUE, "$.targetInput")
+    assert (err.code, err.path) == (ErrorCode.BAD_INPUT, "$.targetInput.n")
     apply = b'{"taskId": "%s", "gateId": "ag_x", "verb": "v", "input": {"n": -1e400}}'
     gate_id = door(
         SEAT, "agenttask.escalate", {"taskId": task_id, "targetVerb": "v", "inputHash": HASH}
@@ -318,4 +319,4 @@ def test_an_input_json_cannot_carry_is_invalid_not_a_server_error(door):
     door(SEAT, "agenttask.claim", {"taskId": task_id})
     body = apply.replace(b"ag_x", gate_id["gate"]["gateId"].encode()) % task_id.encode()
     err = door.refused(SEAT, "agenttask.gate.apply", body)
-    assert (err.code, err.path) == (ErrorCode.INVALID_VALUE, "$.input")
+    assert (err.code, err.path) == (ErrorCode.BAD_INPUT, "$.input.n")

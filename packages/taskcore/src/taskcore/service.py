@@ -821,6 +821,7 @@ class Service:
         except TaskError as err:
             refusal = self._address_refusal(client, err)
             self._audit_refusal(ANONYMOUS, "", shown, _AGGREGATED_DIGEST, refusal)
+            self._observe(shown, door, refusal.code.value, 0.0)
             raise refusal from None
         if self._token_calls is not None:
             decision = self._token_calls.take(actor.token_id)
@@ -834,6 +835,7 @@ class Service:
                 self._audit_refusal(
                     actor.token_id, actor.workspace, shown, _AGGREGATED_DIGEST, limited
                 )
+                self._observe(shown, door, limited.code.value, 0.0)
                 raise limited
         if name is not None:
             wanted = None if surfaces is None else frozenset(surfaces)
@@ -841,6 +843,7 @@ class Service:
                 self._check(self.registry.get(name), name, actor, route, door, wanted)
             except TaskError as err:
                 self._audit_refusal(actor.token_id, actor.workspace, name, _input_digest(b""), err)
+                self._observe(name, door, err.code.value, 0.0)
                 raise
         return actor
 

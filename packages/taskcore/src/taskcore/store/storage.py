@@ -249,7 +249,8 @@ def open_storage(
     """Open the journal in ``data_dir``.
 
     With ``create=False`` a missing journal is a ``NOT_FOUND`` error and nothing is created;
-    this is what side-effect-free reads use. ``readonly=True`` opens without migrating. With
+    this is what side-effect-free reads use (``JOURNAL_MISSING`` instead when the directory
+    holds state of an earlier service, so the answer says how to restore it). ``readonly=True`` opens without migrating. With
     ``create=True`` a journal is created only in a directory that holds no state of an
     earlier one (:func:`taskcore.store.datadir.check_new_journal`: ``JOURNAL_MISSING``
     otherwise); ``init=True`` moves such state aside first (``agent-task serve --init``).
@@ -269,6 +270,10 @@ def open_storage(
                 storage = _open_sqlite(data_dir, True, False, busy_timeout_ms)
                 storage.set_aside = moved
                 return storage
+    elif _fresh(data_dir / JOURNAL_FILENAME):
+        # Nothing will be created; if an earlier service's state is here, say the journal was
+        # lost (JOURNAL_MISSING, how to restore) rather than "there is no journal".
+        check_new_journal(data_dir)
     return _open_sqlite(data_dir, create, readonly, busy_timeout_ms)
 
 
