@@ -156,7 +156,7 @@ echo "$OUT"
 echo "$OUT" | grep -q "No module named pytest" && ok "collect shows why the run failed" || fail "no failure tail in: $OUT"
 "$AT" operator install-collector-profile --profile-id pytest-2 --repository calc --profile default --step tests \
   --registration ci "${RECIPE[@]}" "${LIMITS[@]}" --data-dir "$DATA" --json >/dev/null
-"$AT" checkpoint main-work --workspace "$REPO" | head -1
+"$AT" checkpoint main-work --workspace "$REPO" | sed -n 1p   # sed reads all: head could end the pipe early (SIGPIPE)
 RUN=$("$AT" qualification main-work | sed -n 's/^run: //p')
 case "$RUN" in
   "agent-task checkpoint main-work --retry"*) ok "qualification prints: $RUN" ;;
