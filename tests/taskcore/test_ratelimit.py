@@ -112,3 +112,11 @@ def test_the_tally_stays_bounded_whatever_the_operations_are(names):
     assert len(counts) <= 16 + 1  # the keys, plus one overflow key per outcome
     assert sum(counts.values()) == len(names)
     assert all(k[2] != OVERFLOW or k[0] == OVERFLOW for k in counts)
+
+
+def test_a_call_naming_the_operation_star_never_reads_as_the_overflow_key():
+    # Found by the property above: a refused request for the verb "*" was counted under the
+    # overflow key's operation, so its audit row looked like an overflow row.
+    tally = RefusalTally(clock=FakeClock(), keys_max=16)
+    tally.add("anonymous", "", OVERFLOW, "UNAUTHENTICATED")
+    assert tally.drain() == {("anonymous", "", "'*'", "UNAUTHENTICATED"): 1}

@@ -155,7 +155,9 @@ class RefusalTally:
 
     At most ``keys_max`` distinct keys are held; further refusals fold into one key per
     outcome whose actor and operation are :data:`OVERFLOW` (outcomes are a closed set), so
-    memory stays bounded whatever an attacker varies. :meth:`due` says when a flush is owed; :meth:`drain` hands
+    memory stays bounded whatever an attacker varies. A refused call that itself names the
+    operation ``*`` is counted as ``'*'`` (quoted), so no caller can make a row read as the
+    overflow key. :meth:`due` says when a flush is owed; :meth:`drain` hands
     the counts over (and :meth:`restore` takes them back if the write failed).
 
     >>> from taskcore.clock import FakeClock
@@ -182,6 +184,8 @@ class RefusalTally:
 
     def add(self, actor: str, workspace: str, operation: str, outcome: str) -> None:
         """Count one refusal."""
+        if operation == OVERFLOW:
+            operation = f"'{OVERFLOW}'"
         with self._lock:
             self._count((actor, workspace, operation, outcome), 1)
 
