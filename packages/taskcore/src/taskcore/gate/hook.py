@@ -34,42 +34,15 @@ from typing import Any, BinaryIO, TextIO
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.gate.config import CODEX, HARNESSES, GateConfig
 from taskcore.gate.index import GateIndex
+from taskcore.gate.light import fail_line, hook_output
 from taskcore.gate.session_gate import SessionGateIn, answer, refresh_session, session_gate
 from taskcore.limits import GATE_HOOK_DEADLINE_MS, GATE_INDEX_BUSY_MS, GATE_STDIN_MAX_BYTES
 
-__all__ = ["hook_output", "main", "run"]
+__all__ = ["fail_line", "hook_output", "main", "run"]
 
 
 class _FailOpenError(Exception):
     """Allow the stop and say why in one line."""
-
-
-def fail_line(reason: str) -> str:
-    """The one line printed when the gate cannot answer.
-
-    >>> fail_line("the transcript is missing")
-    '{"systemMessage": "done gate: the transcript is missing; the stop was allowed"}'
-    """
-    return json.dumps({"systemMessage": f"done gate: {reason}; the stop was allowed"})
-
-
-def hook_output(harness: str, event: str, action: str, receipt: Sequence[str]) -> str:
-    r"""The stdout text for an action (``silent`` is the empty string).
-
-    >>> hook_output("codex", "Stop", "block", ["a", "b"])
-    '{"decision": "block", "reason": "a\\nb"}'
-    """
-    text = "\n".join(receipt)
-    if action == "block":
-        if harness == CODEX:
-            return json.dumps({"decision": "block", "reason": text}, ensure_ascii=False)
-        return json.dumps(
-            {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}},
-            ensure_ascii=False,
-        )
-    if action == "receipt":
-        return json.dumps({"systemMessage": text}, ensure_ascii=False)
-    return ""
 
 
 def _payload(stdin: BinaryIO) -> dict[str, Any]:

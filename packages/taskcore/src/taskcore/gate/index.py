@@ -29,6 +29,7 @@ from taskcore.gate.budget import Decision, decide
 from taskcore.gate.config import CLAUDE_CODE, CODEX, DSH, GateConfig, harness_of, repository_of
 from taskcore.gate.evidence import Evidence
 from taskcore.gate.ladder import evaluate
+from taskcore.gate.light import head_digest
 from taskcore.limits import GATE_LINE_MAX_BYTES
 from taskcore.store.gate_api import (
     GateBudgetRecord,
@@ -66,16 +67,15 @@ def _head(f_path: Path) -> str:
 
     For a dsh ``.jsonl.zstd`` file: of its first frame (the header frame, written once).
     """
+    if not f_path.name.endswith(".zstd"):
+        return head_digest(str(f_path))
     try:
         with open(f_path, "rb") as f:
-            data = f.read(65536 if f_path.name.endswith(".zstd") else 4096)
+            data = f.read(65536)
     except OSError:
         return ""
-    if f_path.name.endswith(".zstd"):
-        frames = dsh.scan_frames(data).frames
-        return hashlib.sha256(data[: frames[0][1]]).hexdigest()[:32] if frames else ""
-    nl = data.find(b"\n")
-    return "" if nl < 0 else hashlib.sha256(data[:nl]).hexdigest()[:32]
+    frames = dsh.scan_frames(data).frames
+    return hashlib.sha256(data[: frames[0][1]]).hexdigest()[:32] if frames else ""
 
 
 def _is_claude_subagent(path: Path) -> bool:
