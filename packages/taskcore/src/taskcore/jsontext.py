@@ -18,6 +18,8 @@ import math
 import re
 from typing import Any
 
+import orjson
+
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import JSON_MAX_DEPTH, REQUEST_BODY_MAX_BYTES
 
@@ -197,6 +199,9 @@ def parse_json(
         data = bytes(raw)
         if data.startswith(b"\xef\xbb\xbf"):
             raise TaskError(ErrorCode.MALFORMED_JSON, "document starts with a BOM; remove it")
+        compact = _compact(data, max_depth)
+        if compact is not None:
+            return compact
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -265,6 +270,35 @@ def _plain(data: bytes, max_depth: int) -> bool:
             return True
         brackets = _PAIR.sub(b"", brackets)
     return not brackets
+
+
+def _compact(data: bytes, max_depth: int) -> Any:
+    r"""The tree of a document in compact form, or ``None`` (then the parse below decides).
+
+    What our own clients send (``dumps``: no whitespace, raw UTF-8, declared key order) is
+    parsed by orjson, about three times faster, and accepted only if encoding the tree again
+    gives back exactly ``data``: then the text had no duplicate key (one would be lost), no
+    lone surrogate, NaN or number beyond 1.8e308 (orjson refuses those), no integer beyond
+    64 bits (it would come back as a float), and is JSON that the standard parser reads into
+    the same tree. Nesting is bounded as below. Anything else returns ``None``.
+
+    >>> _compact(b'{"a":[1,"\xc3\xa9",null]}', 64)
+    {'a': [1, 'é', None]}
+    >>> _compact(b'{"a":1,"a":2}', 64) is None, _compact(b'{"a": 1}', 64) is None
+    (True, True)
+    """
+    if data[:2] not in (b'{"', b"{}", b"[]", b'["') and not (
+        data[:1] == b"[" and data[1:2] in b"-0123456789[{tfn"
+    ):
+        return None
+    if data.count(b"[") + data.count(b"{") > max_depth:
+        return None
+    try:
+        tree = orjson.loads(data)
+        same = orjson.dumps(tree) == data
+    except Exception:  # not JSON as orjson reads it: the standard parser reports why
+        return None
+    return tree if same else None
 
 
 def dumps(value: Any) -> bytes:
