@@ -20,7 +20,7 @@ def _copy_with_stub_uv(tmp_path: Path) -> Path:
         "#!/bin/sh\n"
         'echo "uv $*" >> "$(dirname "$0")/../../uv.calls"\n'
         "mkdir -p .venv/bin\n"
-        "printf '#!/bin/sh\\necho \"python $*\" >> \"$(dirname \"$0\")/../../python.calls\"\\n'"
+        'printf \'#!/bin/sh\\necho "python $*" >> "$(dirname "$0")/../../python.calls"\\n\''
         " > .venv/bin/python && chmod +x .venv/bin/python\n"
     )
     uv.chmod(0o755)
