@@ -45,7 +45,16 @@ def test_the_command_table_names_every_command_its_module_and_its_help():
     assert {n: (m, " ".join(h.split())) for n, (m, h) in _COMMANDS.items()} == defined
 
 
-_HEAVY = ("taskcore.service", "taskcore.codec", "attrs", "cattrs", "httpx", "starlette", "mcp")
+_HEAVY = (
+    "taskcore.service",
+    "taskcore.codec",
+    "attrs",
+    "cattrs",
+    "httpx",
+    "starlette",
+    "mcp",
+    "orjson",
+)
 
 
 def _imported_by(args, env=None, stdin=b""):

@@ -6,6 +6,7 @@
 
 import json
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from taskcore.errors import TaskError
@@ -118,7 +119,6 @@ _compact_trees = st.recursive(
 @settings(max_examples=400)
 @given(_compact_trees, st.integers(1, 8), st.sampled_from(["json", "orjson"]))
 def test_compact_text_is_read_as_the_reference_reads_it(tree, max_depth, encoder):
-    import orjson
 
     doc = {"t": tree}
     if encoder == "json":

@@ -188,3 +188,31 @@ def test_only_the_plain_command_lines_take_the_fast_path(argv, parsed):
     if parsed is not None and parsed[2] == 8000:
         parsed = (parsed[0], parsed[1], GATE_HOOK_DEADLINE_MS, parsed[3])
     assert quickhook._args(argv) == parsed
+
+
+def test_the_installed_hook_answers_without_attrs_or_the_index_code(pair):
+    import os
+    import subprocess
+    import sys
+
+    roots, (_full_index, quick_index) = pair
+    path = _transcripts(roots)[0][1]
+    probe = (
+        "import sys; sys.argv = ['agent-task', 'gate-stop', '--harness', 'claude-code',"
+        f" '--index', {str(quick_index)!r}]\n"
+        "from taskcli.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = ('attrs', 'cattrs', 'orjson', 'click', 'taskcore.codec', 'taskcore.gate.index',"
+        " 'taskcore.gate.hook', 'typing')\n"
+        "print('LOADED', [m for m in heavy if m in sys.modules], file=sys.stderr)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        input=_payload(path),
+        capture_output=True,
+        env=dict(os.environ),
+        timeout=60,
+        check=False,
+    )
+    assert done.stderr.decode().rsplit("LOADED ", 1)[-1].strip() == "[]"
+    assert done.stdout == _full(_full_index, "claude-code", _payload(path)).encode()
