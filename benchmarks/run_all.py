@@ -488,16 +488,23 @@ def table(rows: list[Row]) -> str:
 
 
 def main() -> None:
+    global AGENT_TASK  # one switch for every process this script starts
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run")
     parser.add_argument("--only", default="intake,hooks,queue")
+    parser.add_argument(
+        "--agent-task",
+        default=AGENT_TASK,
+        help="the agent-task command to time (to compare another build; default: this venv's)",
+    )
     parser.add_argument(
         "--no-task-stop",
         action="store_true",
         help="skip task-stop (it needs a real collection, bubblewrap or netns)",
     )
     args = parser.parse_args()
+    AGENT_TASK = args.agent_task
     rounds = 3 if args.quick else args.rounds
     only = set(args.only.split(","))
     rows: list[Row] = []
