@@ -24,6 +24,7 @@ b'"tab\\there\\u0001\x7f"'
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import types
 import typing
@@ -31,7 +32,6 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
-import orjson
 
 from taskcore.codec import FIELD_RULES_KEY, FieldRules
 from taskcore.errors import ErrorCode, TaskError
@@ -161,7 +161,7 @@ def _emit(obj: Any, out: list[bytes]) -> None:
 def canonical_json(obj: Any) -> bytes:
     """Return the canonical bytes of an attrs instance, mapping, sequence or scalar."""
     try:
-        return orjson.dumps(_tree(obj))
+        return _orjson_dumps()(_tree(obj))
     except Exception:  # noqa: S110 - the exact encoder below decides and reports
         pass
     out: list[bytes] = []
@@ -189,7 +189,7 @@ def canonical_json_replacing(obj: Any, name: str, value: Any) -> bytes:
         tree = _tree(obj)
         if name in tree and not any(n == name and omit for n, _, omit in _field_keys(type(obj))):
             tree[name] = _tree(value)
-            return orjson.dumps(tree)
+            return _orjson_dumps()(tree)
     except Exception:  # noqa: S110 - the copy below decides and reports
         pass
     return canonical_json(attrs.evolve(obj, **{name: value}))
@@ -206,6 +206,15 @@ def canonical_json_replacing(obj: Any, name: str, value: Any) -> bytes:
 # non-string key); orjson refuses a lone surrogate. Then ``_emit`` runs instead and decides,
 # so its errors and their order are unchanged. tests/taskcore/test_canonical.py checks both
 # paths agree on generated values; the golden vectors check the bytes.
+
+
+@functools.cache
+def _orjson_dumps() -> Callable[[Any], bytes]:
+    """``orjson.dumps``, imported on first use (it costs ~24 ms; a Stop hook never needs it)."""
+    import orjson
+
+    dumps: Callable[[Any], bytes] = orjson.dumps
+    return dumps
 
 
 class _NotPlainError(Exception):
