@@ -33,9 +33,9 @@ from typing import Any
 
 import attrs
 
-from taskcore.codec import FIELD_RULES_KEY, FieldRules
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import U64_MAX
+from taskcore.wirefield import FIELD_RULES_KEY, FieldRules
 
 __all__ = ["canonical_json", "canonical_json_replacing", "canonical_value", "encode_string"]
 

@@ -37,7 +37,15 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.jsontext import _SURROGATE, _key_path, dumps, parse_json, validate_tree
-from taskcore.limits import REQUEST_BODY_MAX_BYTES, U64_MAX
+from taskcore.limits import REQUEST_BODY_MAX_BYTES
+from taskcore.wirefield import (
+    FIELD_RULES_KEY,
+    SCHEMA_VERSION,
+    FieldRules,
+    field_rules,
+    wire_field,
+    wire_name,
+)
 
 __all__ = [
     "FIELD_RULES_KEY",
@@ -57,96 +65,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-SCHEMA_VERSION = 1
-"""The only wire schema version this implementation speaks."""
-
-FIELD_RULES_KEY = "taskcore.rules"
-"""attrs metadata key under which :class:`FieldRules` are stored."""
-
-
-@attrs.frozen(kw_only=True)
-class FieldRules:
-    """Per-field wire rules, checked while decoding and published in JSON Schemas.
-
-    ``max_len``/``min_len`` count characters of a string or items of an array. ``lo``/``hi``
-    bound an integer (default ``0..2^64-1``: the contract's integers are unsigned).
-    ``item_*`` rules apply to each string of a ``tuple[str, ...]``. ``wire`` renames the
-    field on the wire (the queue's camelCase). ``version`` marks the schema-version field.
-    ``omit_none`` (only for a field whose default is ``None``) leaves the key out of the
-    encoded and canonical bytes while the value is ``None``: a field added to an already
-    pinned type keeps every earlier value's bytes (and digest) unchanged.
-    """
-
-    wire: str | None = None
-    min_len: int | None = None
-    max_len: int | None = None
-    pattern: str | None = None
-    lo: int | None = 0
-    hi: int | None = U64_MAX
-    item_min_len: int | None = None
-    item_max_len: int | None = None
-    item_pattern: str | None = None
-    version: bool = False
-    doc: str | None = None
-    omit_none: bool = False
-
-
-def wire_field(
-    *,
-    default: Any = attrs.NOTHING,
-    factory: Callable[[], Any] | None = None,
-    wire: str | None = None,
-    min_len: int | None = None,
-    max_len: int | None = None,
-    pattern: str | None = None,
-    lo: int | None = 0,
-    hi: int | None = U64_MAX,
-    item_min_len: int | None = None,
-    item_max_len: int | None = None,
-    item_pattern: str | None = None,
-    version: bool = False,
-    doc: str | None = None,
-    omit_none: bool = False,
-) -> Any:
-    """Declare an attrs field with wire rules (see :class:`FieldRules`).
-
-    A field without ``default``/``factory`` is required on the wire, even when its type
-    admits ``None``: strict decoding wants ``"x": null`` spelled out. ``omit_none`` needs
-    ``default=None``.
-    """
-    if omit_none and default is not None:
-        raise TypeError("omit_none needs default=None")
-    rules = FieldRules(
-        wire=wire,
-        min_len=min_len,
-        max_len=max_len,
-        pattern=pattern,
-        lo=lo,
-        hi=hi,
-        item_min_len=item_min_len,
-        item_max_len=item_max_len,
-        item_pattern=item_pattern,
-        version=version,
-        doc=doc,
-        omit_none=omit_none,
-    )
-    metadata = {FIELD_RULES_KEY: rules}
-    if factory is not None:
-        return attrs.field(factory=factory, metadata=metadata)
-    return attrs.field(default=default, metadata=metadata)
-
-
-def field_rules(field: attrs.Attribute[Any]) -> FieldRules:
-    """Return the rules of an attrs field (defaults when it was declared without any)."""
-    rules = field.metadata.get(FIELD_RULES_KEY)
-    return rules if isinstance(rules, FieldRules) else FieldRules()
-
-
-def wire_name(field: attrs.Attribute[Any]) -> str:
-    """Return the JSON key of an attrs field."""
-    return field_rules(field).wire or field.name
-
 
 # -- strict scalar hooks ----------------------------------------------------------------------
 

@@ -277,10 +277,15 @@ def _answer(
     return hook_output(harness, event, decision.action, receipt)
 
 
-def _full(argv: Sequence[str], raw: bytes | None) -> int:
+def _full(
+    argv: Sequence[str],
+    raw: bytes | None,
+    parsed: tuple[str, bool, int, str | None] | None = None,
+) -> int:
     from taskcore.gate.hook import main as full_main
 
-    return full_main(list(argv), stdin=None if raw is None else io.BytesIO(raw))
+    stdin = None if raw is None else io.BytesIO(raw)
+    return full_main(list(argv), stdin=stdin, parsed=parsed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -306,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, signal.SIG_DFL)
     if text is None:
-        return _full(args_list, raw)
+        return _full(args_list, raw, parsed)
     if text:
         sys.stdout.write(text + "\n")
     sys.stdout.flush()
