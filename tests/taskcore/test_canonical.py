@@ -291,3 +291,23 @@ def test_the_fast_path_writes_a_contract_object_without_the_reference(monkeypatc
 
     monkeypatch.setattr(_canonical, "_emit", not_used)
     assert ("bytes", canonical_json(obj)) == expected
+
+
+@attrs.frozen
+class Nest:
+    inner: Inner
+    rows: tuple[Inner, ...]
+
+
+@given(
+    st.builds(
+        Nest,
+        inner=st.builds(Inner, zeta=st.integers(-1, 3), alpha=_any_text) | _scalar,
+        rows=st.lists(
+            st.builds(Inner, zeta=st.integers(0, 3), alpha=_any_text) | _scalar, max_size=3
+        ).map(tuple)
+        | _scalar,
+    )
+)
+def test_nested_objects_and_rows_of_objects_agree_with_the_reference(obj):
+    assert _fast(obj) == _reference(obj)

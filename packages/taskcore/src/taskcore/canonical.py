@@ -276,7 +276,12 @@ def _class_converter(kind: type) -> Callable[[Any], Any]:
         hints = {f.name: f.type for f in attrs.fields(attrs.resolve_types(kind))}
     except Exception:  # unresolvable annotations: every field through _tree
         hints = {}
-    env: dict[str, Any] = {"tree": _tree, "U64_MAX": U64_MAX}
+    env: dict[str, Any] = {
+        "tree": _tree,
+        "U64_MAX": U64_MAX,
+        "known": _CONVERTERS.get,
+        "make": _converter,
+    }
     lines = ["def fields(obj):", "    out = {}"]
     for i, (name, _, omit) in enumerate(_field_keys(kind)):
         lines.append(f"    x = obj.{name}")
@@ -317,6 +322,24 @@ def _field_code(i: int, tp: Any, env: dict[str, Any]) -> list[str]:
     if tp == tuple[str, ...]:
         return [
             "if type(x) is tuple: x = [y if type(y) is str else tree(y) for y in x]",
+            "else: x = tree(x)",
+        ]
+    if isinstance(tp, type) and attrs.has(tp):
+        env[f"K{i}"] = tp
+        return [f"x = (known(K{i}) or make(K{i}))(x) if type(x) is K{i} else tree(x)"]
+    item = typing.get_args(tp)
+    if (
+        typing.get_origin(tp) is tuple
+        and len(item) == 2
+        and item[1] is Ellipsis
+        and isinstance(item[0], type)
+        and attrs.has(item[0])
+    ):
+        env[f"K{i}"] = item[0]
+        return [
+            "if type(x) is tuple:",
+            f"    f = known(K{i}) or make(K{i})",
+            f"    x = [f(y) if type(y) is K{i} else tree(y) for y in x]",
             "else: x = tree(x)",
         ]
     return ["x = tree(x)"]
