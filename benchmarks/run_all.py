@@ -21,7 +21,10 @@ Rows:
   a socket (goal <= 10x ``python -c pass``);
 * queue: create + claimNext + checkpoint(DONE) through ``Service.dispatch`` against
   litequeue 0.9 put + pop + done with ``synchronous=FULL`` (read back from the connection),
-  one caller (goal >= 0.6x) and 8 threads (goal >= 2x: needs group commit, not built yet).
+  one caller (goal >= 0.6x) and 8 threads (goal >= 2x: needs group commit, not built yet);
+  the statements SQLite runs per workflow claim + heartbeat + result cycle (goal <= 30) and
+  the HTTP server's CPU per queue request, beside an echo route of the same size driven by
+  the same lean asyncio client (goal <= 1.0 ms): the lean-verb goals, not built yet either.
 """
 
 from __future__ import annotations
@@ -477,6 +480,141 @@ def queue(rounds: int, cycles: int, workers: int) -> list[Row]:
     ]
 
 
+# -- lean verbs: statements per journal cycle, server CPU per HTTP request -----------------------
+
+
+def journal_statements(cycles: int) -> list[Row]:
+    """Statements SQLite runs per claim + heartbeat + result cycle of the workflow journal."""
+    import apsw
+    from bench_journal import bench_cycles
+
+    counted = [0, 0]  # [all, SELECT]
+    counting = [False]
+
+    def trace(_cursor: Any, sql: str, _bindings: Any) -> bool:
+        if counting[0]:
+            counted[0] += 1
+            counted[1] += sql.lstrip()[:6].upper() == "SELECT"
+        return True
+
+    def hook(conn: apsw.Connection) -> None:
+        conn.exec_trace = trace
+
+    apsw.connection_hooks.append(hook)
+    root = Path(tempfile.mkdtemp(prefix="run-all-journal-"))
+    try:
+        bench_cycles(root, cycles, on_start=lambda: counting.__setitem__(0, True))
+    finally:
+        apsw.connection_hooks.remove(hook)
+        shutil.rmtree(root, ignore_errors=True)
+    per_cycle = counted[0] / cycles
+    return [
+        {
+            "figure": f"journal statements per cycle: {per_cycle:.1f} "
+            f"({counted[1] / cycles:.1f} SELECT)",
+            "baseline": "claim + heartbeat + result, in process",
+            "ratio": "-",
+            "goal": "<= 30 (lean verbs)",
+            "meets": "yes" if per_cycle <= 30 else "no",
+        }
+    ]
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _lean_post(
+    reader: Any, writer: Any, path: str, body: bytes, token: str | None
+) -> tuple[int, bytes]:
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    writer.write(
+        f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n{auth}"
+        f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = int(head.lower().split(b"content-length:", 1)[1].split(b"\r\n", 1)[0])
+    return status, await reader.readexactly(length)
+
+
+def http_cpu(rounds: int, pairs: int) -> list[Row]:
+    """Server CPU per request: queue claimNext + checkpoint against an echo of the same size.
+
+    One uvicorn child (``bench_http.py --serve``: the app with its ``/bench/echo`` route), one
+    lean asyncio client over one kept-alive connection, so the client costs the server
+    nothing but the requests; the server's own CPU time is read from ``/proc``.
+    """
+    import asyncio
+
+    from bench_http import ECHO_BODY, fill
+    from taskcore import Tier
+    from taskcore.auth import TokenAdmin
+
+    data = Path(tempfile.mkdtemp(prefix="run-all-http-"))
+    with TokenAdmin(data, create=True) as admin:
+        token = admin.create(workspace="bench", tier=Tier.AGENT, autonomy=1).token
+    child = subprocess.Popen(
+        [PY, str(ROOT / "benchmarks" / "bench_http.py"), "--serve", str(data)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    url = child.stdout.readline().strip()
+    host, port = url.removeprefix("http://").split(":")
+
+    async def queue_round() -> float:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        before = _cpu_seconds(child.pid)
+        for _ in range(pairs):
+            status, body = await _lean_post(reader, writer, "/v/agenttask.claimNext", b"{}", token)
+            lease = json.loads(body)["lease"]
+            done = json.dumps(
+                {"taskId": lease["taskId"], "status": "DONE", "fence": lease["fence"]}
+            )
+            status, _ = await _lean_post(
+                reader, writer, "/v/agenttask.checkpoint", done.encode(), token
+            )
+            assert status == 200
+        cpu = _cpu_seconds(child.pid) - before
+        writer.close()
+        return cpu * 1000 / (2 * pairs)
+
+    async def echo_round() -> float:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        before = _cpu_seconds(child.pid)
+        for _ in range(2 * pairs):
+            status, _ = await _lean_post(reader, writer, "/bench/echo", ECHO_BODY, None)
+            assert status == 200
+        cpu = _cpu_seconds(child.pid) - before
+        writer.close()
+        return cpu * 1000 / (2 * pairs)
+
+    def queue_case() -> float:
+        fill(data, pairs)  # not timed: the server's CPU is what is read
+        return asyncio.run(queue_round())
+
+    try:
+        got = interleaved({"queue": queue_case, "echo": lambda: asyncio.run(echo_round())}, rounds)
+    finally:
+        child.terminate()
+        child.wait(60)
+        shutil.rmtree(data, ignore_errors=True)
+    m, lo, hi = spread(got["queue"])
+    em, elo, ehi = spread(got["echo"])
+    return [
+        {
+            "figure": f"HTTP server CPU per queue request: {m:.2f} ms [{lo:.2f}-{hi:.2f}]",
+            "baseline": f"echo of the same size: {em:.2f} ms [{elo:.2f}-{ehi:.2f}]",
+            "ratio": f"{m / em:.2f}x",
+            "goal": "<= 1.0 ms (lean verbs)",
+            "meets": "yes" if m <= 1.0 else "no",
+        }
+    ]
+
+
 # -- the table ------------------------------------------------------------------------------
 
 
@@ -514,6 +652,8 @@ def main() -> None:
         rows += hooks_and_cli(rounds, with_task_stop=not args.no_task_stop)
     if "queue" in only:
         rows += queue(rounds, 20 if args.quick else 120, 8)
+        rows += journal_statements(10 if args.quick else 50)
+        rows += http_cpu(rounds, 50 if args.quick else 200)
     print(
         f"machine: {platform.machine()} cpus={os.cpu_count()} "
         f"load={os.getloadavg()[0]:.1f} python={platform.python_version()}"
