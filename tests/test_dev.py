@@ -19,7 +19,9 @@ def _copy_with_stub_uv(tmp_path: Path) -> Path:
     uv.write_text(
         "#!/bin/sh\n"
         'echo "uv $*" >> "$(dirname "$0")/../../uv.calls"\n'
-        "mkdir -p .venv/bin && ln -sf /bin/true .venv/bin/python\n"
+        "mkdir -p .venv/bin\n"
+        'printf \'#!/bin/sh\\necho "python $*" >> "$(dirname "$0")/../../python.calls"\\n\''
+        " > .venv/bin/python && chmod +x .venv/bin/python\n"
     )
     uv.chmod(0o755)
     return tmp_path
@@ -32,11 +34,17 @@ def test_the_first_sync_announces_itself_and_shows_uv_progress(tmp_path):
     )
     assert "installing the locked workspace into ./.venv" in first.stderr
     assert "environment ready in" in first.stderr
-    assert (root / "uv.calls").read_text().splitlines() == ["uv sync --locked --all-packages"]
+    assert (root / "uv.calls").read_text().splitlines() == [
+        "uv sync --locked --all-packages --compile-bytecode"
+    ]
     again = subprocess.run(
         ["bash", "dev", "run", "true"], cwd=root, capture_output=True, text=True, check=True
     )
     assert again.stderr == ""
+    # The workspace's own sources (editable installs, which uv leaves alone) are compiled too.
+    assert (root / "python.calls").read_text().splitlines() == [
+        "python -m compileall -q -j 0 packages/*/src"
+    ] * 2
     assert (root / "uv.calls").read_text().splitlines()[-1] == (
-        "uv sync --locked --all-packages --quiet"
+        "uv sync --locked --all-packages --compile-bytecode --quiet"
     )

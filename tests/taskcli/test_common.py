@@ -1,6 +1,9 @@
 import io
 import json
+import re
+import socketserver
 import sys
+import threading
 
 import httpx
 import pytest
@@ -43,19 +46,89 @@ def test_unreachable_service_is_service_unreachable(monkeypatch):
     assert info.value.code.kind.exit_status == 8
 
 
-def _client_answering(monkeypatch, status, content):
-    def fake_post(self, url, **kwargs):
-        return httpx.Response(status, content=content)
+class _Answer(socketserver.BaseRequestHandler):
+    """Reads one request per exchange and writes the answer the test set (three framings)."""
 
-    monkeypatch.setattr(httpx.Client, "post", fake_post)
+    def handle(self):
+        while True:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = self.request.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            head, _, rest = data.partition(b"\r\n\r\n")
+            length = int(re.search(rb"Content-Length: (\d+)", head).group(1))
+            while len(rest) < length:
+                rest += self.request.recv(65536)
+            self.server.seen.append((head.decode("latin-1"), rest[:length]))
+            status, content, framing = self.server.answer
+            reason = {200: "OK"}.get(status, "Whatever")
+            if framing == "length":
+                self.request.sendall(
+                    f"HTTP/1.1 {status} {reason}\r\ncontent-length: {len(content)}\r\n"
+                    "content-type: application/json\r\n\r\n".encode()
+                    + content
+                )
+            elif framing == "chunked":
+                body = b"".join(
+                    f"{len(part):x};ext=1\r\n".encode() + part + b"\r\n"
+                    for part in (content[:3], content[3:])
+                    if part
+                )
+                self.request.sendall(
+                    f"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 {status} {reason}\r\n"
+                    "Transfer-Encoding: chunked\r\n\r\n".encode()
+                    + body
+                    + b"0\r\nx-t: 1\r\n\r\n"
+                )
+            else:
+                self.request.sendall(f"HTTP/1.0 {status} {reason}\r\n\r\n".encode() + content)
+                return
+
+
+@pytest.fixture
+def plain_service():
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Answer)
+    server.daemon_threads = True
+    server.seen = []
+    server.answer = (200, b"{}", "length")
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture(params=["length", "chunked", "close", "https"])
+def answering(request, monkeypatch):
+    """A client whose service answers (status, content): a real plain-HTTP socket server in
+    three framings, or httpx (https://) with its transport replaced."""
     monkeypatch.setenv("AGENT_TASK_TOKEN", "atk_env")
-    return ServiceClient("http://service", None)
+    if request.param == "https":
+
+        def make(status, content):
+            def fake_post(self, url, **kwargs):
+                return httpx.Response(status, content=content)
+
+            monkeypatch.setattr(httpx.Client, "post", fake_post)
+            return ServiceClient("https://service", None)
+
+        return make
+    server = request.getfixturevalue("plain_service")
+
+    def make(status, content):
+        server.answer = (status, content, request.param)
+        host, port = server.server_address
+        return ServiceClient(f"http://{host}:{port}/", None)
+
+    return make
 
 
-def test_error_bodies_become_their_codes(monkeypatch):
+def test_error_bodies_become_their_codes(answering):
     body = json.dumps({"error": "no such task", "code": "NOT_FOUND"}).encode()
     with pytest.raises(TaskError) as info:
-        _client_answering(monkeypatch, 404, body).verb("agenttask.get", b"{}")
+        answering(404, body).verb("agenttask.get", b"{}")
     assert info.value.code is ErrorCode.NOT_FOUND
     assert info.value.message == "no such task"
 
@@ -68,9 +141,9 @@ def test_error_bodies_become_their_codes(monkeypatch):
         (500, b'{"code": "NOPE", "error": "x"}'),
     ],
 )
-def test_answers_that_are_not_the_documented_body_are_malformed(monkeypatch, status, content):
+def test_answers_that_are_not_the_documented_body_are_malformed(answering, status, content):
     with pytest.raises(TaskError) as info:
-        _client_answering(monkeypatch, status, content).verb("x", b"{}")
+        answering(status, content).verb("x", b"{}")
     assert info.value.code is ErrorCode.MALFORMED_RESPONSE
 
 
@@ -96,3 +169,66 @@ def test_token_comes_from_the_file_or_the_environment(tmp_path, monkeypatch):
     monkeypatch.setenv("AGENT_TASK_TOKEN", "atk_env")
     assert ServiceClient("http://s", path).token == "atk_file"
     assert ServiceClient("http://s", None).token == "atk_env"
+
+
+def test_an_answer_comes_back_whole_and_the_connection_is_kept(answering):
+    client = answering(200, json.dumps({"ok": "é" * 5000}).encode())
+    for _ in range(3):
+        assert client.verb("agenttask.list", b'{"a": 1}') == {"ok": "é" * 5000}
+
+
+def test_the_plain_client_sends_the_documented_request(plain_service, monkeypatch):
+    monkeypatch.setenv("AGENT_TASK_TOKEN", "atk_env")
+    host, port = plain_service.server_address
+    client = ServiceClient(f"http://{host}:{port}/base", None)
+    client.verb("agent task.x", b'{"a": 1}')
+    client.upload("acme", "default", b"\x00raw")
+    (head, body), (upload_head, upload_body) = plain_service.seen
+    lines = head.split("\r\n")
+    assert lines[0] == "POST /base/v/agent%20task.x HTTP/1.1"
+    assert {
+        "Host: " + f"{host}:{port}",
+        "Authorization: Bearer atk_env",
+        "Content-Type: application/json",
+        "Accept: application/json",
+        "Content-Length: 8",
+    } <= set(lines[1:])
+    assert body == b'{"a": 1}'
+    assert upload_head.startswith(
+        "POST /base/v1/hub/workspace/repositories/acme/profiles/default/agent-tasks/"
+        "collector-upload HTTP/1.1"
+    )
+    assert "Content-Type: application/octet-stream" in upload_head
+    assert upload_body == b"\x00raw"
+
+
+def test_a_token_that_cannot_be_a_header_is_refused_before_sending(plain_service, monkeypatch):
+    monkeypatch.setenv("AGENT_TASK_TOKEN", "atk\r\nX-Injected: 1")
+    host, port = plain_service.server_address
+    with pytest.raises(TaskError) as info:
+        ServiceClient(f"http://{host}:{port}", None).verb("x", b"{}")
+    assert info.value.code is ErrorCode.SERVICE_UNREACHABLE
+    assert plain_service.seen == []
+
+
+def test_a_service_that_stops_answering_mid_way_is_unreachable(monkeypatch):
+    monkeypatch.setenv("AGENT_TASK_TOKEN", "atk_env")
+    listener = socketserver.TCPServer(("127.0.0.1", 0), socketserver.BaseRequestHandler)
+    host, port = listener.server_address
+
+    def half_answer():
+        conn, _ = listener.socket.accept()
+        conn.recv(65536)
+        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 50\r\n\r\n{")
+        conn.close()
+
+    thread = threading.Thread(target=half_answer, daemon=True)
+    thread.start()
+    try:
+        with pytest.raises(TaskError) as info:
+            ServiceClient(f"http://{host}:{port}", None, timeout=5).verb("x", b"{}")
+    finally:
+        thread.join(5)
+        listener.server_close()
+    assert info.value.code is ErrorCode.SERVICE_UNREACHABLE
+    assert "(RemoteProtocolError)" in info.value.message

@@ -166,3 +166,148 @@ def test_an_omit_none_field_is_left_out_only_while_it_is_none():
     assert canonical_json(Later(a=1)) == b'{"a":1,"kept":null}'
     assert canonical_json(Later(a=1, added=0)) == b'{"a":1,"added":0,"kept":null}'
     assert canonical_value(Later(a=1)) == {"a": 1, "kept": None}
+
+
+# -- the fast path (a plain tree through orjson) writes what the reference encoder writes ------
+
+from taskcore import canonical as _canonical  # noqa: E402
+from taskcore.canonical import canonical_json_replacing  # noqa: E402
+
+
+def _reference(value):
+    try:
+        out: list[bytes] = []
+        _canonical._emit(value, out)
+        return ("bytes", b"".join(out))
+    except TaskError as err:
+        return ("refused", err.code, str(err))
+
+
+def _fast(value):
+    try:
+        return ("bytes", canonical_json(value))
+    except TaskError as err:
+        return ("refused", err.code, str(err))
+
+
+class Flavour(enum.Enum):
+    SWEET = "sweet"
+    ONE = 1
+
+
+class Word(enum.StrEnum):
+    HI = "hi"
+
+
+@attrs.frozen
+class Maybe:
+    text: str | None
+    flavour: Flavour
+    words: tuple[str, ...]
+    count: int
+    skipped: str | None = attrs.field(
+        default=None,
+        metadata={"taskcore.rules": __import__("taskcore.codec").codec.FieldRules(omit_none=True)},
+    )
+
+
+_any_text = st.text(st.characters(), max_size=6)  # lone surrogates included
+_scalar = (
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.sampled_from([2**64 - 1, 2**64, -(2**64)])
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | _any_text
+    | st.sampled_from([Flavour.SWEET, Flavour.ONE, Word.HI, '\x00\x1f\x7f\u2028"\\/'])
+)
+_values = st.recursive(
+    _scalar,
+    lambda c: (
+        st.lists(c, max_size=3)
+        | st.lists(c, max_size=3).map(tuple)
+        | st.dictionaries(_any_text | st.integers(0, 2), c, max_size=3)
+        | st.builds(
+            Maybe,
+            text=c,
+            flavour=st.sampled_from(list(Flavour)) | c,
+            words=st.lists(_any_text, max_size=3).map(tuple) | c,
+            count=st.integers(-1, 2**64) | c,
+            skipped=st.none() | c,
+        )
+        | st.builds(Inner, zeta=c, alpha=c)
+    ),
+    max_leaves=8,
+)
+
+
+@given(_values)
+def test_the_fast_path_writes_the_reference_bytes_or_the_same_refusal(value):
+    assert _fast(value) == _reference(value)
+
+
+@given(st.text(st.characters(), max_size=20))
+def test_every_string_is_written_as_the_reference_writes_it(text):
+    assert _fast([text, {text: text}]) == _reference([text, {text: text}])
+
+
+@given(_values, _values)
+def test_replacing_a_field_writes_the_bytes_of_the_evolved_copy(text, words):
+    obj = Maybe(text="t", flavour=Flavour.SWEET, words=(), count=1, skipped="s")
+    for name, value in (("text", text), ("words", words), ("skipped", None), ("skipped", text)):
+        try:
+            expected = _reference(attrs.evolve(obj, **{name: value}))
+        except TypeError:
+            continue
+        try:
+            got = ("bytes", canonical_json_replacing(obj, name, value))
+        except TaskError as err:
+            got = ("refused", err.code, str(err))
+        assert got == expected
+
+
+@given(
+    st.builds(
+        Maybe,
+        text=st.none() | _scalar,
+        flavour=st.sampled_from(list(Flavour)) | _scalar,
+        words=st.lists(_any_text | _scalar, max_size=3).map(tuple) | _scalar,
+        count=st.integers(-2, 2**64 + 1) | _scalar,
+        skipped=st.none() | _scalar,
+    )
+)
+def test_every_declared_field_kind_agrees_with_the_reference(obj):
+    assert _fast(obj) == _reference(obj)
+
+
+def test_the_fast_path_writes_a_contract_object_without_the_reference(monkeypatch):
+    obj = Outer(
+        name="n", inner=Inner(zeta=3, alpha="é"), items=(1, 2), colour=Colour.DARK_RED, nothing=None
+    )
+    expected = _reference(obj)
+
+    def not_used(*_args):
+        raise AssertionError("the reference encoder ran")
+
+    monkeypatch.setattr(_canonical, "_emit", not_used)
+    assert ("bytes", canonical_json(obj)) == expected
+
+
+@attrs.frozen
+class Nest:
+    inner: Inner
+    rows: tuple[Inner, ...]
+
+
+@given(
+    st.builds(
+        Nest,
+        inner=st.builds(Inner, zeta=st.integers(-1, 3), alpha=_any_text) | _scalar,
+        rows=st.lists(
+            st.builds(Inner, zeta=st.integers(0, 3), alpha=_any_text) | _scalar, max_size=3
+        ).map(tuple)
+        | _scalar,
+    )
+)
+def test_nested_objects_and_rows_of_objects_agree_with_the_reference(obj):
+    assert _fast(obj) == _reference(obj)

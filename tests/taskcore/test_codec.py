@@ -6,7 +6,7 @@ import typing
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from taskcore.codec import Codec, dumps, parse_json, validate_tree, wire_field
 from taskcore.errors import ErrorCode, TaskError
@@ -430,3 +430,214 @@ def test_a_bad_leaf_anywhere_is_refused_with_its_path_as_text_and_as_a_tree(step
 def test_any_finite_tree_of_valid_unicode_passes_and_round_trips(tree):
     validate_tree(tree)
     assert parse_json(dumps({"t": tree})) == {"t": tree}
+
+
+# -- the fast path: accepts exactly what the converter accepts, and yields the same value ------
+
+import copy  # noqa: E402
+import pathlib  # noqa: E402
+
+from taskcore.contract import TaskResultAssertion  # noqa: E402
+from taskcore.limits import ASSERTION_MAX_BYTES  # noqa: E402
+
+REFERENCE = Codec(fast=False)
+
+
+@attrs.frozen(kw_only=True)
+class Mixed:
+    mode: typing.Literal["a", "b"] = wire_field()
+    counts: tuple[int, ...] = wire_field(max_len=3, lo=1, hi=9)
+    extra: dict[str, typing.Any] = wire_field(factory=dict)
+    anything: typing.Any = wire_field(default=None)
+    maybe: Outcome | None = wire_field(default=None)
+    digests: tuple[str, ...] = wire_field(default=(), item_pattern=r"[0-9a-f]{4}", min_len=0)
+    name: str = wire_field(default="n", min_len=1, max_len=6, pattern=r"[A-Za-z0-9._-]{1,6}")
+    flag: bool = wire_field(default=False)
+    row: Row | None = wire_field(default=None)
+
+
+MIXED = {
+    "mode": "a",
+    "counts": [1, 2],
+    "extra": {"k": [1]},
+    "anything": {"x": None},
+    "maybe": "failed",
+    "digests": ["00ff"],
+    "name": "a.b-c",
+    "flag": True,
+    "row": {"criterion": "b", "outcome": "failed", "findings": []},
+}
+FULL_DOC = {**GOOD, "priority": 5, "ratio": 1.5}
+GOLDEN_ASSERTIONS = [
+    json.loads(p.read_text())["assertion"]
+    for p in sorted((pathlib.Path(__file__).parents[2] / "golden" / "observations").glob("*.json"))
+]
+_leaves = (
+    st.none()
+    | st.booleans()
+    | st.integers(-6, 12)
+    | st.sampled_from([2**64 - 1, 2**64, -(2**63)])
+    | st.floats(allow_nan=False, allow_infinity=False, width=32)
+    | st.text(max_size=6)
+    | st.sampled_from(["passed", "failed", "a", "b", "00ff", "x" * 9, "\x00", "0" * 64, "é"])
+)
+_values = st.recursive(
+    _leaves,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=2),
+    max_leaves=6,
+)
+
+
+def _paths(node, prefix=()):
+    yield prefix
+    if isinstance(node, dict):
+        for key, child in node.items():
+            yield from _paths(child, (*prefix, key))
+    elif isinstance(node, list):
+        for index, child in enumerate(node):
+            yield from _paths(child, (*prefix, index))
+
+
+def _mutate(data, doc):
+    for _ in range(data.draw(st.integers(0, 3))):
+        path = data.draw(st.sampled_from(list(_paths(doc))))
+        *parents, last = path or ("",)
+        holder = doc
+        for step in parents:
+            holder = holder[step]
+        action = data.draw(st.sampled_from(["replace", "delete", "add"]))
+        if not path:
+            if action == "replace":
+                doc = data.draw(_values)
+            continue
+        if action == "replace":
+            holder[last] = data.draw(_values)
+        elif action == "delete":
+            del holder[last]
+        elif isinstance(holder[last], dict):
+            holder[last][data.draw(st.text(max_size=8))] = data.draw(_values)
+        elif isinstance(holder[last], list):
+            holder[last].append(data.draw(_values))
+    return doc
+
+
+def _outcome(codec, cls, raw):
+    try:
+        return ("decoded", codec.decode(cls, raw, max_bytes=ASSERTION_MAX_BYTES))
+    except TaskError as err:
+        return ("refused", err.code, err.path, str(err))
+
+
+@pytest.mark.parametrize(
+    ("cls", "base"),
+    [
+        (Doc, FULL_DOC),
+        (Mixed, MIXED),
+        (TaskResultAssertion, GOLDEN_ASSERTIONS[0]),
+    ],
+    ids=["doc", "mixed", "golden"],
+)
+@settings(max_examples=60)
+@given(data=st.data())
+def test_the_fast_path_decodes_and_refuses_exactly_as_the_converter(cls, base, data):
+    doc = _mutate(data, copy.deepcopy(base))
+    raw = json.dumps(doc, ensure_ascii=data.draw(st.booleans())).encode()
+    assert _outcome(Codec(), cls, raw) == _outcome(REFERENCE, cls, raw)
+    if isinstance(doc, dict):  # a tree (MCP arguments): the other fast path
+        assert _outcome(Codec(), cls, doc) == _outcome(REFERENCE, cls, doc)
+        fast = Codec()
+        try:
+            expected = ("structured", REFERENCE.structure(doc, cls))
+        except TaskError as err:
+            expected = ("refused", err.code, err.path, str(err))
+        try:
+            got = ("structured", fast.structure(doc, cls))
+        except TaskError as err:
+            got = ("refused", err.code, err.path, str(err))
+        assert got == expected
+
+
+_PROBES = [
+    None,
+    True,
+    0,
+    1,
+    5,
+    6,
+    -5,
+    -6,
+    9,
+    10,
+    2**64 - 1,
+    2**64,
+    -1,
+    1.5,
+    "",
+    "a",
+    "A",
+    "abcdefgh",
+    "abcdefghi",
+    "passed",
+    "b",
+    "00ff",
+    "00FF",
+    "0" * 64,
+    "0" * 63,
+    "g" * 64,
+    "x" * 4097,
+    "\x00",
+    [],
+    ["x"],
+    ["00ff"],
+    [1],
+    [1, 2, 3, 4],
+    ["a"] * 33,
+    {},
+    {"criterion": "a"},
+]
+
+
+@pytest.mark.parametrize(
+    ("cls", "base"),
+    [(Doc, FULL_DOC), (Mixed, MIXED), (TaskResultAssertion, GOLDEN_ASSERTIONS[0])],
+    ids=["doc", "mixed", "golden"],
+)
+def test_every_probe_at_every_place_gets_the_converters_answer(cls, base):
+    for path in _paths(base):
+        if not path:
+            continue
+        for probe in [*_PROBES, "delete"]:
+            doc = copy.deepcopy(base)
+            holder = doc
+            for step in path[:-1]:
+                holder = holder[step]
+            if probe == "delete":
+                del holder[path[-1]]
+            else:
+                holder[path[-1]] = probe
+            raw = json.dumps(doc).encode()
+            assert _outcome(Codec(), cls, raw) == _outcome(REFERENCE, cls, raw), (path, probe)
+            assert _outcome(Codec(), cls, doc) == _outcome(REFERENCE, cls, doc), (path, probe)
+
+
+@pytest.mark.parametrize("assertion", GOLDEN_ASSERTIONS)
+def test_the_fast_path_alone_decodes_every_golden_assertion(assertion):
+    codec = Codec()
+
+    class NoConverter:
+        def structure(self, *_args):
+            raise AssertionError("the fast path gave up on a valid document")
+
+    codec.converter = NoConverter()
+    raw = json.dumps(assertion).encode()
+    assert codec.decode(TaskResultAssertion, raw) == REFERENCE.decode(TaskResultAssertion, raw)
+    assert codec.structure(assertion, TaskResultAssertion) == REFERENCE.decode(
+        TaskResultAssertion, raw
+    )
+
+
+def test_a_lone_surrogate_is_refused_by_structure_of_an_unchecked_tree():
+    for codec in (Codec(), REFERENCE):
+        with pytest.raises(TaskError) as info:
+            codec.structure({**GOOD, "taskId": "\ud800"}, Doc)
+        assert (info.value.code, info.value.path) == (ErrorCode.INVALID_VALUE, "$.taskId")

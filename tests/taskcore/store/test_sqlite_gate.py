@@ -62,3 +62,22 @@ def test_records_round_trip_and_queries(tmp_path: Path) -> None:
         assert [r.session_key for r in s.sessions(since_ms=25)] == ["codex:c", "codex:d"]
         assert s.counts() == (1, 4)
     db.close()
+
+
+def test_a_verdict_is_kept_per_session_and_pruned_with_it(tmp_path: Path) -> None:
+    db = GateIndexDatabase(tmp_path / "gate-index.sqlite")
+    with db.write() as store:
+        store.put_session(session("codex:old", "/r", 2, last=10))
+        store.put_session(session("codex:new", "/r", 3, last=1000))
+        store.put_verdict("codex:old", '{"rung":2}')
+        store.put_verdict("codex:new", '{"rung":3}')
+        store.put_verdict("codex:new", '{"rung":4}')
+    with db.read() as store:
+        assert store.get_verdict("codex:new") == '{"rung":4}'
+        assert store.get_verdict("codex:none") is None
+    with db.write() as store:
+        store.prune(before_ms=500)
+    with db.read() as store:
+        assert store.get_verdict("codex:old") is None
+        assert store.get_verdict("codex:new") == '{"rung":4}'
+    db.close()

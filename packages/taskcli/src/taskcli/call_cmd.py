@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import click
-from taskcore import Door
-from taskcore.service import WORKFLOW_PREFIX, default_registry
+from taskcore.names import WORKFLOW_PREFIX
 
 from taskcli.common import (
     RequestCommand,
@@ -49,6 +48,9 @@ def call_operation(
 
 
 def _catalogue() -> list[dict[str, Any]]:
+    from taskcore import Door  # the registry (every operation module) only for --list
+    from taskcore.service import default_registry
+
     return [
         {
             "name": op.name,

@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 
 import click
-from taskcore.collector.instructions import write_instruction_files
 from taskcore.collector.stophook import (
     CLAUDE_CODE,
     CODEX,
@@ -191,6 +190,8 @@ def init_repo_command(root: Path, as_json: bool) -> None:
     AGENTS.md, .cursor/rules/agent-task.mdc and .github/copilot-instructions.md; re-running
     replaces only that block and leaves other content alone.
     """
+    from taskcore.collector.instructions import write_instruction_files
+
     emit(
         {"files": write_instruction_files(root)},
         as_json,

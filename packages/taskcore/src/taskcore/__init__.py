@@ -4,32 +4,93 @@ Contract types, strict decoding, canonical bytes, digests and Ed25519 signing; t
 and its state machines on SQLite; the agent task queue; the collector; the done gate; and one
 registry of operations behind :class:`~taskcore.service.Service`. Adapters (HTTP, MCP, CLI)
 import only names exported here and from the public submodules listed in ``docs/adapters.md``.
+
+The names below are loaded on first use (:pep:`562`), so ``import taskcore.gate.hook`` or
+``from taskcore.errors import ErrorCode`` does not load the service, the codec and every
+contract type: a Stop hook or ``agent-task --help`` pays only for what it uses.
+
+>>> import taskcore
+>>> taskcore.ErrorCode.NOT_FOUND.value
+'NOT_FOUND'
 """
 
-from taskcore.actors import MAX_AUTONOMY, Actor, RiskClass, Tier
-from taskcore.canonical import canonical_json
-from taskcore.clock import Clock, FakeClock, SystemClock
-from taskcore.codec import SCHEMA_VERSION, Codec, decode, parse_json, unstructure, wire_field
-from taskcore.digest import OBSERVATION_DOMAIN, domain_digest, sha256_hex
-from taskcore.errors import ErrorCode, ErrorKind, TaskError
-from taskcore.service import (
-    CallContext,
-    Door,
-    Operation,
-    RawJson,
-    Registry,
-    Response,
-    Route,
-    Service,
-    ServiceConfig,
-    Surface,
-    TxMode,
-)
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not typing's: importing typing alone costs a Stop hook ~5 ms
+if TYPE_CHECKING:
+    from typing import Any
+
+    from taskcore.actors import MAX_AUTONOMY, Actor, RiskClass, Tier
+    from taskcore.canonical import canonical_json
+    from taskcore.clock import Clock, FakeClock, SystemClock
+    from taskcore.codec import SCHEMA_VERSION, Codec, decode, parse_json, unstructure, wire_field
+    from taskcore.digest import OBSERVATION_DOMAIN, domain_digest, sha256_hex
+    from taskcore.errors import ErrorCode, ErrorKind, TaskError
+    from taskcore.service import (
+        CallContext,
+        Door,
+        Operation,
+        RawJson,
+        Registry,
+        Response,
+        Route,
+        Service,
+        ServiceConfig,
+        Surface,
+        TxMode,
+    )
 
 __version__ = "0.1.0"
 
 CAPABILITY = "agentscm.agent-workflow-tasks/v1"
 """The workflow task contract capability string (version 1)."""
+
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "taskcore.actors": ("MAX_AUTONOMY", "Actor", "RiskClass", "Tier"),
+    "taskcore.canonical": ("canonical_json",),
+    "taskcore.clock": ("Clock", "FakeClock", "SystemClock"),
+    "taskcore.codec": (
+        "SCHEMA_VERSION",
+        "Codec",
+        "decode",
+        "parse_json",
+        "unstructure",
+        "wire_field",
+    ),
+    "taskcore.digest": ("OBSERVATION_DOMAIN", "domain_digest", "sha256_hex"),
+    "taskcore.errors": ("ErrorCode", "ErrorKind", "TaskError"),
+    "taskcore.service": (
+        "CallContext",
+        "Door",
+        "Operation",
+        "RawJson",
+        "Registry",
+        "Response",
+        "Route",
+        "Service",
+        "ServiceConfig",
+        "Surface",
+        "TxMode",
+    ),
+}
+_MODULE_OF: dict[str, str] = {name: mod for mod, names in _SOURCES.items() for name in names}
+
+
+def __getattr__(name: str) -> Any:
+    """Load an exported name from its module on first use (and keep it)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'taskcore' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULE_OF))
+
 
 __all__ = [
     "CAPABILITY",

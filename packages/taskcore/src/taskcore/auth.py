@@ -30,6 +30,7 @@ from taskcore.clock import Clock, SystemClock
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.storage import Storage, Transaction, open_storage
 from taskcore.store.tokens_api import TokenRecord
+from taskcore.tokenfile import no_token_error, read_token_file
 
 __all__ = [
     "FIRST_ADMIN_TOKEN_FILENAME",
@@ -212,37 +213,6 @@ def bearer_from_header(value: str | None) -> str | None:
     if scheme.lower() != "bearer" or not credential or " " in credential:
         return None
     return credential
-
-
-def no_token_error() -> TaskError:
-    """What a client says when it has no token to send (instead of sending none).
-
-    >>> no_token_error().code.value
-    'UNAUTHENTICATED'
-    """
-    return TaskError(
-        ErrorCode.UNAUTHENTICATED,
-        "no token: give --token-file FILE (or set AGENT_TASK_TOKEN_FILE, or AGENT_TASK_TOKEN); "
-        "an operator prints one with 'agent-task admin token create'",
-    )
-
-
-def read_token_file(path: Path | str) -> str:
-    """Read a bearer token from a file (surrounding whitespace ignored).
-
-    Raises ``UNAUTHENTICATED`` when the file cannot be read or holds no token; the message
-    names no server path beyond the one the caller gave.
-    """
-    try:
-        with open(path, encoding="ascii") as handle:
-            token = handle.read(4096).strip()
-    except (OSError, UnicodeDecodeError):
-        raise TaskError(
-            ErrorCode.UNAUTHENTICATED, f"cannot read a token from {str(path)[:256]!r}"
-        ) from None
-    if not token:
-        raise TaskError(ErrorCode.UNAUTHENTICATED, f"the token file {str(path)[:256]!r} is empty")
-    return token
 
 
 def issue_first_admin_token(storage: Storage, clock: Clock, data_dir: Path | str) -> Path | None:

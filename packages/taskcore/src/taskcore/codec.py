@@ -17,9 +17,8 @@ path of the value (``$.criteria[2].outcome``); ``tests/test_codec.py`` shows eac
 from __future__ import annotations
 
 import enum
-import json
-import math
 import re
+import types
 import typing
 from collections.abc import Callable, Mapping
 from functools import cache
@@ -37,7 +36,16 @@ from cattrs.errors import (
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import JSON_MAX_DEPTH, REQUEST_BODY_MAX_BYTES, U64_MAX
+from taskcore.jsontext import _SURROGATE, _key_path, dumps, parse_json, validate_tree
+from taskcore.limits import REQUEST_BODY_MAX_BYTES
+from taskcore.wirefield import (
+    FIELD_RULES_KEY,
+    SCHEMA_VERSION,
+    FieldRules,
+    field_rules,
+    wire_field,
+    wire_name,
+)
 
 __all__ = [
     "FIELD_RULES_KEY",
@@ -57,295 +65,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-SCHEMA_VERSION = 1
-"""The only wire schema version this implementation speaks."""
-
-FIELD_RULES_KEY = "taskcore.rules"
-"""attrs metadata key under which :class:`FieldRules` are stored."""
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-@attrs.frozen(kw_only=True)
-class FieldRules:
-    """Per-field wire rules, checked while decoding and published in JSON Schemas.
-
-    ``max_len``/``min_len`` count characters of a string or items of an array. ``lo``/``hi``
-    bound an integer (default ``0..2^64-1``: the contract's integers are unsigned).
-    ``item_*`` rules apply to each string of a ``tuple[str, ...]``. ``wire`` renames the
-    field on the wire (the queue's camelCase). ``version`` marks the schema-version field.
-    ``omit_none`` (only for a field whose default is ``None``) leaves the key out of the
-    encoded and canonical bytes while the value is ``None``: a field added to an already
-    pinned type keeps every earlier value's bytes (and digest) unchanged.
-    """
-
-    wire: str | None = None
-    min_len: int | None = None
-    max_len: int | None = None
-    pattern: str | None = None
-    lo: int | None = 0
-    hi: int | None = U64_MAX
-    item_min_len: int | None = None
-    item_max_len: int | None = None
-    item_pattern: str | None = None
-    version: bool = False
-    doc: str | None = None
-    omit_none: bool = False
-
-
-def wire_field(
-    *,
-    default: Any = attrs.NOTHING,
-    factory: Callable[[], Any] | None = None,
-    wire: str | None = None,
-    min_len: int | None = None,
-    max_len: int | None = None,
-    pattern: str | None = None,
-    lo: int | None = 0,
-    hi: int | None = U64_MAX,
-    item_min_len: int | None = None,
-    item_max_len: int | None = None,
-    item_pattern: str | None = None,
-    version: bool = False,
-    doc: str | None = None,
-    omit_none: bool = False,
-) -> Any:
-    """Declare an attrs field with wire rules (see :class:`FieldRules`).
-
-    A field without ``default``/``factory`` is required on the wire, even when its type
-    admits ``None``: strict decoding wants ``"x": null`` spelled out. ``omit_none`` needs
-    ``default=None``.
-    """
-    if omit_none and default is not None:
-        raise TypeError("omit_none needs default=None")
-    rules = FieldRules(
-        wire=wire,
-        min_len=min_len,
-        max_len=max_len,
-        pattern=pattern,
-        lo=lo,
-        hi=hi,
-        item_min_len=item_min_len,
-        item_max_len=item_max_len,
-        item_pattern=item_pattern,
-        version=version,
-        doc=doc,
-        omit_none=omit_none,
-    )
-    metadata = {FIELD_RULES_KEY: rules}
-    if factory is not None:
-        return attrs.field(factory=factory, metadata=metadata)
-    return attrs.field(default=default, metadata=metadata)
-
-
-def field_rules(field: attrs.Attribute[Any]) -> FieldRules:
-    """Return the rules of an attrs field (defaults when it was declared without any)."""
-    rules = field.metadata.get(FIELD_RULES_KEY)
-    return rules if isinstance(rules, FieldRules) else FieldRules()
-
-
-def wire_name(field: attrs.Attribute[Any]) -> str:
-    """Return the JSON key of an attrs field."""
-    return field_rules(field).wire or field.name
-
-
-# -- JSON text ------------------------------------------------------------------------------
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise TaskError(ErrorCode.MALFORMED_JSON, f"duplicate object key {key!r}; send it once")
-        out[key] = value
-    return out
-
-
-def _constant(name: str) -> float:
-    # NaN and Infinity are not JSON; they are kept as floats here so that validate_tree
-    # refuses them with the path of the value, like 1e400 (which json reads as infinity).
-    return {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}[name]
-
-
-Crumb = tuple[Any, "str | int"] | None
-"""A path into a JSON tree as a linked list (parent crumb, key or index), rendered on error."""
-
-
-def _render(crumb: Crumb) -> str:
-    keys: list[str | int] = []
-    while crumb is not None:
-        crumb, key = crumb
-        keys.append(key)
-    path = "$"
-    for key in reversed(keys):
-        path = f"{path}[{key}]" if isinstance(key, int) else _key_path(path, key)
-    return path
-
-
-def validate_tree(value: Any, *, max_depth: int = JSON_MAX_DEPTH) -> None:
-    r"""Refuse a decoded JSON tree that JSON text could not carry or storage could not keep.
-
-    Every door's input passes here once, whether it arrived as bytes (:func:`parse_json`)
-    or already as a tree (MCP tool arguments, in-process dictionaries, through
-    :meth:`Codec.decode`): a number that is not finite (``NaN``, ``Infinity``, ``1e400``),
-    a string or key holding a lone surrogate (``"\ud800"``), a key that is not a string or
-    a value of no JSON type is ``BAD_INPUT`` with the JSON path of the value; nesting deeper
-    than ``max_depth`` containers is ``OUT_OF_BOUNDS``.
-
-    >>> validate_tree({"a": [1, 2.5, "x", None, True]})
-    >>> validate_tree({"a": [1, float("inf")]})
-    Traceback (most recent call last):
-    taskcore.errors.TaskError: a number is not finite (NaN, Infinity or beyond 1.8e308); send a finite number at $.a[1]
-    """
-    if _clean(value, max_depth):
-        return
-    _report(value, max_depth)
-    raise TaskError(ErrorCode.BAD_INPUT, "the document holds a value JSON cannot carry")
-
-
-def _clean(value: Any, max_depth: int) -> bool:
-    """The fast pass: whether the tree is acceptable (no paths are built)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        node, level = stack.pop()
-        kind = type(node)
-        if kind is str:
-            if _SURROGATE.search(node):
-                return False
-        elif kind is float:
-            if not math.isfinite(node):
-                return False
-        elif kind is dict:
-            if level > max_depth:
-                return False
-            for key, child in node.items():
-                if type(key) is not str or _SURROGATE.search(key):
-                    return False
-                if type(child) in _CONTAINERS or type(child) is str or type(child) is float:
-                    stack.append((child, level + 1))
-                elif not (child is None or type(child) is int or type(child) is bool):
-                    return False
-        elif kind is list or kind is tuple:
-            if level > max_depth:
-                return False
-            stack.extend((child, level + 1) for child in node)
-        elif not (kind is int or kind is bool or node is None):
-            return False
-    return True
-
-
-_CONTAINERS = (dict, list, tuple)
-
-
-def _report(value: Any, max_depth: int) -> None:
-    """The slow pass, only for a tree the fast pass refused: raise with the value's path."""
-    stack: list[tuple[Any, int, Crumb]] = [(value, 1, None)]
-    while stack:
-        node, level, crumb = stack.pop()
-        kind = type(node)
-        if kind is str:
-            if _SURROGATE.search(node):
-                raise TaskError(
-                    ErrorCode.BAD_INPUT,
-                    "a string holds a lone surrogate (U+D800..U+DFFF); send valid Unicode",
-                    path=_render(crumb),
-                )
-        elif kind is float:
-            if not math.isfinite(node):
-                raise TaskError(
-                    ErrorCode.BAD_INPUT,
-                    "a number is not finite (NaN, Infinity or beyond 1.8e308); send a finite "
-                    "number",
-                    path=_render(crumb),
-                )
-        elif kind is dict:
-            if level > max_depth:
-                raise TaskError(
-                    ErrorCode.OUT_OF_BOUNDS,
-                    f"document nests deeper than {max_depth} levels",
-                    path=_render(crumb),
-                )
-            for key, child in node.items():
-                if type(key) is not str:
-                    raise TaskError(
-                        ErrorCode.BAD_INPUT,
-                        "an object key is not a string; JSON keys are strings",
-                        path=_render(crumb),
-                    )
-                if _SURROGATE.search(key):
-                    raise TaskError(
-                        ErrorCode.BAD_INPUT,
-                        "an object key holds a lone surrogate (U+D800..U+DFFF); send valid Unicode",
-                        path=_render(crumb),
-                    )
-                stack.append((child, level + 1, (crumb, key)))
-        elif kind is list or kind is tuple:
-            if level > max_depth:
-                raise TaskError(
-                    ErrorCode.OUT_OF_BOUNDS,
-                    f"document nests deeper than {max_depth} levels",
-                    path=_render(crumb),
-                )
-            stack.extend((child, level + 1, (crumb, i)) for i, child in enumerate(node))
-        elif not (kind is int or kind is bool or node is None):
-            raise TaskError(
-                ErrorCode.BAD_INPUT,
-                f"a value of type {kind.__name__} is not JSON",
-                path=_render(crumb),
-            )
-
-
-def parse_json(
-    raw: bytes | str, *, max_bytes: int = REQUEST_BODY_MAX_BYTES, max_depth: int = JSON_MAX_DEPTH
-) -> Any:
-    """Parse one JSON document strictly: bounded, UTF-8, no duplicate keys, no BOM.
-
-    The tree must pass :func:`validate_tree` (finite numbers, no lone surrogates, bounded
-    depth).
-
-    >>> parse_json(b'{"a": [1, 2]}')
-    {'a': [1, 2]}
-    >>> parse_json(b'{"a": 1, "a": 2}')
-    Traceback (most recent call last):
-    taskcore.errors.TaskError: duplicate object key 'a'; send it once
-    """
-    size = len(raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else raw)
-    if size > max_bytes:
-        raise TaskError(
-            ErrorCode.PAYLOAD_TOO_LARGE,
-            f"document is {size} bytes; the limit is {max_bytes} bytes",
-        )
-    if isinstance(raw, bytes | bytearray | memoryview):
-        data = bytes(raw)
-        if data.startswith(b"\xef\xbb\xbf"):
-            raise TaskError(ErrorCode.MALFORMED_JSON, "document starts with a BOM; remove it")
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            raise TaskError(ErrorCode.MALFORMED_JSON, "document is not valid UTF-8") from None
-    else:
-        text = raw
-    try:
-        value = json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_constant)
-    except TaskError:
-        raise
-    except RecursionError:
-        raise TaskError(
-            ErrorCode.OUT_OF_BOUNDS, f"document nests deeper than {JSON_MAX_DEPTH} levels"
-        ) from None
-    except ValueError as exc:
-        raise TaskError(ErrorCode.MALFORMED_JSON, f"document is not valid JSON: {exc}") from None
-    validate_tree(value, max_depth=max_depth)
-    return value
-
-
-def dumps(value: Any) -> bytes:
-    """Encode a plain JSON tree compactly as UTF-8 (responses; not the canonical signing bytes)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
-        "utf-8"
-    )
-
 
 # -- strict scalar hooks ----------------------------------------------------------------------
 
@@ -633,13 +352,317 @@ def make_converter() -> cattrs.Converter:
     return conv
 
 
+# -- the fast path ----------------------------------------------------------------------------
+#
+# cattrs' generated functions plus a rule-checking wrapper per field cost several times the
+# JSON parse. For a *valid* document the same result comes from one closure per type that
+# checks and builds in one pass, with each field's rules folded into a specialised test. It
+# accepts only what the converter accepts (exact JSON types, no unknown key, every required
+# key, every rule); on anything else it gives up (any exception) and the converter runs as
+# before, so every error, its code, message and path, is the converter's.
+# tests/taskcore/test_codec.py checks that both paths agree on generated documents.
+
+_Fast = Callable[[Any], Any]
+
+
+class _GiveUpError(Exception):
+    """The fast path does not accept the value; the converter decides."""
+
+
+def _give_up(_: Any) -> Any:
+    raise _GiveUpError
+
+
+def _fast_rules(rules: FieldRules, tp: Any) -> Callable[[Any], bool] | None:
+    """A test equivalent to ``_check_rules`` (and ``_check_int_items``) passing, or ``None``.
+
+    ``tp`` (the declared type, ``None`` stripped) only narrows which JSON types can reach the
+    structure hook afterwards; a value of another type is refused by that hook anyway.
+    """
+    if rules.version:
+        return lambda v: type(v) is int and v == SCHEMA_VERSION
+    lo, hi, least, most = rules.lo, rules.hi, rules.min_len, rules.max_len
+    full = _compiled(rules.pattern).fullmatch if rules.pattern is not None else None
+    has_items = (
+        rules.item_max_len is not None
+        or rules.item_min_len is not None
+        or rules.item_pattern is not None
+    )
+    item_ok = _fast_rules(_item_rules(rules), str) if has_items else None
+    int_items = _is_int_tuple(tp)
+
+    def text_ok(v: str) -> bool:
+        n = len(v)
+        return (
+            (most is None or n <= most)
+            and (least is None or n >= least)
+            and (full is None or full(v) is not None)
+        )
+
+    def int_ok(v: int) -> bool:
+        return (lo is None or v >= lo) and (hi is None or v <= hi)
+
+    if tp is str:
+        return None if most is None and least is None and full is None else text_ok
+    if tp is bool:
+        return None
+    if tp is int:
+        return None if lo is None and hi is None else lambda v: type(v) is not int or int_ok(v)
+
+    def ok(v: Any) -> bool:
+        kind = type(v)
+        if kind is str:
+            return text_ok(v)
+        if kind is int:
+            return int_ok(v)
+        if kind is list:
+            n = len(v)
+            if (most is not None and n > most) or (least is not None and n < least):
+                return False
+            if item_ok is not None and not all(item_ok(i) for i in v if type(i) is str):
+                return False
+            return not int_items or all(int_ok(i) for i in v if type(i) is int)
+        return True
+
+    return ok
+
+
+_CHAR_RUN = re.compile(r"\[((?:[A-Za-z0-9]-[A-Za-z0-9]|[A-Za-z0-9._])+-?)\]\{(\d+)(?:,(\d+))?\}")
+
+
+@cache
+def _char_run(pattern: str) -> tuple[str, int, int] | None:
+    """``(characters, least, most)`` when ``pattern`` is one character class repeated.
+
+    Then ``fullmatch`` succeeds exactly when the length is in range and stripping those
+    characters leaves nothing.
+
+    >>> _char_run("[0-9a-f]{64}")
+    ('0123456789abcdef', 64, 64)
+    >>> _char_run("[A-Za-z0-9._-]{1,128}")[1:]
+    (1, 128)
+    >>> _char_run("[a-z]+") is None
+    True
+    """
+    found = _CHAR_RUN.fullmatch(pattern)
+    if found is None:
+        return None
+    body, least, most = found.group(1), int(found.group(2)), found.group(3)
+    chars: list[str] = []
+    i = 0
+    while i < len(body):
+        if i + 2 < len(body) and body[i + 1] == "-":
+            chars.extend(chr(c) for c in range(ord(body[i]), ord(body[i + 2]) + 1))
+            i += 3
+        else:
+            chars.append(body[i])
+            i += 1
+    return "".join(dict.fromkeys(chars)), least, int(most) if most is not None else least
+
+
+class _FastStructure:
+    """One fast structure function per type, built on first use (see above)."""
+
+    def __init__(self, converter: cattrs.Converter, *, checked_tree: bool) -> None:
+        self.converter = converter
+        self.checked_tree = checked_tree
+        self.hooks: dict[Any, _Fast] = {}
+
+    def hook(self, tp: Any) -> _Fast:
+        found = self.hooks.get(tp)
+        if found is not None:
+            return found
+        # A class may contain itself (directly or not): refer to the finished hook late.
+        late: list[_Fast] = []
+        self.hooks[tp] = lambda v: late[0](v)
+        try:
+            built = self._build(tp)
+        except Exception:  # a type the fast path cannot describe: always use the converter
+            built = self._delegate(tp)
+        late.append(built)
+        self.hooks[tp] = built
+        return built
+
+    def _delegate(self, tp: Any) -> _Fast:
+        slow = self.converter.get_structure_hook(tp)
+        return lambda v: slow(v, tp)
+
+    def _build(self, tp: Any) -> _Fast:
+        if tp is str:
+            if self.checked_tree:  # validate_tree already refused every lone surrogate
+                return lambda v: v if type(v) is str else _give_up(v)
+            search = _SURROGATE.search
+            return lambda v: v if type(v) is str and search(v) is None else _give_up(v)
+        if tp is int or tp is bool:
+            return lambda v: v if type(v) is tp else _give_up(v)
+        if tp is float:
+            return lambda v: float(v) if type(v) is float or type(v) is int else _give_up(v)
+        if tp is typing.Any:
+            return lambda v: v
+        if _is_enum(tp):
+            members = {m.value: m for m in tp}
+            value_type = type(next(iter(members)))
+            return lambda v: members[v] if type(v) is value_type and v in members else _give_up(v)
+        if _is_literal(tp):
+            allowed = get_args(tp)
+
+            def literal(v: Any) -> Any:
+                for option in allowed:
+                    if type(v) is type(option) and v == option:
+                        return v
+                raise _GiveUpError
+
+            return literal
+        args = get_args(tp)
+        if (
+            get_origin(tp) in (typing.Union, types.UnionType)
+            and len(args) == 2
+            and type(None) in args
+        ):
+            inner = self.hook(args[0] if args[1] is type(None) else args[1])
+            return lambda v: None if v is None else inner(v)
+        if _is_var_tuple(tp):
+            item = self.hook(args[0])
+            return lambda v: tuple([item(x) for x in v]) if type(v) is list else _give_up(v)
+        if _is_dict(tp):
+            return lambda v: dict(v) if type(v) is dict else _give_up(v)
+        if attrs.has(tp):
+            return self._class(tp)
+        return self._delegate(tp)
+
+    def _class(self, cl: type[Any]) -> _Fast:
+        """Generate one function that checks and builds ``cl`` (straight-line code per field).
+
+        Each field becomes a few lines: fetch the key (a missing required key raises
+        ``KeyError``), one ``if`` that refuses a wrong type or a broken rule (inlined for
+        ``str``, ``int``, ``bool`` and ``tuple[str, ...]`` fields), or else a call of the field
+        type's own fast hook after its rule test.
+        """
+        attrs.resolve_types(cl)
+        fields = attrs.fields(cl)
+        if any(not f.init for f in fields) or not all(f.alias.isidentifier() for f in fields):
+            return self._delegate(cl)
+        env: dict[str, Any] = {"G": _GiveUpError, "cl": cl}
+        lines = ["def build(v):", "    if type(v) is not dict or not keys.issuperset(v): raise G"]
+        args: list[str] = []
+        wires: list[str] = []
+        for i, field in enumerate(fields):
+            rules = field_rules(field)
+            wire = rules.wire or field.name
+            wires.append(wire)
+            if field.default is attrs.NOTHING:
+                lines.append(f"    x = v[{wire!r}]")
+                lines.extend("    " + line for line in self._field(i, field.type, rules, env))
+                args.append(f"{field.alias}=r{i}")
+            else:
+                if "**kw" not in args:
+                    lines.insert(2, "    kw = {}")
+                    args.append("**kw")
+                lines.append(f"    if {wire!r} in v:")
+                lines.append(f"        x = v[{wire!r}]")
+                lines.extend("        " + line for line in self._field(i, field.type, rules, env))
+                lines.append(f"        kw[{field.alias!r}] = r{i}")
+        env["keys"] = frozenset(wires)
+        lines.append(f"    return cl({', '.join(args)})")
+        source = "\n".join(lines)
+        exec(compile(source, f"<fast structure {cl.__qualname__}>", "exec"), env)  # noqa: S102 - generated from field declarations only
+        return typing.cast(_Fast, env["build"])
+
+    def _field(self, i: int, tp: Any, rules: FieldRules, env: dict[str, Any]) -> list[str]:
+        """Lines that test ``x`` against one field's type and rules and leave it in ``r<i>``."""
+        args = get_args(tp)
+        optional = get_origin(tp) in (typing.Union, types.UnionType) and type(None) in args
+        bare = tp
+        if optional:
+            rest = [a for a in args if a is not type(None)]
+            bare = rest[0] if len(rest) == 1 else tp
+        inline = self._inline(i, bare, rules, env)
+        if inline is None:  # the rule test, then the type's own hook (None included)
+            check = _fast_rules(rules, bare)
+            env[f"h{i}"] = self.hook(tp) if tp is not None else (lambda v: v)
+            lines = []
+            if check is not None:
+                env[f"c{i}"] = check
+                lines.append(f"if x is not None and not c{i}(x): raise G")
+            return [*lines, f"r{i} = h{i}(x)"]
+        if not optional:
+            return [line.replace("@", f"r{i}") for line in inline]
+        return [
+            "if x is None:",
+            f"    r{i} = None",
+            "else:",
+            *("    " + line.replace("@", f"r{i}") for line in inline),
+        ]
+
+    def _inline(
+        self, i: int, bare: Any, rules: FieldRules, env: dict[str, Any]
+    ) -> list[str] | None:
+        """Lines for a non-null ``x`` of a simple field type (``@`` is the target), or ``None``."""
+        if rules.version:
+            return None
+        if _is_enum(bare):
+            members = {m.value: m for m in bare}
+            value_type = type(next(iter(members)))
+            if value_type is not str or _fast_rules(rules, str) is not None:
+                return None
+            env[f"m{i}"] = members
+            return [f"@ = m{i}.get(x) if type(x) is str else None", "if @ is None: raise G"]
+        if bare is bool:
+            return ["if type(x) is not bool: raise G", "@ = x"]
+        if bare is int:
+            refuse = ["type(x) is not int"]
+            if rules.lo is not None:
+                refuse.append(f"x < {rules.lo!r}")
+            if rules.hi is not None:
+                refuse.append(f"x > {rules.hi!r}")
+            return [f"if {' or '.join(refuse)}: raise G", "@ = x"]
+        if bare is str:
+            refuse = ["type(x) is not str", *self._text_refusals("x", str(i), rules, env)]
+            return [f"if {' or '.join(refuse)}: raise G", "@ = x"]
+        if bare == tuple[str, ...]:
+            refuse = ["type(x) is not list"]
+            if rules.max_len is not None:
+                refuse.append(f"len(x) > {rules.max_len!r}")
+            if rules.min_len is not None:
+                refuse.append(f"len(x) < {rules.min_len!r}")
+            item = [
+                "type(y) is not str",
+                *self._text_refusals("y", f"{i}i", _item_rules(rules), env),
+            ]
+            return [
+                f"if {' or '.join(refuse)}: raise G",
+                "for y in x:",
+                f"    if {' or '.join(item)}: raise G",
+                "@ = tuple(x)",
+            ]
+        return None
+
+    def _text_refusals(
+        self, name: str, key: str, rules: FieldRules, env: dict[str, Any]
+    ) -> list[str]:
+        """Conditions under which the string ``name`` breaks ``rules`` (or holds a surrogate)."""
+        refuse = []
+        if not self.checked_tree:
+            env["search"] = _SURROGATE.search
+            refuse.append(f"search({name}) is not None")
+        simple = _char_run(rules.pattern) if rules.pattern is not None else None
+        if rules.max_len is not None and (simple is None or simple[2] > rules.max_len):
+            refuse.append(f"len({name}) > {rules.max_len!r}")
+        if rules.min_len is not None and (simple is None or simple[1] < rules.min_len):
+            refuse.append(f"len({name}) < {rules.min_len!r}")
+        if simple is not None:  # the same verdict as fullmatch, several times faster
+            chars, least, most = simple
+            env[f"k{key}"] = chars
+            refuse.append(f"len({name}) < {least}")
+            refuse.append(f"len({name}) > {most}")
+            refuse.append(f"{name}.strip(k{key})")
+        elif rules.pattern is not None:
+            env[f"p{key}"] = _compiled(rules.pattern).fullmatch
+            refuse.append(f"p{key}({name}) is None")
+        return refuse
+
+
 # -- error translation ------------------------------------------------------------------------
-
-
-def _key_path(path: str, key: str) -> str:
-    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-        return f"{path}.{key}"
-    return f"{path}[{json.dumps(key)}]"
 
 
 def _child_path(path: str, exc: BaseException, owner: type[Any] | None) -> str:
@@ -690,14 +713,27 @@ class Codec:
     """Strict decoding into wire types and plain encoding out of them.
 
     One instance owns one converter built by :func:`make_converter`. Instances are cheap to
-    keep and safe to share between threads once built.
+    keep and safe to share between threads once built. Decoding first tries generated
+    functions that accept exactly what the converter accepts (see "the fast path" above); any
+    value they do not accept goes to the converter, which reports the error. ``fast=False``
+    keeps to the converter alone (the reference the tests hold the fast path to).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, fast: bool = True) -> None:
         self.converter = make_converter()
+        self._fast = _FastStructure(self.converter, checked_tree=False) if fast else None
+        self._fast_checked = _FastStructure(self.converter, checked_tree=True) if fast else None
 
     def structure(self, value: Any, cls: type[T]) -> T:
         """Structure an already-parsed JSON tree into ``cls``, strictly."""
+        return self._structure(value, cls, self._fast)
+
+    def _structure(self, value: Any, cls: type[T], fast: _FastStructure | None) -> T:
+        if fast is not None:
+            try:
+                return typing.cast(T, fast.hook(cls)(value))
+            except Exception:  # noqa: S110 - the converter below decides and reports
+                pass
         try:
             return self.converter.structure(value, cls)
         except TaskError as err:
@@ -719,7 +755,7 @@ class Codec:
             # the bytes get, so no door skips it.
             tree = dict(raw)
             validate_tree(tree)
-        return self.structure(tree, cls)
+        return self._structure(tree, cls, self._fast_checked)
 
     def unstructure(self, obj: Any) -> Any:
         """Return the plain JSON tree of ``obj`` with wire names (enums as values)."""

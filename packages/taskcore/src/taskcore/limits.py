@@ -10,7 +10,9 @@ Each constant documents its unit. ``docs/contract.md`` lists them in a table.
 
 from __future__ import annotations
 
-from typing import Final
+TYPE_CHECKING = False  # typing is not imported at run time: a Stop hook reads these limits
+if TYPE_CHECKING:
+    from typing import Final
 
 __all__ = [
     "ACTION_HINT_MAX_CHARS",

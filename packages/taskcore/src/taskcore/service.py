@@ -57,6 +57,7 @@ from taskcore.codec import Codec, dumps, wire_field
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import AUDIT_VERB_MAX_CHARS, REQUEST_BODY_MAX_BYTES
+from taskcore.names import WORKFLOW_PREFIX
 from taskcore.ratelimit import RateLimiter, RateLimits, RefusalTally
 from taskcore.store.audit_api import AuditEvent
 from taskcore.store.storage import SqliteStorage, Storage, Transaction, open_storage
@@ -88,9 +89,6 @@ O = TypeVar("O")  # noqa: E741 - conventional name for an output type variable
 
 _OPERATION_NAME = re.compile(r"[a-z][A-Za-z0-9_.]{0,127}")
 _ROUTE_SEGMENT = re.compile(r"[A-Za-z0-9._-]{1,128}")
-
-WORKFLOW_PREFIX = "workflow."
-"""Registered names of workflow operations start with this; the envelope names ``<op>`` only."""
 
 WORKFLOW_OPERATION_PATTERN = r"[a-z][a-z0-9_]{0,63}"
 """The spelling of ``operation`` in the workflow envelope (``claim``, ``collector_upload``)."""

@@ -14,6 +14,7 @@ Keys and signatures travel as lowercase hex: a 32-byte seed (64 hex), a 32-byte 
 
 from __future__ import annotations
 
+import functools
 import re
 
 import nacl.exceptions
@@ -64,6 +65,12 @@ def sign_digest(seed_hex: str, digest_hex: str) -> str:
     return sign_bytes(seed_hex, _key_bytes(digest_hex, "digest"))
 
 
+@functools.lru_cache(maxsize=256)
+def _verify_key(key: bytes) -> nacl.signing.VerifyKey:
+    """The verify key of 32 public-key bytes (kept: an executor signs many observations)."""
+    return nacl.signing.VerifyKey(key)
+
+
 def verify_bytes(public_key: str, message: bytes, signature: str) -> None:
     """Verify ``signature`` over ``message``; return nothing or raise ``INVALID_SIGNATURE``."""
     key = _key_bytes(public_key, "public key")
@@ -72,7 +79,7 @@ def verify_bytes(public_key: str, message: bytes, signature: str) -> None:
             ErrorCode.INVALID_SIGNATURE, "signature must be 128 lowercase hex characters"
         )
     try:
-        nacl.signing.VerifyKey(key).verify(message, bytes.fromhex(signature))
+        _verify_key(key).verify(message, bytes.fromhex(signature))
     except (nacl.exceptions.BadSignatureError, nacl.exceptions.CryptoError, ValueError):
         raise TaskError(ErrorCode.INVALID_SIGNATURE, "signature does not verify") from None
 

@@ -15,47 +15,116 @@
 ``docs/git-mapping.md`` maps each seed concept to git.
 """
 
-from taskcore.authority.admin import (
-    InstalledRequirement,
-    enroll_executor,
-    install_requirement,
-    register_profile,
-    register_repository,
-    revoke_executor,
-    set_policy,
-)
-from taskcore.authority.enrollment import current_registration, registration_is_current
-from taskcore.authority.gitrev import (
-    WorkTreeState,
-    git_revision,
-    head_revision,
-    read_blob_at,
-    resolve_commit,
-    work_tree_state,
-)
-from taskcore.authority.requirement import (
-    DEFAULT_POLICY,
-    CompiledPlan,
-    CompiledStep,
-    ReferenceSpec,
-    RepositoryPolicy,
-    RequirementStep,
-    WorkflowRequirement,
-    compile_requirement,
-    decode_requirement,
-    policy_digest,
-    requirement_digest,
-)
-from taskcore.authority.subjects import (
-    AuthorityView,
-    CompiledCheckpoint,
-    check_current,
-    compile_checkpoint,
-    load_plan,
-    load_route,
-    record_subject,
-    subject_references,
-)
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not typing's: importing the package must stay cheap
+if TYPE_CHECKING:
+    from taskcore.authority.admin import (
+        InstalledRequirement,
+        enroll_executor,
+        install_requirement,
+        register_profile,
+        register_repository,
+        revoke_executor,
+        set_policy,
+    )
+    from taskcore.authority.enrollment import current_registration, registration_is_current
+    from taskcore.authority.gitrev import (
+        WorkTreeState,
+        git_revision,
+        head_revision,
+        read_blob_at,
+        resolve_commit,
+        work_tree_state,
+    )
+    from taskcore.authority.requirement import (
+        DEFAULT_POLICY,
+        CompiledPlan,
+        CompiledStep,
+        ReferenceSpec,
+        RepositoryPolicy,
+        RequirementStep,
+        WorkflowRequirement,
+        compile_requirement,
+        decode_requirement,
+        policy_digest,
+        requirement_digest,
+    )
+    from taskcore.authority.subjects import (
+        AuthorityView,
+        CompiledCheckpoint,
+        check_current,
+        compile_checkpoint,
+        load_plan,
+        load_route,
+        record_subject,
+        subject_references,
+    )
+
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "taskcore.authority.admin": (
+        "InstalledRequirement",
+        "enroll_executor",
+        "install_requirement",
+        "register_profile",
+        "register_repository",
+        "revoke_executor",
+        "set_policy",
+    ),
+    "taskcore.authority.enrollment": (
+        "current_registration",
+        "registration_is_current",
+    ),
+    "taskcore.authority.gitrev": (
+        "WorkTreeState",
+        "git_revision",
+        "head_revision",
+        "read_blob_at",
+        "resolve_commit",
+        "work_tree_state",
+    ),
+    "taskcore.authority.requirement": (
+        "DEFAULT_POLICY",
+        "CompiledPlan",
+        "CompiledStep",
+        "ReferenceSpec",
+        "RepositoryPolicy",
+        "RequirementStep",
+        "WorkflowRequirement",
+        "compile_requirement",
+        "decode_requirement",
+        "policy_digest",
+        "requirement_digest",
+    ),
+    "taskcore.authority.subjects": (
+        "AuthorityView",
+        "CompiledCheckpoint",
+        "check_current",
+        "compile_checkpoint",
+        "load_plan",
+        "load_route",
+        "record_subject",
+        "subject_references",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _SOURCES.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    """Load an exported name from its submodule on first use (:pep:`562`)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'taskcore.authority' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULE_OF))
+
 
 __all__ = [
     "DEFAULT_POLICY",

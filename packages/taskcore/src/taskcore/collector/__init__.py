@@ -16,33 +16,96 @@
 ``docs/collector.md`` describes the format and the trust it does (and does not) give.
 """
 
-from taskcore.collector.collect import CollectResult, collect_command
-from taskcore.collector.descriptor import (
-    CollectorDescriptor,
-    PinnedBinding,
-    build_execution_request,
-    collector_profile_digest,
-)
-from taskcore.collector.records import (
-    ExecutionOutcome,
-    ExecutionRecord,
-    ExecutionRequest,
-    RuntimeIdentity,
-    SandboxMode,
-    check_execution_record,
-    runtime_identity_digest,
-)
-from taskcore.collector.runtime import detect_sandbox, probe_runtime, run_recipe
-from taskcore.collector.state import CollectorKey, CollectorState, default_state_dir
-from taskcore.collector.transfer import (
-    DecodedTransfer,
-    OriginGrant,
-    TransferHeader,
-    TransferKind,
-    decode_record,
-    decode_transfer,
-    encode_transfer,
-)
+from __future__ import annotations
+
+TYPE_CHECKING = False  # not typing's: importing the package must stay cheap
+if TYPE_CHECKING:
+    from taskcore.collector.collect import CollectResult, collect_command
+    from taskcore.collector.descriptor import (
+        CollectorDescriptor,
+        PinnedBinding,
+        build_execution_request,
+        collector_profile_digest,
+    )
+    from taskcore.collector.records import (
+        ExecutionOutcome,
+        ExecutionRecord,
+        ExecutionRequest,
+        RuntimeIdentity,
+        SandboxMode,
+        check_execution_record,
+        runtime_identity_digest,
+    )
+    from taskcore.collector.runtime import detect_sandbox, probe_runtime, run_recipe
+    from taskcore.collector.state import CollectorKey, CollectorState, default_state_dir
+    from taskcore.collector.transfer import (
+        DecodedTransfer,
+        OriginGrant,
+        TransferHeader,
+        TransferKind,
+        decode_record,
+        decode_transfer,
+        encode_transfer,
+    )
+
+_SOURCES: dict[str, tuple[str, ...]] = {
+    "taskcore.collector.collect": (
+        "CollectResult",
+        "collect_command",
+    ),
+    "taskcore.collector.descriptor": (
+        "CollectorDescriptor",
+        "PinnedBinding",
+        "build_execution_request",
+        "collector_profile_digest",
+    ),
+    "taskcore.collector.records": (
+        "ExecutionOutcome",
+        "ExecutionRecord",
+        "ExecutionRequest",
+        "RuntimeIdentity",
+        "SandboxMode",
+        "check_execution_record",
+        "runtime_identity_digest",
+    ),
+    "taskcore.collector.runtime": (
+        "detect_sandbox",
+        "probe_runtime",
+        "run_recipe",
+    ),
+    "taskcore.collector.state": (
+        "CollectorKey",
+        "CollectorState",
+        "default_state_dir",
+    ),
+    "taskcore.collector.transfer": (
+        "DecodedTransfer",
+        "OriginGrant",
+        "TransferHeader",
+        "TransferKind",
+        "decode_record",
+        "decode_transfer",
+        "encode_transfer",
+    ),
+}
+_MODULE_OF = {name: module for module, names in _SOURCES.items() for name in names}
+
+
+def __getattr__(name: str) -> object:
+    """Load an exported name from its submodule on first use (:pep:`562`)."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'taskcore.collector' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULE_OF))
+
 
 __all__ = [
     "CollectResult",

@@ -39,11 +39,8 @@ from typing import Any, BinaryIO, Final
 
 import attrs
 
-from taskcore.auth import read_token_file
 from taskcore.authority.gitrev import git_revision, work_tree_state
-from taskcore.collector.client import WorkflowClient
 from taskcore.collector.nextstep import CommandOptions, advise
-from taskcore.collector.state import durable_write
 from taskcore.collector.stop import (
     Category,
     LocalRead,
@@ -53,7 +50,7 @@ from taskcore.collector.stop import (
     validate_answer,
 )
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.gate.hook import hook_output
+from taskcore.gate.light import hook_output
 from taskcore.limits import (
     GATE_STDIN_MAX_BYTES,
     QUALIFICATION_TIMEOUT_SECONDS,
@@ -61,7 +58,12 @@ from taskcore.limits import (
     STOP_DIRTY_PATHS_MAX,
 )
 from taskcore.paths import user_data_root
+from taskcore.tokenfile import read_token_file
 from taskcore.workflow.reads import open_reader
+
+TYPE_CHECKING = False  # the collector client (and its imports) only for the type checker
+if TYPE_CHECKING:
+    from taskcore.collector.client import WorkflowClient
 
 __all__ = [
     "CLAUDE_CODE",
@@ -88,7 +90,7 @@ CODEX: Final = "codex"
 HOOK_COMMANDS: Final = {CLAUDE_CODE: "task-stop", CODEX: "task-codex-stop"}
 """The ``agent-task`` command of each harness's Stop hook."""
 
-Connect = Callable[[Path, float], WorkflowClient]
+Connect = Callable[[Path, float], "WorkflowClient"]
 """Make a client of the service authenticated by a token file, with a timeout in seconds."""
 
 
@@ -127,6 +129,8 @@ def read_counter(path: Path) -> int:
 
 def write_counter(path: Path, value: int) -> None:
     """Durably store ``value`` (0 removes the file); :class:`CounterError` when it cannot."""
+    from taskcore.collector.state import durable_write  # only when a counter is written
+
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if value == 0:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import attrs
 
-from taskcore.canonical import canonical_json
+from taskcore.canonical import canonical_json_replacing
 from taskcore.contract.assertion import ExecutorProvenance, TaskResultAssertion
 from taskcore.contract.common import TrustClass
 from taskcore.digest import OBSERVATION_DOMAIN, domain_digest
@@ -43,7 +43,7 @@ __all__ = [
 
 def observation_signing_bytes(assertion: TaskResultAssertion) -> bytes:
     """Return the exact bytes that are hashed: the assertion with a null provenance."""
-    return canonical_json(attrs.evolve(assertion, executor_provenance=None))
+    return canonical_json_replacing(assertion, "executor_provenance", None)
 
 
 def observation_digest(assertion: TaskResultAssertion) -> str:

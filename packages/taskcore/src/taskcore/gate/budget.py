@@ -24,18 +24,22 @@ Decision(action='silent', used=1, shown=False)
 
 from __future__ import annotations
 
-import attrs
+import collections
 
 from taskcore.limits import DONE_GATE_BUDGET
 
 __all__ = ["Decision", "decide"]
 
 
-@attrs.frozen
-class Decision:
-    """What the hook does, and the budget record afterwards."""
+class Decision(collections.namedtuple("Decision", ("action", "used", "shown"))):
+    """What the hook does (``silent``, ``block`` or ``receipt``), and the budget afterwards.
 
-    action: str  # silent | block | receipt
+    A named tuple, not an attrs class: the Stop hook's fast path uses this table without
+    loading attrs.
+    """
+
+    __slots__ = ()
+    action: str
     used: int
     shown: bool
 

@@ -28,7 +28,6 @@ taskcore.errors.TaskError: transcript_path must be a .jsonl file under the Claud
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
 from pathlib import Path
@@ -36,7 +35,15 @@ from pathlib import Path
 import attrs
 
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.paths import user_data_root
+from taskcore.gate.light import (
+    CLAUDE_CODE,
+    CODEX,
+    DSH,
+    env_locations,
+    harness_of_real,
+    repository_of,
+    within,
+)
 
 __all__ = [
     "ADAPTERS",
@@ -50,21 +57,11 @@ __all__ = [
     "repository_of",
 ]
 
-CLAUDE_CODE = "claude-code"
-CODEX = "codex"
-DSH = "dsh"
 HARNESSES = (CLAUDE_CODE, CODEX)
 """The harnesses whose Stop hook output the gate speaks (``--harness`` of the hook and the
 installer). dsh runs Codex hooks through its compatibility layer, so it uses ``codex``."""
 ADAPTERS = (CLAUDE_CODE, CODEX, DSH)
 """The session formats the index reads (index keys, stats)."""
-
-INDEX_FILENAME = "gate-index.sqlite"
-
-
-def _env_path(name: str) -> Path | None:
-    value = os.environ.get(name)
-    return Path(value).expanduser() if value else None
 
 
 @attrs.frozen(kw_only=True)
@@ -79,17 +76,12 @@ class GateConfig:
     @classmethod
     def from_env(cls, *, index_path: Path | None = None) -> GateConfig:
         """Read the environment (never request data); ``index_path`` overrides the index."""
-        claude_cfg = _env_path("CLAUDE_CONFIG_DIR")
-        codex_home = _env_path("CODEX_HOME")
+        index, claude, codex, dsh = env_locations(str(index_path) if index_path else None)
         return cls(
-            index_path=index_path
-            or _env_path("AGENT_TASK_GATE_INDEX")
-            or user_data_root() / INDEX_FILENAME,
-            claude_root=_env_path("AGENT_TASK_CLAUDE_PROJECTS_DIR")
-            or (claude_cfg / "projects" if claude_cfg else Path.home() / ".claude" / "projects"),
-            codex_root=_env_path("AGENT_TASK_CODEX_SESSIONS_DIR")
-            or (codex_home / "sessions" if codex_home else Path.home() / ".codex" / "sessions"),
-            dsh_root=_env_path("AGENT_TASK_DSH_SESSIONS_DIR"),
+            index_path=Path(index),
+            claude_root=Path(claude),
+            codex_root=Path(codex),
+            dsh_root=Path(dsh) if dsh is not None else None,
         )
 
     def roots(self) -> tuple[tuple[str, Path], ...]:
@@ -99,11 +91,7 @@ class GateConfig:
 
 
 def _within(path: str, root: Path) -> bool:
-    try:
-        real_root = os.path.realpath(root)
-    except (OSError, ValueError):
-        return False
-    return path.startswith(real_root.rstrip(os.sep) + os.sep)
+    return within(path, str(root))
 
 
 def checked_transcript(raw: str, config: GateConfig) -> Path:
@@ -132,46 +120,6 @@ def checked_transcript(raw: str, config: GateConfig) -> Path:
 
 def harness_of(path: Path, config: GateConfig) -> str:
     """Which harness wrote ``path``: by root, else by the shape of its first line."""
-    real = os.path.realpath(path)
-    for harness, root in config.roots():
-        if _within(real, root):
-            return harness
-    if real.endswith(".jsonl.zstd"):
-        return DSH
-    try:
-        with open(real, "rb") as f:
-            head = f.read(4096)
-    except OSError:
-        return CLAUDE_CODE
-    first = head.split(b"\n", 1)[0]
-    if first.startswith(b'{"type":"session","version":'):
-        return DSH
-    if b'"payload"' in first and (
-        b'"session_meta"' in first
-        or b'"response_item"' in first
-        or b'"event_msg"' in first
-        or b'"turn_context"' in first
-    ):
-        return CODEX
-    return CLAUDE_CODE
-
-
-@functools.lru_cache(maxsize=4096)
-def repository_of(cwd: str) -> str:
-    """The repository a working directory belongs to: the nearest ancestor holding ``.git``.
-
-    Without one, the directory itself (as the seed's ``Users/saurabh`` row: a session started
-    outside a repository stays visible as its own group). Only the file system is consulted.
-    """
-    if not cwd:
-        return ""
-    path = os.path.normpath(cwd)
-    probe = path
-    for _ in range(64):
-        if os.path.exists(os.path.join(probe, ".git")):
-            return probe
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            break
-        probe = parent
-    return path
+    return harness_of_real(
+        os.path.realpath(path), [(harness, str(root)) for harness, root in config.roots()]
+    )

@@ -22,11 +22,11 @@ This module imports only the gate and the standard library (no HTTP or MCP stack
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import threading
+import types
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, BinaryIO, TextIO
@@ -34,42 +34,15 @@ from typing import Any, BinaryIO, TextIO
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.gate.config import CODEX, HARNESSES, GateConfig
 from taskcore.gate.index import GateIndex
+from taskcore.gate.light import fail_line, hook_output
 from taskcore.gate.session_gate import SessionGateIn, answer, refresh_session, session_gate
 from taskcore.limits import GATE_HOOK_DEADLINE_MS, GATE_INDEX_BUSY_MS, GATE_STDIN_MAX_BYTES
 
-__all__ = ["hook_output", "main", "run"]
+__all__ = ["fail_line", "hook_output", "main", "run"]
 
 
 class _FailOpenError(Exception):
     """Allow the stop and say why in one line."""
-
-
-def fail_line(reason: str) -> str:
-    """The one line printed when the gate cannot answer.
-
-    >>> fail_line("the transcript is missing")
-    '{"systemMessage": "done gate: the transcript is missing; the stop was allowed"}'
-    """
-    return json.dumps({"systemMessage": f"done gate: {reason}; the stop was allowed"})
-
-
-def hook_output(harness: str, event: str, action: str, receipt: Sequence[str]) -> str:
-    r"""The stdout text for an action (``silent`` is the empty string).
-
-    >>> hook_output("codex", "Stop", "block", ["a", "b"])
-    '{"decision": "block", "reason": "a\\nb"}'
-    """
-    text = "\n".join(receipt)
-    if action == "block":
-        if harness == CODEX:
-            return json.dumps({"decision": "block", "reason": text}, ensure_ascii=False)
-        return json.dumps(
-            {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}},
-            ensure_ascii=False,
-        )
-    if action == "receipt":
-        return json.dumps({"systemMessage": text}, ensure_ascii=False)
-    return ""
 
 
 def _payload(stdin: BinaryIO) -> dict[str, Any]:
@@ -146,7 +119,9 @@ def run(
     return hook_output(harness, event, decision.action, ans.result.receipt_lines)
 
 
-def _parse(argv: Sequence[str]) -> argparse.Namespace:
+def _parse(argv: Sequence[str]) -> Any:
+    import argparse  # only here: a command line the fast path has already read skips it
+
     parser = argparse.ArgumentParser(
         prog="agent-task gate-stop",
         description="The done gate's Stop hook: reads the Stop payload on stdin.",
@@ -171,18 +146,30 @@ def main(
     stdin: BinaryIO | None = None,
     stdout: TextIO | None = None,
     exit_on_timeout: bool = True,
+    parsed: tuple[str, bool, int, str | None] | None = None,
 ) -> int:
     """Run the hook; always returns 0 (the stop is never blocked by a failure).
 
     Past the deadline it prints one line and, with ``exit_on_timeout``, leaves the process
-    at once (the worker thread may be inside a read or holding the index).
+    at once (the worker thread may be inside a read or holding the index). ``parsed`` is
+    ``argv`` as :mod:`taskcore.gate.quickhook` already read it (harness, subagent, deadline,
+    index): then argparse is not loaded.
     """
     out = stdout or sys.stdout
     args_list = list(sys.argv[1:] if argv is None else argv)
-    if "-h" in args_list or "--help" in args_list:
+    if parsed is not None:
+        harness, subagent, deadline_ms, index = parsed
+        args = types.SimpleNamespace(
+            harness=harness,
+            subagent=subagent,
+            deadline_ms=deadline_ms,
+            index=Path(index) if index is not None else None,
+        )
+    elif "-h" in args_list or "--help" in args_list:
         _parse(args_list)
     try:
-        args = _parse(args_list)
+        if parsed is None:
+            args = _parse(args_list)
     except SystemExit:
         out.write(
             fail_line("the hook command line is wrong; reinstall it with 'agent-task gate install'")

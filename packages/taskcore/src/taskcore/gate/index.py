@@ -15,6 +15,7 @@ Nothing here sends anything anywhere or writes any file but the index.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -28,7 +29,8 @@ from taskcore.gate import claude, codex, dsh
 from taskcore.gate.budget import Decision, decide
 from taskcore.gate.config import CLAUDE_CODE, CODEX, DSH, GateConfig, harness_of, repository_of
 from taskcore.gate.evidence import Evidence
-from taskcore.gate.ladder import evaluate
+from taskcore.gate.ladder import Verdict, evaluate
+from taskcore.gate.light import head_digest
 from taskcore.limits import GATE_LINE_MAX_BYTES
 from taskcore.store.gate_api import (
     GateBudgetRecord,
@@ -66,16 +68,15 @@ def _head(f_path: Path) -> str:
 
     For a dsh ``.jsonl.zstd`` file: of its first frame (the header frame, written once).
     """
+    if not f_path.name.endswith(".zstd"):
+        return head_digest(str(f_path))
     try:
         with open(f_path, "rb") as f:
-            data = f.read(65536 if f_path.name.endswith(".zstd") else 4096)
+            data = f.read(65536)
     except OSError:
         return ""
-    if f_path.name.endswith(".zstd"):
-        frames = dsh.scan_frames(data).frames
-        return hashlib.sha256(data[: frames[0][1]]).hexdigest()[:32] if frames else ""
-    nl = data.find(b"\n")
-    return "" if nl < 0 else hashlib.sha256(data[:nl]).hexdigest()[:32]
+    frames = dsh.scan_frames(data).frames
+    return hashlib.sha256(data[: frames[0][1]]).hexdigest()[:32] if frames else ""
 
 
 def _is_claude_subagent(path: Path) -> bool:
@@ -363,6 +364,7 @@ class GateIndex:
         )
         states = [ev, *self._child_states(w, key)] if not ev.subagent else [ev]
         verdict = evaluate(states)
+        w.put_verdict(key, _verdict_json(verdict))
         w.put_session(
             GateSessionRecord(
                 session_key=key,
@@ -407,6 +409,7 @@ class GateIndex:
         except (ValueError, TypeError, KeyError):
             return
         verdict = evaluate([pev, *self._child_states(w, parent_key)])
+        w.put_verdict(parent_key, _verdict_json(verdict))
         if verdict.rung != parent.rung:
             w.put_session(
                 attrs.evolve(
@@ -580,6 +583,11 @@ class GateIndex:
                     )
                 )
         return decision
+
+
+def _verdict_json(verdict: Verdict) -> str:
+    """The stored form of a verdict (every field; :mod:`taskcore.gate.quickhook` reads it)."""
+    return json.dumps(attrs.asdict(verdict), ensure_ascii=False, separators=(",", ":"))
 
 
 def _entries(path: Path) -> Iterator[Path]:

@@ -20,15 +20,18 @@ this repo  96 of 102 past sessions here reached rung 3+   (n=102)
 
 from __future__ import annotations
 
-import attrs
+import collections
 
-from taskcore.gate.ladder import Verdict
 from taskcore.limits import (
     DONE_GATE_RECEIPT_MAX_LINES,
     DONE_GATE_RUNGS,
     GATE_MIN_N,
     GATE_RECEIPT_LINE_MAX_CHARS,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from taskcore.gate.ladder import Verdict
 
 __all__ = ["ALLOWED_EXTRA", "RepoHistory", "allowed_char", "render", "sanitize"]
 
@@ -54,10 +57,14 @@ def sanitize(line: str) -> str:
     return out
 
 
-@attrs.frozen(kw_only=True)
-class RepoHistory:
-    """Past sessions of the same repository in the local index (this one excluded)."""
+class RepoHistory(collections.namedtuple("RepoHistory", ("n", "reached"))):
+    """Past sessions of the same repository in the local index (this one excluded).
 
+    A named tuple, not an attrs class: the Stop hook's fast path renders receipts without
+    loading attrs (or the ladder: :func:`render` reads a verdict's fields only).
+    """
+
+    __slots__ = ()
     n: int
     reached: int
 

@@ -24,7 +24,6 @@ from pathlib import Path
 
 import attrs
 
-from taskcore.codec import wire_field
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.gate.config import GateConfig, checked_transcript, harness_of, repository_of
 from taskcore.gate.evidence import Evidence
@@ -38,6 +37,7 @@ from taskcore.gate.index import (
 from taskcore.gate.ladder import Verdict, evaluate
 from taskcore.gate.receipt import RepoHistory, render
 from taskcore.limits import DONE_GATE_BUDGET, DONE_GATE_RECEIPT_MAX_LINES
+from taskcore.wirefield import wire_field
 
 __all__ = ["GateAnswer", "SessionGateIn", "SessionGateResult", "answer", "session_gate"]
 

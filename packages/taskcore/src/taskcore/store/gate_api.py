@@ -108,6 +108,14 @@ class GateStore(Protocol):
         """Every session active since ``since_ms``."""
         ...
 
+    def get_verdict(self, session_key: str) -> str | None:
+        """The session's ladder verdict as stored with its state (JSON), or ``None``."""
+        ...
+
+    def put_verdict(self, session_key: str, verdict: str) -> None:
+        """Store the verdict (JSON) computed from the session's stored state and children's."""
+        ...
+
     def get_budget(self, session_key: str, prompt_key: str) -> GateBudgetRecord | None:
         """The budget spent for one session and prompt, or ``None``."""
         ...

@@ -76,6 +76,18 @@ COMPONENT = Component(
             ) STRICT;
             """,
         ),
+        # The verdict the session's stored state (and its subagents') gives, written with
+        # that state: the Stop hook's fast path (taskcore.gate.quickhook) answers from it
+        # when the transcript has nothing new, without loading the ladder.
+        Migration(
+            2,
+            """
+            CREATE TABLE gate_verdict (
+                session_key TEXT PRIMARY KEY,
+                verdict TEXT NOT NULL
+            ) STRICT;
+            """,
+        ),
     ),
 )
 
@@ -236,6 +248,20 @@ class SqliteGateStore:
         )
         return tuple(_session(r) for r in rows)
 
+    def get_verdict(self, session_key: str) -> str | None:
+        """The session's stored verdict (JSON), or ``None``."""
+        row = self._conn.execute(
+            "SELECT verdict FROM gate_verdict WHERE session_key = ?", (session_key,)
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def put_verdict(self, session_key: str, verdict: str) -> None:
+        """Insert or replace the session's verdict (JSON)."""
+        self._conn.execute(
+            "INSERT OR REPLACE INTO gate_verdict(session_key, verdict) VALUES (?, ?)",
+            (session_key, verdict),
+        )
+
     def get_budget(self, session_key: str, prompt_key: str) -> GateBudgetRecord | None:
         """The budget spent for one session and prompt, or ``None``."""
         row = self._conn.execute(
@@ -285,6 +311,11 @@ class SqliteGateStore:
             (before_ms,),
         )
         deleted = int(self._conn.changes())
+        self._conn.execute(
+            "DELETE FROM gate_verdict WHERE session_key IN "
+            "(SELECT session_key FROM gate_session WHERE last_ms < ?)",
+            (before_ms,),
+        )
         self._conn.execute("DELETE FROM gate_session WHERE last_ms < ?", (before_ms,))
         deleted += int(self._conn.changes())
         self._conn.execute("DELETE FROM gate_budget WHERE updated_at_ms < ?", (before_ms,))

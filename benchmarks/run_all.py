@@ -1,0 +1,666 @@
+"""Every goal of issue 14 in one table: figure, baseline, ratio, goal, meets.
+
+    .venv/bin/python benchmarks/run_all.py [--rounds 15] [--quick] [--only intake,hooks,cli,queue]
+
+Each figure is measured beside its baseline in the same process, interleaved (one run of
+each case per round, in the same order every round), and reported as the median with its
+spread (the middle half of the rounds: p25-p75). Ratios are of medians. Start-up figures
+time real processes from ``fork`` to exit with bytecode compiled (``./dev`` compiles it,
+as an install does).
+
+Rows:
+
+* intake: ``Codec.decode(TaskResultAssertion)`` + ``verify_observation`` against
+  ``json.loads`` + ``hashlib.sha256`` + PyNaCl verify of the same bytes (goal: >= 0.5x the
+  baseline's rate);
+* hooks: ``agent-task gate-stop`` (fast path: a session above the line, silent; below the
+  line, a block with the budget written; and a transcript that grew, which the full hook
+  reads) and ``agent-task task-stop`` (the pass path: two local reads of the journal and
+  the work tree, ``qualification`` over HTTP), each against ``python -c pass`` (goal <= 3x);
+* cli: ``agent-task --help`` and ``agent-task call agenttask.get`` against a live service on
+  a socket (goal <= 10x ``python -c pass``);
+* queue: create + claimNext + checkpoint(DONE) through ``Service.dispatch`` against
+  litequeue 0.9 put + pop + done with ``synchronous=FULL`` (read back from the connection),
+  one caller (goal >= 0.6x) and 8 threads (goal >= 2x: needs group commit, not built yet);
+  the statements SQLite runs per workflow claim + heartbeat + result cycle (goal <= 30) and
+  the HTTP server's CPU per queue request, beside an echo route of the same size driven by
+  the same lean asyncio client (goal <= 1.0 ms): the lean-verb goals, not built yet either.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+BIN = Path(sys.executable).parent
+AGENT_TASK = str(BIN / "agent-task")
+PY = sys.executable
+FIXTURES = ROOT / "tests" / "taskcore" / "gate" / "fixtures"
+
+Row = dict[str, Any]
+
+
+# -- measuring ------------------------------------------------------------------------------
+
+
+def interleaved(cases: dict[str, Callable[[], float]], rounds: int) -> dict[str, list[float]]:
+    """Run every case once per round, in order; each call returns its own measurement."""
+    for fn in cases.values():  # warm-up, not counted
+        fn()
+    out: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(rounds):
+        for name, fn in cases.items():
+            out[name].append(fn())
+    return out
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """(median, p25, p75)."""
+    q = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else values * 3
+    return statistics.median(values), q[0], q[2]
+
+
+def process_ms(argv: list[str], stdin: bytes = b"", env: dict[str, str] | None = None) -> float:
+    """Wall time of one process, start to exit, in ms (its output is checked by the caller)."""
+    started = time.perf_counter()
+    done = subprocess.run(argv, input=stdin, capture_output=True, env=env, check=False)
+    elapsed = (time.perf_counter() - started) * 1000
+    if done.returncode != 0:
+        raise RuntimeError(f"{argv[:3]} exited {done.returncode}: {done.stderr[-500:]!r}")
+    return elapsed
+
+
+def row(
+    figure: str,
+    values: list[float],
+    baseline: str,
+    base_values: list[float],
+    goal: str,
+    limit: float,
+    *,
+    unit: str = "ms",
+    higher_is_better: bool = False,
+) -> Row:
+    m, lo, hi = spread(values)
+    bm, blo, bhi = spread(base_values)
+    ratio = m / bm
+    meets = ratio >= limit if higher_is_better else ratio <= limit
+    return {
+        "figure": f"{figure}: {m:.3g} {unit} [{lo:.3g}-{hi:.3g}]",
+        "baseline": f"{baseline}: {bm:.3g} {unit} [{blo:.3g}-{bhi:.3g}]",
+        "ratio": f"{ratio:.2f}x",
+        "goal": goal,
+        "meets": "yes" if meets else "no",
+    }
+
+
+# -- intake ---------------------------------------------------------------------------------
+
+
+def intake(rounds: int, calls: int) -> list[Row]:
+    import nacl.signing
+    from bench_observation import SEED, typical_observation
+    from taskcore.codec import Codec
+    from taskcore.contract import (
+        TaskResultAssertion,
+        observation_signing_bytes,
+        verify_observation,
+    )
+    from taskcore.digest import OBSERVATION_DOMAIN
+    from taskcore.limits import ASSERTION_MAX_BYTES
+    from taskcore.signing import public_key_hex
+
+    codec = Codec()
+    signed = typical_observation()
+    raw = codec.dumps(signed)
+    public = public_key_hex(SEED)
+    assert signed.executor_provenance is not None
+    signing = observation_signing_bytes(signed)
+    prefix = OBSERVATION_DOMAIN.encode() + b"\x00" + len(signing).to_bytes(8, "big")
+    signature = bytes.fromhex(signed.executor_provenance.signature)
+    verify_key = nacl.signing.VerifyKey(bytes.fromhex(public))
+
+    def ours() -> None:
+        verify_observation(
+            codec.decode(TaskResultAssertion, raw, max_bytes=ASSERTION_MAX_BYTES), public
+        )
+
+    def bare() -> None:
+        json.loads(raw)
+        verify_key.verify(hashlib.sha256(prefix + signing).digest(), signature)
+
+    def rate(fn: Callable[[], None]) -> Callable[[], float]:
+        def run() -> float:
+            started = time.perf_counter()
+            for _ in range(calls):
+                fn()
+            return calls / (time.perf_counter() - started)
+
+        return run
+
+    got = interleaved({"ours": rate(ours), "bare": rate(bare)}, rounds)
+    return [
+        row(
+            "intake, decode + verify",
+            got["ours"],
+            "json.loads + sha256 + verify",
+            got["bare"],
+            ">= 0.5x",
+            0.5,
+            unit="/s",
+            higher_is_better=True,
+        )
+    ]
+
+
+# -- hooks and CLI --------------------------------------------------------------------------
+
+
+def _gate_setup(tmp: Path) -> tuple[dict[str, str], Path, Path]:
+    shutil.copytree(FIXTURES / "claude", tmp / "claude")
+    shutil.copytree(FIXTURES / "codex", tmp / "codex")
+    env = {
+        **os.environ,
+        "HOME": str(tmp / "home"),
+        "AGENT_TASK_GATE_INDEX": str(tmp / "gate-index.sqlite"),
+        "AGENT_TASK_CLAUDE_PROJECTS_DIR": str(tmp / "claude" / "projects"),
+        "AGENT_TASK_CODEX_SESSIONS_DIR": str(tmp / "codex" / "sessions"),
+    }
+    subprocess.run([AGENT_TASK, "gate", "index"], env=env, check=True, capture_output=True)
+    projects = tmp / "claude" / "projects" / "-home-dev-src-acme-api"
+    return (
+        env,
+        projects / "3d4b6fa4-4c77-4e31-a0a1-5f8ebc4b9d04.jsonl",
+        projects / ("2c3a5e93-3b66-4d20-9f90-4e7dab3a8c03.jsonl"),
+    )
+
+
+def _stop_payload(path: Path) -> bytes:
+    return json.dumps(
+        {
+            "session_id": "bench",
+            "transcript_path": str(path),
+            "hook_event_name": "Stop",
+            "stop_hook_active": False,
+        }
+    ).encode()
+
+
+def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
+    import apsw
+    from taskcore import Service, Tier
+    from taskcore.auth import TokenAdmin
+    from taskhttp import BackgroundServer, create_app
+
+    tmp = Path(tempfile.mkdtemp(prefix="run-all-"))
+    env, above, below = _gate_setup(tmp)
+    index = env["AGENT_TASK_GATE_INDEX"]
+    gate = [AGENT_TASK, "gate-stop", "--harness", "claude-code"]
+    grown = below.read_bytes().splitlines()[-1] + b"\n"
+
+    def silent() -> float:
+        return process_ms(gate, _stop_payload(above), env)
+
+    def block() -> float:
+        conn = apsw.Connection(index)  # a fresh budget each time: the hook blocks and writes
+        conn.execute("DELETE FROM gate_budget")
+        conn.close()
+        return process_ms(gate, _stop_payload(below), env)
+
+    def grew() -> float:
+        with open(below, "ab") as f:  # one more line since the last stop: the full hook
+            f.write(grown)
+        conn = apsw.Connection(index)
+        conn.execute("DELETE FROM gate_budget")
+        conn.close()
+        return process_ms(gate, _stop_payload(below), env)
+
+    data = tmp / "service"
+    with TokenAdmin(data, create=True) as admin:
+        issued = admin.create(workspace="w1", tier=Tier.ADMIN, autonomy=3, name="bench")
+    token_file = tmp / "admin.token"
+    token_file.write_text(issued.token + "\n")
+    service = Service.open(data)
+    server = BackgroundServer(create_app(service))
+    url = server.start()
+    created = json.loads(
+        subprocess.run(
+            [
+                AGENT_TASK,
+                "call",
+                "agenttask.create",
+                "--url",
+                url,
+                "--token-file",
+                str(token_file),
+                "--json",
+                "--request",
+                '{"verb": "agent.run"}',
+            ],
+            capture_output=True,
+            check=True,
+        ).stdout
+    )
+    get = [
+        AGENT_TASK,
+        "call",
+        "agenttask.get",
+        "--url",
+        url,
+        "--token-file",
+        str(token_file),
+        "--json",
+        "--request",
+        json.dumps({"taskId": created["taskId"]}),
+    ]
+    cases: dict[str, Callable[[], float]] = {
+        "pass": lambda: process_ms([PY, "-c", "pass"]),
+        "gate-stop silent": silent,
+        "gate-stop block": block,
+        "gate-stop grew": grew,
+        "help": lambda: process_ms([AGENT_TASK, "--help"]),
+        "call": lambda: process_ms(get),
+    }
+    task_stop: Any = None
+    if with_task_stop:
+        task_stop = _task_stop_case(tmp)
+        cases["task-stop"] = task_stop.run
+    try:
+        got = interleaved(cases, rounds)
+    finally:
+        server.stop()
+        service.close()
+        if task_stop is not None:
+            task_stop.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+    base = got["pass"]
+    rows = [
+        row(
+            "gate-stop, fast path, silent",
+            got["gate-stop silent"],
+            "python -c pass",
+            base,
+            "<= 3x",
+            3.0,
+        ),
+        row(
+            "gate-stop, fast path, block",
+            got["gate-stop block"],
+            "python -c pass",
+            base,
+            "<= 3x",
+            3.0,
+        ),
+        row(
+            "gate-stop, transcript grew (full hook)",
+            got["gate-stop grew"],
+            "python -c pass",
+            base,
+            "<= 3x",
+            3.0,
+        ),
+    ]
+    if "task-stop" in got:
+        rows.append(row("task-stop, pass", got["task-stop"], "python -c pass", base, "<= 3x", 3.0))
+    rows.append(row("agent-task --help", got["help"], "python -c pass", base, "<= 10x", 10.0))
+    rows.append(row("agent-task call", got["call"], "python -c pass", base, "<= 10x", 10.0))
+    return rows
+
+
+class _TaskStop:
+    """A qualified subject (one real collection of /bin/true), and its task-stop command."""
+
+    def __init__(self, tmp: Path) -> None:
+        from bench_collector import Bench
+        from taskcore.collector.client import collect_once
+
+        self.bench = Bench(tmp, ("/bin/true",), "hook")
+        self.bench.new_subject("hook")
+        collect_once(
+            self.bench.client,
+            repository="calc",
+            profile="default",
+            change="hook",
+            data_dir=self.bench.data,
+            state=self.bench.state,
+            lease_ms=600_000,
+        )
+        self.env = dict(os.environ, AGENT_TASK_STOP_DIR=str(tmp / "stop"))
+        b = self.bench
+        self.argv = [
+            AGENT_TASK,
+            "task-stop",
+            "hook",
+            "--endpoint",
+            b.url,
+            "--repository",
+            "calc",
+            "--profile",
+            "default",
+            "--token-file",
+            str(b.token_file),
+            "--workspace",
+            str(b.repo),
+            "--data-dir",
+            str(b.data),
+        ]
+
+    def run(self) -> float:
+        started = time.perf_counter()
+        done = subprocess.run(
+            self.argv,
+            input=b'{"session_id": "bench", "hook_event_name": "Stop"}',
+            capture_output=True,
+            env=self.env,
+            check=False,
+        )
+        elapsed = (time.perf_counter() - started) * 1000
+        if done.returncode != 0 or done.stdout.strip():
+            raise RuntimeError(f"task-stop did not pass: {done.stdout!r} {done.stderr!r}")
+        return elapsed
+
+    def close(self) -> None:
+        self.bench.close()
+
+
+def _task_stop_case(tmp: Path) -> _TaskStop:
+    return _TaskStop(tmp)
+
+
+# -- queue ----------------------------------------------------------------------------------
+
+
+def queue(rounds: int, cycles: int, workers: int) -> list[Row]:
+    from bench_queue import AgentTask, LiteQueue
+
+    ours, lite = AgentTask(), LiteQueue(full_sync=True)
+    (sync,) = lite.queue.conn.execute("PRAGMA synchronous").fetchone()
+    assert sync == 2, f"litequeue runs at synchronous={sync}, not FULL (2)"
+
+    def rate(fn: Callable[[], None]) -> Callable[[], float]:
+        def run() -> float:
+            started = time.perf_counter()
+            for _ in range(cycles):
+                fn()
+            return cycles / (time.perf_counter() - started)
+
+        return run
+
+    def threaded(make: Callable[[], Any]) -> Callable[[], float]:
+        def run() -> float:
+            each = max(1, cycles // workers)
+            contenders = [make() for _ in range(workers)]
+
+            def work(c: Any) -> None:
+                for _ in range(each):
+                    c.cycle()
+
+            threads = [threading.Thread(target=work, args=(c,)) for c in contenders]
+            started = time.perf_counter()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            elapsed = time.perf_counter() - started
+            for c in contenders:
+                if hasattr(c, "queue"):
+                    c.queue.close()
+            return each * workers / elapsed
+
+        return run
+
+    class SharedService:  # 8 callers of one Service, as a server's threads are
+        def cycle(self) -> None:
+            ours.cycle()
+
+    class OwnLiteQueue:  # 8 callers, each with its own connection to one litequeue file
+        def __init__(self) -> None:
+            import litequeue
+
+            self.queue = litequeue.LiteQueue(str(lite.root / "lq.sqlite"))
+            self.queue.conn.execute("PRAGMA synchronous = FULL")
+            (level,) = self.queue.conn.execute("PRAGMA synchronous").fetchone()
+            assert level == 2
+
+        def cycle(self) -> None:
+            self.queue.put('{"n":1}')
+            message = self.queue.pop()
+            if message is not None:
+                self.queue.done(message.message_id)
+
+    try:
+        got = interleaved(
+            {
+                "ours": rate(ours.cycle),
+                "lite": rate(lite.cycle),
+                "ours8": threaded(SharedService),
+                "lite8": threaded(OwnLiteQueue),
+            },
+            rounds,
+        )
+    finally:
+        ours.close()
+        lite.close()
+    return [
+        row(
+            "queue cycle, 1 caller",
+            got["ours"],
+            "litequeue FULL, 1 caller",
+            got["lite"],
+            ">= 0.6x",
+            0.6,
+            unit="cycles/s",
+            higher_is_better=True,
+        ),
+        row(
+            f"queue cycle, {workers} threads",
+            got["ours8"],
+            f"litequeue FULL, {workers} threads",
+            got["lite8"],
+            ">= 2x (group commit)",
+            2.0,
+            unit="cycles/s",
+            higher_is_better=True,
+        ),
+    ]
+
+
+# -- lean verbs: statements per journal cycle, server CPU per HTTP request -----------------------
+
+
+def journal_statements(cycles: int) -> list[Row]:
+    """Statements SQLite runs per claim + heartbeat + result cycle of the workflow journal."""
+    import apsw
+    from bench_journal import bench_cycles
+
+    counted = [0, 0]  # [all, SELECT]
+    counting = [False]
+
+    def trace(_cursor: Any, sql: str, _bindings: Any) -> bool:
+        if counting[0]:
+            counted[0] += 1
+            counted[1] += sql.lstrip()[:6].upper() == "SELECT"
+        return True
+
+    def hook(conn: apsw.Connection) -> None:
+        conn.exec_trace = trace
+
+    apsw.connection_hooks.append(hook)
+    root = Path(tempfile.mkdtemp(prefix="run-all-journal-"))
+    try:
+        bench_cycles(root, cycles, on_start=lambda: counting.__setitem__(0, True))
+    finally:
+        apsw.connection_hooks.remove(hook)
+        shutil.rmtree(root, ignore_errors=True)
+    per_cycle = counted[0] / cycles
+    return [
+        {
+            "figure": f"journal statements per cycle: {per_cycle:.1f} "
+            f"({counted[1] / cycles:.1f} SELECT)",
+            "baseline": "claim + heartbeat + result, in process",
+            "ratio": "-",
+            "goal": "<= 30 (lean verbs)",
+            "meets": "yes" if per_cycle <= 30 else "no",
+        }
+    ]
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _lean_post(
+    reader: Any, writer: Any, path: str, body: bytes, token: str | None
+) -> tuple[int, bytes]:
+    auth = f"Authorization: Bearer {token}\r\n" if token else ""
+    writer.write(
+        f"POST {path} HTTP/1.1\r\nHost: bench\r\nContent-Type: application/json\r\n{auth}"
+        f"Content-Length: {len(body)}\r\n\r\n".encode()
+        + body
+    )
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    length = int(head.lower().split(b"content-length:", 1)[1].split(b"\r\n", 1)[0])
+    return status, await reader.readexactly(length)
+
+
+def http_cpu(rounds: int, pairs: int) -> list[Row]:
+    """Server CPU per request: queue claimNext + checkpoint against an echo of the same size.
+
+    One uvicorn child (``bench_http.py --serve``: the app with its ``/bench/echo`` route), one
+    lean asyncio client over one kept-alive connection, so the client costs the server
+    nothing but the requests; the server's own CPU time is read from ``/proc``.
+    """
+    import asyncio
+
+    from bench_http import ECHO_BODY, fill
+    from taskcore import Tier
+    from taskcore.auth import TokenAdmin
+
+    data = Path(tempfile.mkdtemp(prefix="run-all-http-"))
+    with TokenAdmin(data, create=True) as admin:
+        token = admin.create(workspace="bench", tier=Tier.AGENT, autonomy=1).token
+    child = subprocess.Popen(
+        [PY, str(ROOT / "benchmarks" / "bench_http.py"), "--serve", str(data)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    url = child.stdout.readline().strip()
+    host, port = url.removeprefix("http://").split(":")
+
+    async def queue_round() -> float:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        before = _cpu_seconds(child.pid)
+        for _ in range(pairs):
+            status, body = await _lean_post(reader, writer, "/v/agenttask.claimNext", b"{}", token)
+            lease = json.loads(body)["lease"]
+            done = json.dumps(
+                {"taskId": lease["taskId"], "status": "DONE", "fence": lease["fence"]}
+            )
+            status, _ = await _lean_post(
+                reader, writer, "/v/agenttask.checkpoint", done.encode(), token
+            )
+            assert status == 200
+        cpu = _cpu_seconds(child.pid) - before
+        writer.close()
+        return cpu * 1000 / (2 * pairs)
+
+    async def echo_round() -> float:
+        reader, writer = await asyncio.open_connection(host, int(port))
+        before = _cpu_seconds(child.pid)
+        for _ in range(2 * pairs):
+            status, _ = await _lean_post(reader, writer, "/bench/echo", ECHO_BODY, None)
+            assert status == 200
+        cpu = _cpu_seconds(child.pid) - before
+        writer.close()
+        return cpu * 1000 / (2 * pairs)
+
+    def queue_case() -> float:
+        fill(data, pairs)  # not timed: the server's CPU is what is read
+        return asyncio.run(queue_round())
+
+    try:
+        got = interleaved({"queue": queue_case, "echo": lambda: asyncio.run(echo_round())}, rounds)
+    finally:
+        child.terminate()
+        child.wait(60)
+        shutil.rmtree(data, ignore_errors=True)
+    m, lo, hi = spread(got["queue"])
+    em, elo, ehi = spread(got["echo"])
+    return [
+        {
+            "figure": f"HTTP server CPU per queue request: {m:.2f} ms [{lo:.2f}-{hi:.2f}]",
+            "baseline": f"echo of the same size: {em:.2f} ms [{elo:.2f}-{ehi:.2f}]",
+            "ratio": f"{m / em:.2f}x",
+            "goal": "<= 1.0 ms (lean verbs)",
+            "meets": "yes" if m <= 1.0 else "no",
+        }
+    ]
+
+
+# -- the table ------------------------------------------------------------------------------
+
+
+def table(rows: list[Row]) -> str:
+    heads = ["figure", "baseline", "ratio", "goal", "meets"]
+    lines = ["| " + " | ".join(heads) + " |", "|" + "---|" * len(heads)]
+    lines += ["| " + " | ".join(str(r[h]) for h in heads) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    global AGENT_TASK  # one switch for every process this script starts
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--quick", action="store_true", help="few rounds: a smoke run")
+    parser.add_argument("--only", default="intake,hooks,queue")
+    parser.add_argument(
+        "--agent-task",
+        default=AGENT_TASK,
+        help="the agent-task command to time (to compare another build; default: this venv's)",
+    )
+    parser.add_argument(
+        "--no-task-stop",
+        action="store_true",
+        help="skip task-stop (it needs a real collection, bubblewrap or netns)",
+    )
+    args = parser.parse_args()
+    AGENT_TASK = args.agent_task
+    rounds = 3 if args.quick else args.rounds
+    only = set(args.only.split(","))
+    rows: list[Row] = []
+    if "intake" in only:
+        rows += intake(rounds, 50 if args.quick else 300)
+    if "hooks" in only:
+        rows += hooks_and_cli(rounds, with_task_stop=not args.no_task_stop)
+    if "queue" in only:
+        rows += queue(rounds, 20 if args.quick else 120, 8)
+        rows += journal_statements(10 if args.quick else 50)
+        rows += http_cpu(rounds, 50 if args.quick else 200)
+    print(
+        f"machine: {platform.machine()} cpus={os.cpu_count()} "
+        f"load={os.getloadavg()[0]:.1f} python={platform.python_version()}"
+    )
+    print(f"rounds: {rounds} (median [p25-p75])")
+    print(table(rows))
+
+
+if __name__ == "__main__":
+    main()
