@@ -48,6 +48,7 @@ __all__ = [
     "AuditLog",
     "append",
     "input_digest",
+    "write_event",
 ]
 
 ANONYMOUS = "anonymous"
@@ -78,6 +79,11 @@ def input_digest(raw: bytes | str | Mapping[str, Any] | None) -> str:
     return domain_digest(AUDIT_INPUT_DOMAIN, _raw_bytes(raw))
 
 
+def write_event(tx: Transaction, event: AuditEvent) -> int:
+    """Write a built event in ``tx``; return its sequence number (every write ends here)."""
+    return tx.audit.append(event)
+
+
 def append(
     tx: Transaction,
     *,
@@ -94,7 +100,8 @@ def append(
 
     ``operation`` is cut to the audit bound; ``outcome`` is ``"OK"`` or an error's wire code.
     """
-    return tx.audit.append(
+    return write_event(
+        tx,
         AuditEvent(
             at_ms=at_ms,
             actor=actor,
@@ -104,7 +111,7 @@ def append(
             outcome=outcome,
             subject=subject,
             calls=calls,
-        )
+        ),
     )
 
 

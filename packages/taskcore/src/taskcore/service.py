@@ -81,6 +81,7 @@ __all__ = [
     "TxMode",
     "WorkflowCall",
     "audit_subject",
+    "audit_workspace",
     "default_registry",
     "portable_tool_name",
 ]
@@ -123,6 +124,7 @@ _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.collector.operations",
     "taskcore.observe.operations",
     "taskcore.evidence.operations",
+    "taskcore.operator_ops",
 )
 
 
@@ -333,6 +335,20 @@ def audit_subject(request: Any, result: Any = None) -> str | None:
             if isinstance(value, str) and value:
                 return value[:AUDIT_VERB_MAX_CHARS]
     return None
+
+
+def audit_workspace(result: Any) -> str:
+    """The workspace an act of an actor without one names: its result's ``workspace``.
+
+    The local operator belongs to no workspace; its acts are audited under the workspace
+    they act on, so that workspace's audit feed shows them.
+
+    >>> class Out: workspace = "acme"
+    >>> audit_workspace(Out()), audit_workspace(None)
+    ('acme', '')
+    """
+    value = getattr(result, "workspace", None)
+    return value if isinstance(value, str) else ""
 
 
 @attrs.frozen(kw_only=True)
@@ -984,12 +1000,41 @@ class Service:
         Raises :class:`TaskError` on any refusal; the refusal is audited before it is raised.
         Each observer in :attr:`observers` then sees the call once (:class:`CallObserved`).
         """
+        return Response(self._run(actor, name, raw, route, door, surfaces, _digest)[1])
+
+    def invoke(
+        self,
+        actor: Actor,
+        name: str,
+        raw: bytes | str | Mapping[str, Any] | None,
+        *,
+        route: Route | None = None,
+        door: Door = Door.IN_PROCESS,
+    ) -> Any:
+        """:meth:`dispatch` for trusted in-process callers that want the result object.
+
+        The same path (checks, decoding, one transaction, one audit event), but the
+        handler's return value is handed back as it is instead of its encoded bytes (the
+        operator's commands print records the way they always have).
+        """
+        return self._run(actor, name, raw, route, door, None, None)[0]
+
+    def _run(
+        self,
+        actor: Actor,
+        name: str,
+        raw: bytes | str | Mapping[str, Any] | None,
+        route: Route | None,
+        door: Door,
+        surfaces: Iterable[Surface] | None,
+        digest: str | None,
+    ) -> tuple[Any, bytes]:
         started = time.perf_counter()
         code = ErrorCode.INTERNAL.value
         try:
-            response = self._dispatch(actor, name, raw, route, door, surfaces, _digest)
+            outcome = self._dispatch(actor, name, raw, route, door, surfaces, digest)
             code = "OK"
-            return response
+            return outcome
         except TaskError as err:
             code = err.code.value
             raise
@@ -1005,7 +1050,7 @@ class Service:
         door: Door,
         surfaces: Iterable[Surface] | None,
         _digest: str | None,
-    ) -> Response:
+    ) -> tuple[Any, bytes]:
         digest = _digest or _input_digest(raw)
         wanted = None if surfaces is None else frozenset(surfaces)
         try:
@@ -1034,7 +1079,7 @@ class Service:
                         self._audit(
                             tx,
                             actor.token_id,
-                            actor.workspace,
+                            actor.workspace or audit_workspace(result),
                             name,
                             digest,
                             "OK",
@@ -1060,7 +1105,7 @@ class Service:
                     self._audit(
                         tx,
                         actor.token_id,
-                        actor.workspace,
+                        actor.workspace or audit_workspace(result),
                         name,
                         digest,
                         outcome,
@@ -1078,4 +1123,4 @@ class Service:
             raise failure from exc
         if refusal is not None:
             raise refusal
-        return Response(body)
+        return result, body
