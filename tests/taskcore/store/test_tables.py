@@ -179,3 +179,24 @@ def test_journal_tables_cover_every_field() -> None:
             )
         )[0]
     )
+
+
+def test_extra_columns_and_read_only_expressions() -> None:
+    @attrs.frozen(kw_only=True)
+    class Blob:
+        blob_id: str
+        length: int
+
+    table = Table(
+        "blobs", Blob, key=("blob_id",), generated=("length",), renamed={"length": "length(data)"}
+    )
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE blobs (blob_id TEXT PRIMARY KEY, data BLOB NOT NULL, seq INTEGER)")
+    sql, args = table.insert(Blob(blob_id="b", length=0), extra={"data": b"abc", "seq": 7})
+    assert sql == "INSERT INTO blobs (blob_id, data, seq) VALUES (?, ?, ?)"
+    conn.execute(sql, args)
+    assert table.from_row(conn.execute(table.select()).fetchone()) == Blob(blob_id="b", length=3)
+    with pytest.raises(ValueError, match="identifier"):
+        table.insert(Blob(blob_id="b", length=0), extra={"x; DROP": 1})
+    with pytest.raises(ValueError, match="identifier"):
+        Table("blobs", Blob, key=("blob_id",), renamed={"length": "length(data)"})

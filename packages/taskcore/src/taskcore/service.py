@@ -969,7 +969,12 @@ class Service:
         op = self._check(
             self.registry.get(name), name, ctx.actor, ctx.route, ctx.door, None, granted=True
         )
-        if op.tx is not TxMode.WRITE or op.raw_input or op.prepare is not None:
+        if (
+            op.tx is not TxMode.WRITE
+            or op.raw_input
+            or op.prepare is not None
+            or op.hold is not None  # its lock comes before the writer's, not inside it
+        ):
             raise TaskError(
                 ErrorCode.INVALID_VALUE,
                 f"{op.name} manages its own transactions and cannot run under an approval grant",

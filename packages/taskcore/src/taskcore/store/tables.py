@@ -106,7 +106,8 @@ class Table(Generic[R]):
     fills on insert (left out of :meth:`insert`, still read by :meth:`from_row`);
     ``fixed`` fields that are not columns of this table, with the value a read gives them
     (a wire type's constant ``version``); ``renamed`` columns whose name differs from their
-    field's (``{"commit": "commit_oid"}``); ``columns`` a :class:`Column` for a field whose
+    field's (``{"commit": "commit_oid"}``; a ``generated`` field, never written, may read an
+    expression such as ``length(envelope)``); ``columns`` a :class:`Column` for a field whose
     type is not one of the plain ones.
     A field of another type without a :class:`Column` is refused when the table is built.
     """
@@ -140,6 +141,9 @@ class Table(Generic[R]):
         unknown = (set(key) | set(generated) | set(special) | set(names)) - set(self.fields)
         if unknown:
             raise ValueError(f"{record.__name__} has no stored field {sorted(unknown)}")
+        for field_name, column in names.items():
+            if _IDENTIFIER.fullmatch(column) is None and field_name not in generated:
+                raise ValueError(f"column {column!r} of {field_name} is not a plain identifier")
         self.columns: tuple[str, ...] = tuple(names.get(f, f) for f in self.fields)
         self._column_of = dict(zip(self.fields, self.columns, strict=True))
         self.key: tuple[str, ...] = tuple(key)
@@ -203,10 +207,29 @@ class Table(Generic[R]):
         """The stored value of one field of ``record``."""
         return self._writers[field](getattr(record, field))
 
-    def insert(self, record: R, *, suffix: str = "") -> tuple[str, tuple[Any, ...]]:
-        """The ``INSERT`` statement (with ``suffix``, e.g. an ``ON CONFLICT`` clause) and values."""
-        sql = self._insert_sql if not suffix else f"{self._insert_sql} {suffix}"
-        return sql, tuple(self._writers[c](getattr(record, c)) for c in self._inserted)
+    def insert(
+        self, record: R, *, suffix: str = "", extra: Mapping[str, Any] | None = None
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The ``INSERT`` statement and its values.
+
+        ``suffix`` follows the statement (an ``ON CONFLICT`` clause); ``extra`` adds columns
+        that are not fields of the record (the retained bytes beside their metadata, a
+        sequence number the store assigns).
+        """
+        values = tuple(self._writers[c](getattr(record, c)) for c in self._inserted)
+        if extra:
+            for column in extra:
+                if _IDENTIFIER.fullmatch(column) is None:
+                    raise ValueError(f"column {column!r} is not a plain identifier")
+            inserted = [self._column_of[f] for f in self._inserted] + list(extra)
+            sql = (
+                f"INSERT INTO {self.name} ({', '.join(inserted)}) "  # noqa: S608 - identifiers
+                f"VALUES ({', '.join(self.placeholder for _ in inserted)})"
+            )
+            values += tuple(extra.values())
+        else:
+            sql = self._insert_sql
+        return (f"{sql} {suffix}" if suffix else sql), values
 
     def changed(self, before: R, after: R) -> tuple[str, ...]:
         """The fields whose values differ between two versions of one row.
