@@ -117,7 +117,7 @@ def portable_tool_name(name: str) -> str:
 # Modules that contribute operations: each exports ``register(registry)``.
 _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.queue.operations",
-    "taskcore.gate.operations",
+    "taskcore.donegate.operations",
     "taskcore.workflow.operations",
     "taskcore.collector.operations",
     "taskcore.observe.operations",

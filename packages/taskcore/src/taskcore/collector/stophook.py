@@ -49,8 +49,8 @@ from taskcore.collector.stop import (
     error_decision,
     validate_answer,
 )
+from taskcore.donegate.light import hook_output
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.gate.light import hook_output
 from taskcore.limits import (
     GATE_STDIN_MAX_BYTES,
     QUALIFICATION_TIMEOUT_SECONDS,

@@ -21,7 +21,7 @@ has its own code (``LEASE_NOT_HELD``/``STALE_FENCE``, ``GRANT_TASK_MISMATCH``,
 
 A task that is cancelled or escalated again voids its open gate (``VOIDED``). The gate life
 is the table :data:`~taskcore.queue.transitions.GATE_TRANSITIONS`. This is the *approval*
-gate of the queue seed; the done gate is :mod:`taskcore.gate`, unrelated.
+gate of the queue seed; the done gate is :mod:`taskcore.donegate`, unrelated.
 """
 
 from __future__ import annotations

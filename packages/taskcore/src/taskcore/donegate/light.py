@@ -1,0 +1,168 @@
+r"""The gate's standard-library-only parts, shared by the full hook and its fast path.
+
+Where the roots and the index are (from the environment), which harness wrote a transcript,
+which repository a directory belongs to, the digest of a transcript's first line, and the
+exact text of the hook's answers. :mod:`taskcore.donegate.config`, :mod:`taskcore.donegate.index`
+and :mod:`taskcore.donegate.hook` use these; :mod:`taskcore.donegate.quickhook` uses them without
+loading attrs or the rest of the gate.
+
+>>> fail_line("the transcript is missing")
+'{"systemMessage": "done gate: the transcript is missing; the stop was allowed"}'
+>>> hook_output("codex", "Stop", "block", ["a", "b"])
+'{"decision": "block", "reason": "a\\nb"}'
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = [
+    "CLAUDE_CODE",
+    "CODEX",
+    "DSH",
+    "INDEX_FILENAME",
+    "env_locations",
+    "fail_line",
+    "harness_of_real",
+    "head_digest",
+    "hook_output",
+    "repository_of",
+    "within",
+]
+
+CLAUDE_CODE = "claude-code"
+CODEX = "codex"
+DSH = "dsh"
+INDEX_FILENAME = "gate-index.sqlite"
+
+
+def _env_path(name: str) -> str | None:
+    value = os.environ.get(name)
+    return os.path.expanduser(value) if value else None
+
+
+def env_locations(index_path: str | None = None) -> tuple[str, str, str, str | None]:
+    """``(index, claude root, codex root, dsh root or None)`` from the environment.
+
+    See :mod:`taskcore.donegate.config` for the variables; ``index_path`` overrides the index.
+    """
+    home = os.path.expanduser("~")
+    claude_cfg = _env_path("CLAUDE_CONFIG_DIR")
+    codex_home = _env_path("CODEX_HOME")
+    data = os.environ.get("XDG_DATA_HOME")
+    user_data = os.path.join(data if data else os.path.join(home, ".local", "share"), "agent-task")
+    return (
+        index_path or _env_path("AGENT_TASK_GATE_INDEX") or os.path.join(user_data, INDEX_FILENAME),
+        _env_path("AGENT_TASK_CLAUDE_PROJECTS_DIR")
+        or (
+            os.path.join(claude_cfg, "projects")
+            if claude_cfg
+            else os.path.join(home, ".claude", "projects")
+        ),
+        _env_path("AGENT_TASK_CODEX_SESSIONS_DIR")
+        or (
+            os.path.join(codex_home, "sessions")
+            if codex_home
+            else os.path.join(home, ".codex", "sessions")
+        ),
+        _env_path("AGENT_TASK_DSH_SESSIONS_DIR"),
+    )
+
+
+def within(path: str, root: str) -> bool:
+    """Whether the resolved ``path`` lies under ``root`` (resolved here)."""
+    try:
+        real_root = os.path.realpath(root)
+    except (OSError, ValueError):
+        return False
+    return path.startswith(real_root.rstrip(os.sep) + os.sep)
+
+
+def harness_of_real(real: str, roots: Sequence[tuple[str, str]]) -> str:
+    """Which harness wrote the resolved path ``real``: by root, else by its first line."""
+    for harness, root in roots:
+        if within(real, root):
+            return harness
+    if real.endswith(".jsonl.zstd"):
+        return DSH
+    try:
+        with open(real, "rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return CLAUDE_CODE
+    first = head.split(b"\n", 1)[0]
+    if first.startswith(b'{"type":"session","version":'):
+        return DSH
+    if b'"payload"' in first and (
+        b'"session_meta"' in first
+        or b'"response_item"' in first
+        or b'"event_msg"' in first
+        or b'"turn_context"' in first
+    ):
+        return CODEX
+    return CLAUDE_CODE
+
+
+@functools.lru_cache(maxsize=4096)
+def repository_of(cwd: str) -> str:
+    """The repository a working directory belongs to: the nearest ancestor holding ``.git``.
+
+    Without one, the directory itself (as the seed's ``Users/saurabh`` row: a session started
+    outside a repository stays visible as its own group). Only the file system is consulted.
+    """
+    if not cwd:
+        return ""
+    path = os.path.normpath(cwd)
+    probe = path
+    for _ in range(64):
+        if os.path.exists(os.path.join(probe, ".git")):
+            return probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            break
+        probe = parent
+    return path
+
+
+def head_digest(path: str) -> str:
+    """Digest of a JSONL transcript's first line (at most 4 KiB); empty until it is complete."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(4096)
+    except OSError:
+        return ""
+    nl = data.find(b"\n")
+    if nl < 0:
+        return ""
+    try:  # the bare SHA-256 module: importing hashlib (and OpenSSL) costs a hook ~4 ms
+        from _sha256 import sha256  # type: ignore[import-not-found]
+    except ImportError:  # pragma: no cover - an interpreter built without it
+        from hashlib import sha256
+    digest: str = sha256(data[:nl]).hexdigest()
+    return digest[:32]
+
+
+def fail_line(reason: str) -> str:
+    """The one line printed when the gate cannot answer."""
+    return json.dumps({"systemMessage": f"done gate: {reason}; the stop was allowed"})
+
+
+def hook_output(harness: str, event: str, action: str, receipt: Sequence[str]) -> str:
+    """The stdout text for an action (``silent`` is the empty string)."""
+    text = "\n".join(receipt)
+    if action == "block":
+        if harness == CODEX:
+            return json.dumps({"decision": "block", "reason": text}, ensure_ascii=False)
+        return json.dumps(
+            {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}},
+            ensure_ascii=False,
+        )
+    if action == "receipt":
+        return json.dumps({"systemMessage": text}, ensure_ascii=False)
+    return ""
