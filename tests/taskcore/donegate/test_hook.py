@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from taskcore.donegate.config import GateConfig
-from taskcore.donegate.hook import main
+from taskcore.donegate.hook import respond
 
 AGENT_TASK = str(Path(sys.executable).parent / "agent-task")
 BELOW = "2c3a5e93-3b66-4d20-9f90-4e7dab3a8c03"  # artifact_changed
@@ -266,23 +266,17 @@ def test_the_hook_path_loads_no_http_or_mcp_stack(roots: GateConfig, tmp_path: P
     assert "LOADED []" in proc.stderr.decode()
 
 
-def test_in_process_main_reports_the_same_shapes(
+def test_in_process_respond_reports_the_same_shapes(
     roots: GateConfig, monkeypatch: Any, tmp_path: Path
 ) -> None:
     for key, value in env_for(roots, tmp_path).items():
         monkeypatch.setenv(key, value)
-    out = io.StringIO()
     payload = json.dumps(claude_payload(roots, BELOW)).encode()
+    out = respond("claude-code", io.BytesIO(payload))
+    assert "additionalContext" in json.loads(out)["hookSpecificOutput"]
     assert (
-        main(
-            ["--harness", "claude-code"],
-            stdin=io.BytesIO(payload),
-            stdout=out,
-            exit_on_timeout=False,
-        )
-        == 0
+        "the Stop payload is not JSON" in json.loads(respond("codex", io.BytesIO(b"{")))["systemMessage"]
     )
-    assert "additionalContext" in json.loads(out.getvalue())["hookSpecificOutput"]
 
 
 def test_codex_with_a_null_transcript_path_and_no_known_session_stays_silent(

@@ -263,7 +263,7 @@ def gate_stop(args: tuple[str, ...]) -> None:
 
     Reads the Stop payload on stdin; always exits 0.
     """
-    from taskcore.donegate.hook import main as hook_main
+    from taskcli.gate_stop import full_main as hook_main
 
     sys.exit(hook_main(list(args)))
 

@@ -17,28 +17,26 @@ in that harness's documented shape:
   ``{"systemMessage": "done gate: ...; the stop was allowed"}``, exit 0. Never a crash,
   never a hang, never a non-zero exit.
 
-This module imports only the gate and the standard library (no HTTP or MCP stack).
+This module imports only the gate and the standard library (no HTTP or MCP stack). The
+command line (``--harness``, ``--subagent``, ``--deadline-ms``, ``--index``), the deadline and
+the fast path in front of it are :mod:`taskcli.gate_stop`'s.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import sys
-import threading
-import types
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, BinaryIO, TextIO
+from typing import Any, BinaryIO
 
-from taskcore.donegate.config import CODEX, HARNESSES, GateConfig
+from taskcore.donegate.config import CODEX, GateConfig
 from taskcore.donegate.index import GateIndex
 from taskcore.donegate.light import fail_line, hook_output
 from taskcore.donegate.session_gate import SessionGateIn, answer, refresh_session, session_gate
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import GATE_HOOK_DEADLINE_MS, GATE_INDEX_BUSY_MS, GATE_STDIN_MAX_BYTES
+from taskcore.limits import GATE_INDEX_BUSY_MS, GATE_STDIN_MAX_BYTES
 
-__all__ = ["fail_line", "hook_output", "main", "run"]
+__all__ = ["fail_line", "hook_output", "respond", "run"]
 
 
 class _FailOpenError(Exception):
@@ -119,88 +117,19 @@ def run(
     return hook_output(harness, event, decision.action, ans.result.receipt_lines)
 
 
-def _parse(argv: Sequence[str]) -> Any:
-    import argparse  # only here: a command line the fast path has already read skips it
+def respond(
+    harness: str, stdin: BinaryIO, *, subagent: bool = False, index: Path | None = None
+) -> str:
+    """The hook's stdout text for one stop: :func:`run`'s answer, or one fail-open line.
 
-    parser = argparse.ArgumentParser(
-        prog="agent-task gate-stop",
-        description="The done gate's Stop hook: reads the Stop payload on stdin.",
-    )
-    parser.add_argument("--harness", required=True, choices=HARNESSES)
-    parser.add_argument(
-        "--subagent", action="store_true", help="also answer SubagentStop payloads (off by default)"
-    )
-    parser.add_argument(
-        "--deadline-ms",
-        type=int,
-        default=GATE_HOOK_DEADLINE_MS,
-        help=f"allow the stop after this long (default {GATE_HOOK_DEADLINE_MS})",
-    )
-    parser.add_argument("--index", type=Path, default=None, help="the gate index file")
-    return parser.parse_args(list(argv))
-
-
-def main(
-    argv: Sequence[str] | None = None,
-    *,
-    stdin: BinaryIO | None = None,
-    stdout: TextIO | None = None,
-    exit_on_timeout: bool = True,
-    parsed: tuple[str, bool, int, str | None] | None = None,
-) -> int:
-    """Run the hook; always returns 0 (the stop is never blocked by a failure).
-
-    Past the deadline it prints one line and, with ``exit_on_timeout``, leaves the process
-    at once (the worker thread may be inside a read or holding the index). ``parsed`` is
-    ``argv`` as :mod:`taskcore.donegate.quickhook` already read it (harness, subagent, deadline,
-    index): then argparse is not loaded.
+    Never raises: a refusal (``_FailOpenError``) or any other exception becomes the one
+    ``systemMessage`` line that allows the stop. The command line, the deadline and the
+    process exit belong to the caller (:mod:`taskcli.gate_stop`).
     """
-    out = stdout or sys.stdout
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    if parsed is not None:
-        harness, subagent, deadline_ms, index = parsed
-        args = types.SimpleNamespace(
-            harness=harness,
-            subagent=subagent,
-            deadline_ms=deadline_ms,
-            index=Path(index) if index is not None else None,
-        )
-    elif "-h" in args_list or "--help" in args_list:
-        _parse(args_list)
     try:
-        if parsed is None:
-            args = _parse(args_list)
-    except SystemExit:
-        out.write(
-            fail_line("the hook command line is wrong; reinstall it with 'agent-task gate install'")
-            + "\n"
-        )
-        out.flush()
-        return 0
-    source = stdin or sys.stdin.buffer
-    result: list[str] = []
-
-    def work() -> None:
-        try:
-            config = GateConfig.from_env(index_path=args.index)
-            result.append(run(args.harness, source, subagent=args.subagent, config=config))
-        except _FailOpenError as why:
-            result.append(fail_line(str(why)))
-        except Exception as exc:
-            result.append(fail_line(f"an internal error ({type(exc).__name__})"))
-
-    worker = threading.Thread(target=work, name="gate-stop", daemon=True)
-    worker.start()
-    worker.join(max(args.deadline_ms, 1) / 1000)
-    text = result[0] if result else fail_line(f"no answer within {args.deadline_ms} ms")
-    if text:
-        out.write(text + "\n")
-    out.flush()
-    if not result and exit_on_timeout:
-        # The worker may hold the index or a read; leave without waiting for it.
-        os._exit(0)
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+        config = GateConfig.from_env(index_path=index)
+        return run(harness, stdin, subagent=subagent, config=config)
+    except _FailOpenError as why:
+        return fail_line(str(why))
+    except Exception as exc:
+        return fail_line(f"an internal error ({type(exc).__name__})")

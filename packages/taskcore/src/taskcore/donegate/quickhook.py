@@ -1,4 +1,4 @@
-"""The done gate's Stop hook, fast path first: ``agent-task gate-stop`` starts here.
+"""The done gate's Stop hook, fast path: the answer from the index alone, or ``None``.
 
 Most of a hook's time is interpreter start-up and imports (attrs alone costs more than
 ``python -c pass``). This module loads only the standard library, apsw and three small gate
@@ -7,7 +7,7 @@ modules (:mod:`~taskcore.donegate.light`, :mod:`~taskcore.donegate.budget`,
 the answer needs:
 
 * the command line is one of the plain forms ``--harness H [--subagent] [--deadline-ms N]
-  [--index PATH]``;
+  [--index PATH]`` (read by :mod:`taskcli.gate_stop`, which calls :func:`answer`);
 * the payload is a ``Stop`` with a ``transcript_path`` (or a ``SubagentStop`` without
   ``--subagent``, which is silent);
 * the index exists at the schema this code knows, and has read the transcript to its end
@@ -21,8 +21,9 @@ the answer needs:
 Then the answer is the full hook's: the receipt from that verdict and the repository's
 history, the budget spent in one ``BEGIN IMMEDIATE`` transaction (``synchronous=FULL``), the
 same output bytes. In every other case, and on any error before the budget is written, the
-payload bytes go to :func:`taskcore.donegate.hook.main`, which answers as it always has. The
-deadline holds for both (``SIGALRM`` here, the full hook's own thread there).
+payload bytes go to the full hook (:func:`taskcore.donegate.hook.respond`), which answers as
+it always has. :mod:`taskcli.gate_stop` holds the deadline for both (``SIGALRM`` on the fast
+path, a worker thread on the full one).
 
 tests/taskcore/donegate/test_quickhook.py runs both paths over the same indexes and payloads and
 compares their output and the budget they leave.
@@ -30,11 +31,8 @@ compares their output and the budget they leave.
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import signal
-import sys
 import time
 import types
 
@@ -46,73 +44,23 @@ from taskcore.donegate.light import (
     CODEX,
     DSH,
     env_locations,
-    fail_line,
     harness_of_real,
     head_digest,
     hook_output,
     repository_of,
 )
 from taskcore.donegate.receipt import RepoHistory, render
-from taskcore.limits import GATE_HOOK_DEADLINE_MS, GATE_INDEX_BUSY_MS, GATE_STDIN_MAX_BYTES
+from taskcore.limits import GATE_INDEX_BUSY_MS, GATE_STDIN_MAX_BYTES
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-__all__ = ["INDEX_SCHEMA_VERSION", "answer", "main"]
+__all__ = ["INDEX_SCHEMA_VERSION", "answer"]
 
 INDEX_SCHEMA_VERSION = 2
 """The gate index schema this module reads (``schema_versions`` row ``gate_index``)."""
-
-_HARNESSES = (CLAUDE_CODE, CODEX)
-
-
-def _args(argv: Sequence[str]) -> tuple[str, bool, int, str | None] | None:
-    """``(harness, subagent, deadline ms, index)`` for the plain forms, else ``None``.
-
-    >>> _args(["--harness", "codex", "--deadline-ms=900"])
-    ('codex', False, 900, None)
-    >>> _args(["--harness", "codex", "--help"]) is None
-    True
-    """
-    harness: str | None = None
-    subagent = False
-    deadline = GATE_HOOK_DEADLINE_MS
-    index: str | None = None
-    seen: set[str] = set()
-    items = list(argv)
-    while items:
-        item = items.pop(0)
-        name, eq, value = item.partition("=")
-        if name == "--subagent" and not eq:
-            flag = True
-        elif name in ("--harness", "--deadline-ms", "--index"):
-            flag = False
-            if not eq:
-                if not items:
-                    return None
-                value = items.pop(0)
-            if not value or value.startswith("-"):
-                return None
-        else:
-            return None
-        if name in seen:
-            return None
-        seen.add(name)
-        if flag:
-            subagent = True
-        elif name == "--harness":
-            if value not in _HARNESSES:
-                return None
-            harness = value
-        elif name == "--deadline-ms":
-            if not value.isascii() or not value.isdigit():
-                return None
-            deadline = int(value)
-        else:
-            index = value
-    return None if harness is None else (harness, subagent, deadline, index)
 
 
 def _text(data: dict[str, Any], key: str) -> str | None:
@@ -275,48 +223,3 @@ def _answer(
     except Exception:
         return None
     return hook_output(harness, event, decision.action, receipt)
-
-
-def _full(
-    argv: Sequence[str],
-    raw: bytes | None,
-    parsed: tuple[str, bool, int, str | None] | None = None,
-) -> int:
-    from taskcore.donegate.hook import main as full_main
-
-    stdin = None if raw is None else io.BytesIO(raw)
-    return full_main(list(argv), stdin=stdin, parsed=parsed)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the Stop hook: the fast path, else the full hook. Always returns 0."""
-    args_list = list(sys.argv[1:] if argv is None else argv)
-    parsed = _args(args_list)
-    if parsed is None:
-        return _full(args_list, None)
-    harness, subagent, deadline_ms, index_path = parsed
-
-    def too_late(_signum: int, _frame: Any) -> None:
-        sys.stdout.write(fail_line(f"no answer within {deadline_ms} ms") + "\n")
-        sys.stdout.flush()
-        os._exit(0)
-
-    signal.signal(signal.SIGALRM, too_late)
-    signal.setitimer(signal.ITIMER_REAL, max(deadline_ms, 1) / 1000)
-    try:
-        raw: bytes | None = sys.stdin.buffer.read(GATE_STDIN_MAX_BYTES + 1)
-    except (OSError, ValueError):
-        raw = None
-    text = None if raw is None else answer(harness, raw, subagent=subagent, index_path=index_path)
-    signal.setitimer(signal.ITIMER_REAL, 0)
-    signal.signal(signal.SIGALRM, signal.SIG_DFL)
-    if text is None:
-        return _full(args_list, raw, parsed)
-    if text:
-        sys.stdout.write(text + "\n")
-    sys.stdout.flush()
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

@@ -34,8 +34,15 @@ from typing import Any
 import attrs
 
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.queue.common import QueueCall, load_task, new_id, write_task
-from taskcore.queue.leases import cleared_lease, effective_status, require_holder
+from taskcore.queue.common import (
+    QueueCall,
+    cleared_lease,
+    effective_status,
+    load_task,
+    new_id,
+    require_holder,
+    write_task,
+)
 from taskcore.queue.requests import GateApplyIn, GateDecisionIn, GateRef, GateRejectIn
 from taskcore.queue.transitions import (
     GATE_TRANSITIONS,
