@@ -275,7 +275,8 @@ def test_in_process_respond_reports_the_same_shapes(
     out = respond("claude-code", io.BytesIO(payload))
     assert "additionalContext" in json.loads(out)["hookSpecificOutput"]
     assert (
-        "the Stop payload is not JSON" in json.loads(respond("codex", io.BytesIO(b"{")))["systemMessage"]
+        "the Stop payload is not JSON"
+        in json.loads(respond("codex", io.BytesIO(b"{")))["systemMessage"]
     )
 
 
