@@ -933,7 +933,7 @@ class Service:
         >>> Service.wrap_workflow("status", b'{"state":"claimed"}')
         b'{"capability":"agentscm.agent-workflow-tasks/v1","schema_version":1,"operation":"status","result":{"state":"claimed"}}'
         """
-        from taskcore import CAPABILITY, SCHEMA_VERSION
+        from taskcore.contract.common import CAPABILITY, SCHEMA_VERSION
 
         head = dumps(
             {"capability": CAPABILITY, "schema_version": SCHEMA_VERSION, "operation": operation}
