@@ -17,7 +17,7 @@ from taskcore.errors import ErrorCode, TaskError
 
 from . import samples
 from .strategies import agents, mutations
-from .test_requests import PROPERTY, cancel, heartbeat
+from .test_requests import cancel, heartbeat
 from .wire import CODEC, changed
 
 # -- request identity -------------------------------------------------------------------------
@@ -108,7 +108,6 @@ def test_a_result_is_hashed_under_its_own_domain():
     )
 
 
-@PROPERTY
 @given(mutations(), agents)
 def test_every_mutation_digest_is_stable_across_a_round_trip(req, agent):
     kind = req.action.value

@@ -2,7 +2,7 @@ import hashlib
 
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.contract import (
     InstructionsRequest,
@@ -28,8 +28,6 @@ from .strategies import (
     status_requests,
 )
 from .wire import CODEC, check_round_trip, check_strictness, expect_error
-
-PROPERTY = settings(max_examples=40, deadline=None)
 
 
 def heartbeat(**changes: object) -> TaskMutationRequest:
@@ -58,9 +56,6 @@ def cancel(**changes: object) -> TaskMutationRequest:
 
 
 # -- round trips and strict decoding ---------------------------------------------------------
-
-
-@PROPERTY
 @given(
     st.one_of(
         claims,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.donegate.claude import feed, parse_ts, task_notification
 from taskcore.donegate.evidence import Evidence
@@ -292,7 +292,6 @@ def test_timestamps_parse_or_are_none() -> None:
     assert parse_ts(12) is None
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400))
 def test_never_raises_on_arbitrary_bytes(data: bytes) -> None:
     ev = Evidence(harness="claude-code")
@@ -334,7 +333,6 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(json_values)
 def test_never_raises_on_arbitrary_json_shaped_like_records(value: object) -> None:
     ev = Evidence(harness="claude-code")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.donegate.codex import feed, patch_files
 from taskcore.donegate.evidence import Evidence
@@ -243,7 +243,6 @@ def test_patch_files_reads_headers_and_moves() -> None:
     assert patch_files(body) == ["a.py", "b.py", "c.py"]
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400))
 def test_never_raises_on_arbitrary_bytes(data: bytes) -> None:
     ev = Evidence(harness="codex")
@@ -284,7 +283,6 @@ payloads = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(
     st.sampled_from(["session_meta", "response_item", "event_msg", "turn_context", "compacted"]),
     payloads,

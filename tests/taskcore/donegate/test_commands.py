@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.donegate.commands import Kind, analyze, shell_line_from_argv
 
@@ -143,14 +143,12 @@ def test_argv_of_a_login_shell_is_unwrapped() -> None:
     assert shell_line_from_argv(["pytest", "-k", "a b"]) == "pytest -k 'a b'"
 
 
-@settings(max_examples=400, deadline=None)
 @given(st.text(max_size=300))
 def test_never_raises_on_arbitrary_text(line: str) -> None:
     a = analyze(line)
     assert all(isinstance(h.kind, Kind) for h in a.hits)
 
 
-@settings(max_examples=200, deadline=None)
 @given(
     st.lists(
         st.sampled_from(

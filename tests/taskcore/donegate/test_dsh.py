@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.donegate import dsh
 from taskcore.donegate.config import GateConfig, checked_transcript, harness_of
@@ -399,14 +399,12 @@ def test_a_malformed_row_is_counted_bad_not_guessed(change):
 # -- never raises ------------------------------------------------------------------------------
 
 
-@settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=400))
 def test_the_scan_never_raises_on_arbitrary_bytes(data):
     scan = dsh.scan_frames(data)
     assert scan.end <= len(data)
 
 
-@settings(max_examples=100, deadline=None)
 @given(st.lists(st.binary(max_size=2000), min_size=1, max_size=4), st.booleans())
 def test_the_scan_agrees_with_the_decoder_on_encoded_frames(chunks, checksum):
     options = {zstd.CompressionParameter.checksum_flag: int(checksum)}
@@ -418,7 +416,6 @@ def test_the_scan_agrees_with_the_decoder_on_encoded_frames(chunks, checksum):
     ]
 
 
-@settings(max_examples=100, deadline=None)
 @given(st.binary(max_size=300), st.integers(min_value=0, max_value=40))
 def test_reading_never_raises_on_arbitrary_bytes_after_a_good_frame(tmp_path_factory, data, cut):
     path = tmp_path_factory.mktemp("d") / "session.jsonl.zstd"
@@ -438,7 +435,6 @@ JSON = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
 @given(
     st.sampled_from(
         [
