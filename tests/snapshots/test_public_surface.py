@@ -51,8 +51,20 @@ def _commands(group: click.Group, path: tuple[str, ...] = ()) -> list[tuple[str,
 COMMANDS = _commands(load_commands())
 
 
+def _forget_help_options(command: click.Command) -> None:
+    # click caches each command's --help option the first time it is built, with the
+    # help_option_names of the context it was first invoked in; a test that invoked a command
+    # on its own (not through the group) would leave "--help" where the group gives "-h, --help".
+    if hasattr(command, "_help_option"):
+        command._help_option = None
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            _forget_help_options(sub)
+
+
 @pytest.mark.parametrize("path", COMMANDS, ids=lambda p: " ".join(p) or "agent-task")
 def test_cli_help(path, snapshot, monkeypatch):
+    _forget_help_options(load_commands())
     monkeypatch.setenv("HOME", "/home/user")
     for name in ("AGENT_TASK_DATA_DIR", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         monkeypatch.delenv(name, raising=False)

@@ -40,6 +40,7 @@ from typing import Any
 
 import attrs
 
+from taskcore import paths
 from taskcore.donegate.config import CLAUDE_CODE, HARNESSES
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import GATE_HOOK_TIMEOUT_SECONDS
@@ -71,10 +72,8 @@ def settings_path(harness: str, scope: str, *, project_dir: Path | None = None) 
         base = Path(project_dir or Path.cwd())
         return base / (".claude/settings.json" if harness == CLAUDE_CODE else ".codex/hooks.json")
     if harness == CLAUDE_CODE:
-        cfg = os.environ.get("CLAUDE_CONFIG_DIR")
-        return (Path(cfg) if cfg else Path.home() / ".claude") / "settings.json"
-    home = os.environ.get("CODEX_HOME")
-    return (Path(home) if home else Path.home() / ".codex") / "hooks.json"
+        return Path(paths.claude_config_dir()) / "settings.json"
+    return Path(paths.codex_home()) / "hooks.json"
 
 
 def hook_command(harness: str, executable: str, *, subagent: bool = False) -> str:

@@ -18,6 +18,8 @@ import functools
 import json
 import os
 
+from taskcore import paths
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -39,39 +41,19 @@ __all__ = [
 CLAUDE_CODE = "claude-code"
 CODEX = "codex"
 DSH = "dsh"
-INDEX_FILENAME = "gate-index.sqlite"
-
-
-def _env_path(name: str) -> str | None:
-    value = os.environ.get(name)
-    return os.path.expanduser(value) if value else None
+INDEX_FILENAME = paths.GATE_INDEX_FILENAME
 
 
 def env_locations(index_path: str | None = None) -> tuple[str, str, str, str | None]:
     """``(index, claude root, codex root, dsh root or None)`` from the environment.
 
-    See :mod:`taskcore.donegate.config` for the variables; ``index_path`` overrides the index.
+    The variables and defaults are :mod:`taskcore.paths`'s; ``index_path`` overrides the index.
     """
-    home = os.path.expanduser("~")
-    claude_cfg = _env_path("CLAUDE_CONFIG_DIR")
-    codex_home = _env_path("CODEX_HOME")
-    data = os.environ.get("XDG_DATA_HOME")
-    user_data = os.path.join(data if data else os.path.join(home, ".local", "share"), "agent-task")
     return (
-        index_path or _env_path("AGENT_TASK_GATE_INDEX") or os.path.join(user_data, INDEX_FILENAME),
-        _env_path("AGENT_TASK_CLAUDE_PROJECTS_DIR")
-        or (
-            os.path.join(claude_cfg, "projects")
-            if claude_cfg
-            else os.path.join(home, ".claude", "projects")
-        ),
-        _env_path("AGENT_TASK_CODEX_SESSIONS_DIR")
-        or (
-            os.path.join(codex_home, "sessions")
-            if codex_home
-            else os.path.join(home, ".codex", "sessions")
-        ),
-        _env_path("AGENT_TASK_DSH_SESSIONS_DIR"),
+        paths.gate_index_path(index_path),
+        paths.claude_projects_dir(),
+        paths.codex_sessions_dir(),
+        paths.dsh_sessions_dir(),
     )
 
 
