@@ -195,3 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(text + "\n")
     sys.stdout.flush()
     return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - ``python -m taskcli.gate_stop``: the full hook
+    sys.exit(full_main())
