@@ -12,12 +12,11 @@ failure.
 from __future__ import annotations
 
 import io
-import os
 import signal
 import sys
 import threading
 
-from taskcore.donegate.light import CLAUDE_CODE, CODEX, fail_line
+from taskcore.donegate.light import CLAUDE_CODE, CODEX, fail_line, leave_now
 from taskcore.limits import GATE_HOOK_DEADLINE_MS, GATE_STDIN_MAX_BYTES
 
 TYPE_CHECKING = False  # not typing's: importing typing alone costs a Stop hook ~5 ms
@@ -156,7 +155,7 @@ def full_main(
     out.flush()
     if not result and exit_on_timeout:
         # The worker may hold the index or a read; leave without waiting for it.
-        os._exit(0)
+        leave_now()
     return 0
 
 
@@ -176,7 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     def too_late(_signum: int, _frame: Any) -> None:
         sys.stdout.write(fail_line(f"no answer within {deadline_ms} ms") + "\n")
         sys.stdout.flush()
-        os._exit(0)
+        leave_now()
 
     from taskcore.donegate.quickhook import answer
 

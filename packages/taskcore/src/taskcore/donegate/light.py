@@ -34,6 +34,7 @@ __all__ = [
     "harness_of_real",
     "head_digest",
     "hook_output",
+    "leave_now",
     "repository_of",
     "within",
 ]
@@ -148,3 +149,12 @@ def hook_output(harness: str, event: str, action: str, receipt: Sequence[str]) -
     if action == "receipt":
         return json.dumps({"systemMessage": text}, ensure_ascii=False)
     return ""
+
+
+def leave_now() -> None:
+    """End the hook process at once, exit status 0, without waiting for any thread.
+
+    Past its deadline the hook has printed its one line; a worker may still be inside a read
+    or hold the index, and the stop must not wait for it (``os._exit``, not ``sys.exit``).
+    """
+    os._exit(0)
