@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import signal
 import sys
-import threading
 
 from taskcore.donegate.light import CLAUDE_CODE, CODEX, fail_line, leave_now
 from taskcore.limits import GATE_HOOK_DEADLINE_MS, GATE_STDIN_MAX_BYTES
@@ -118,6 +117,7 @@ def full_main(
     at once (the worker thread may be inside a read or holding the index). ``parsed`` is
     ``argv`` as :func:`_args` already read it: then argparse is not loaded.
     """
+    import threading  # only here: the fast path answers without a worker thread
     from pathlib import Path
 
     from taskcore.donegate.hook import respond
