@@ -40,6 +40,7 @@ import attrs
 from taskcore.donegate.shell import Segment, segments, tokenize
 from taskcore.donegate.tools import Kind, classify
 from taskcore.donegate.unwrap import SHELLS, base
+from taskcore.donegate.writes import harmless_target
 
 __all__ = ["Hit", "Kind", "ShellAnalysis", "analyze", "shell_line_from_argv"]
 
@@ -115,7 +116,7 @@ def analyze(line: str, *, _depth: int = 0) -> ShellAnalysis:
                 raw.append((idx, h.kind, h.command, proven and h.proven))
             if inner.writes:
                 seg_writes = list(inner.writes)
-        all_writes = [w for w in (*seg.writes, *seg_writes) if not _harmless_target(w)]
+        all_writes = [w for w in (*seg.writes, *seg_writes) if not harmless_target(w)]
         if all_writes:
             writes.extend(all_writes)
             last_write_index = idx
@@ -181,10 +182,3 @@ def shell_line_from_argv(argv: Sequence[str]) -> str:
     import shlex
 
     return shlex.join(args)
-
-
-def _harmless_target(path: str) -> bool:
-    p = path.strip()
-    return p in ("", "-", "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty") or p.startswith(
-        ("/dev/fd/", "&")
-    )

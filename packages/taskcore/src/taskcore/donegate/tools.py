@@ -3,8 +3,8 @@
 :func:`classify` unwraps a simple command's words (:mod:`taskcore.donegate.unwrap`) and looks
 its tool up: a table of plain tools (:data:`_SIMPLE`), tools whose subcommand decides (git,
 gh, cargo, npm and the other package managers, make, docker, ...), formatters that write
-unless asked only to check (:data:`_WRITERS`), and the shell built-ins and utilities that
-write files. Help, version, list and dry-run invocations are nothing.
+unless asked only to check (:data:`_WRITERS`), and the files a shell utility writes
+(:mod:`taskcore.donegate.writes`). Help, version, list and dry-run invocations are nothing.
 
 >>> classify(["uv", "run", "pytest", "-q"])
 (<Kind.TEST: 'test'>, [], None)
@@ -21,6 +21,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from taskcore.donegate.unwrap import PY, base, unwrap
+from taskcore.donegate.writes import shell_writes
 
 __all__ = ["Kind", "classify"]
 
@@ -574,52 +575,6 @@ _WRITERS: dict[str, Callable[[Sequence[str]], tuple[Kind | None, list[str]]]] = 
 }
 
 
-def _file_args(args: Sequence[str]) -> list[str]:
-    return [a for a in args if not a.startswith("-")]
-
-
-def _shell_writes(name: str, args: Sequence[str]) -> list[str]:
-    """Files a coreutils-style command writes."""
-    if name == "sed" and any(
-        a.startswith(("-i", "--in-place"))
-        or (a.startswith("-") and not a.startswith("--") and "i" in a[1:])
-        for a in args
-    ):
-        files: list[str] = []
-        script_given = False
-        k = 0
-        while k < len(args):
-            a = args[k]
-            if a in ("-e", "-f", "--expression", "--file"):
-                script_given = True
-                k += 2
-                continue
-            if not a.startswith("-"):
-                files.append(a)
-            k += 1
-        # Without -e/-f the first operand is the script.
-        if not script_given and files:
-            files = files[1:]
-        return files or ["(sed -i)"]
-    if name == "perl" and any(
-        a.startswith("-") and "i" in a and not a.startswith("--") for a in args
-    ):
-        files = _file_args(args)
-        return files[1:] if len(files) > 1 else ["(perl -i)"]
-    if name == "tee":
-        return _file_args(args)
-    if name in ("cp", "mv", "install", "rsync"):
-        files = _file_args(args)
-        return files[-1:] if len(files) >= 2 else []
-    if name in ("rm", "touch", "truncate", "unlink", "rmdir", "mkdir", "chmod"):
-        return _file_args(args) if name not in ("chmod",) else []
-    if name in ("patch",):
-        return ["(patch)"]
-    if name == "apply_patch":
-        return ["(apply_patch)"]
-    return []
-
-
 def classify(words: list[str]) -> tuple[Kind | None, list[str], str | None]:
     """Classify one simple command: (kind, writes, nested script)."""
     words, nested = unwrap(words)
@@ -631,7 +586,7 @@ def classify(words: list[str]) -> tuple[Kind | None, list[str], str | None]:
     args = words[1:]
     if name == "cd" or name == "set" or name == "export":
         return None, [], None
-    writes = _shell_writes(name, args)
+    writes = shell_writes(name, args)
     if any(a.lower() in _HELP for a in args):
         return None, writes, None
     if name in _WRITERS:
