@@ -9,7 +9,7 @@ Read results, edits, test runs, agent text, in the record shapes of the fixtures
   with a real Stop payload on stdin: *cold* (empty index, the whole file is read) and *after
   indexing* (``gate index`` ran first; the hook reads only what is new, here nothing), beside
   ``python -c pass`` and ``python -c "import taskcore"`` started the same way in the same run;
-* the same indexed run through ``python -m taskcore.gate.hook`` ("core"): the hook without the
+* the same indexed run through ``python -m taskcli.gate_stop`` ("core"): the full hook without the
   ``agent-task`` entry point's own module imports;
 * index throughput (``GateIndex.scan`` over all generated files, fresh index) in MB/s, beside a
   bare ``json.loads`` of every line of the same files.
@@ -302,7 +302,7 @@ def main() -> None:
         ]
         # The hook core alone, without the agent-task entry point's module imports.
         core = [
-            wall([py, "-m", "taskcore.gate.hook", "--harness", "claude-code"], warm_env, payload)
+            wall([py, "-m", "taskcli.gate_stop", "--harness", "claude-code"], warm_env, payload)
             for _ in range(args.runs)
         ]
         answer = subprocess.run(
@@ -322,8 +322,8 @@ def main() -> None:
 
     # Index throughput, in process, against a bare json.loads of the same lines.
     sys.path[:0] = [str(ROOT / "packages" / "taskcore" / "src")]
-    from taskcore.gate.config import GateConfig
-    from taskcore.gate.index import GateIndex
+    from taskcore.donegate.config import GateConfig
+    from taskcore.donegate.index import GateIndex
 
     total = sum(s for _mb, _p, s in files)
     t0 = time.perf_counter()

@@ -50,7 +50,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 BIN = Path(sys.executable).parent
 AGENT_TASK = str(BIN / "agent-task")
 PY = sys.executable
-FIXTURES = ROOT / "tests" / "taskcore" / "gate" / "fixtures"
+FIXTURES = ROOT / "tests" / "taskcore" / "donegate" / "fixtures"
 
 Row = dict[str, Any]
 

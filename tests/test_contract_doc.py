@@ -90,6 +90,6 @@ def test_every_documented_bound_has_its_current_value_and_source():
 def test_the_capability_and_observation_domain_are_spelled_as_the_seed_spells_them():
     assert "`agentscm.agent-workflow-tasks/v1`" in DOC
     assert "`agentscm.agent-workflow-observation.v1`" in DOC
-    assert typing.get_args(contract.requests.RequestKind)
-    for kind in typing.get_args(contract.requests.RequestKind):
+    assert typing.get_args(contract.identity.RequestKind)
+    for kind in typing.get_args(contract.identity.RequestKind):
         assert f"`{kind}`" in DOC, kind

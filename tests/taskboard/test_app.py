@@ -9,23 +9,16 @@ import pytest
 from taskboard import CSP, SessionStore, create_board
 from taskcore import Service, Tier
 from taskcore.auth import issue_token, revoke_token
+from taskcore.testing import FakeClock
 from taskhttp import BackgroundServer, create_app
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0
-
-    def __call__(self):
-        return self.now
 
 
 @pytest.fixture
 def world(tmp_path):
     service = Service.open(tmp_path / "data")
     admin = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.ADMIN, autonomy=3)
-    clock = Clock()
-    sessions = SessionStore(idle_ms=60_000, now_ms=clock)
+    clock = FakeClock(0)
+    sessions = SessionStore(idle_ms=60_000, now_ms=clock.now_ms)
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
@@ -79,7 +72,7 @@ def test_an_idle_session_expires(world):
     _service, admin, client, clock = world
     _login(client, admin.token)
     assert client.get("/board/queue").status_code == 200
-    clock.now += 60_001
+    clock.advance(60_001)
     response = client.get("/board/queue")
     assert response.status_code == 303
     assert response.headers["location"] == "/board/login"

@@ -3,37 +3,30 @@
 from __future__ import annotations
 
 from taskboard.sessions import SessionStore
-
-
-class Clock:
-    def __init__(self):
-        self.now = 0
-
-    def __call__(self):
-        return self.now
+from taskcore.testing import FakeClock
 
 
 def test_a_session_ends_after_its_idle_time_and_a_request_refreshes_it():
-    clock = Clock()
-    store = SessionStore(idle_ms=1000, absolute_ms=10_000, now_ms=clock)
+    clock = FakeClock(0)
+    store = SessionStore(idle_ms=1000, absolute_ms=10_000, now_ms=clock.now_ms)
     session = store.create("atk_secret", "t1", "w1")
-    clock.now = 900
+    clock.set(900)
     assert store.get(session.session_id) is session
-    clock.now = 1800  # 900 ms after the last request
+    clock.set(1800)  # 900 ms after the last request
     assert store.get(session.session_id) is session
-    clock.now = 2801
+    clock.set(2801)
     assert store.get(session.session_id) is None
     assert len(store) == 0
 
 
 def test_a_session_ends_at_its_absolute_age_however_busy():
-    clock = Clock()
-    store = SessionStore(idle_ms=1000, absolute_ms=3000, now_ms=clock)
+    clock = FakeClock(0)
+    store = SessionStore(idle_ms=1000, absolute_ms=3000, now_ms=clock.now_ms)
     session = store.create("atk_secret", "t1", "w1")
     for now in range(500, 3001, 500):
-        clock.now = now
+        clock.set(now)
         assert store.get(session.session_id) is session
-    clock.now = 3001
+    clock.set(3001)
     assert store.get(session.session_id) is None
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 AGENT_TASK = str(Path(sys.executable).parent / "agent-task")
-FIXTURES = Path(__file__).parent.parent / "taskcore" / "gate" / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "taskcore" / "donegate" / "fixtures"
 
 
 @pytest.fixture

@@ -18,14 +18,13 @@ from taskcore.auth import (
 )
 from taskcore.clock import FakeClock
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.store import open_storage
+from taskcore.testing import temp_journal
 
 
 @pytest.fixture
 def storage(tmp_path):
-    s = open_storage(tmp_path, create=True)
-    yield s
-    s.close()
+    with temp_journal(tmp_path) as s:
+        yield s
 
 
 def _code(fn, *args, **kwargs):

@@ -6,7 +6,7 @@ import typing
 
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.codec import Codec, dumps, parse_json, validate_tree, wire_field
 from taskcore.errors import ErrorCode, TaskError
@@ -537,7 +537,6 @@ def _outcome(codec, cls, raw):
     ],
     ids=["doc", "mixed", "golden"],
 )
-@settings(max_examples=60)
 @given(data=st.data())
 def test_the_fast_path_decodes_and_refuses_exactly_as_the_converter(cls, base, data):
     doc = _mutate(data, copy.deepcopy(base))

@@ -7,7 +7,7 @@
 import json
 
 import orjson
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.errors import TaskError
 from taskcore.jsontext import _constant, _no_duplicates, _plain, parse_json, validate_tree
@@ -78,7 +78,6 @@ _documents = st.recursive(
 )
 
 
-@settings(max_examples=300)
 @given(_documents, st.integers(1, 6))
 def test_the_parser_answers_as_the_reference_walk(doc, max_depth):
     raw = doc.encode()
@@ -116,7 +115,6 @@ _compact_trees = st.recursive(
 )
 
 
-@settings(max_examples=400)
 @given(_compact_trees, st.integers(1, 8), st.sampled_from(["json", "orjson"]))
 def test_compact_text_is_read_as_the_reference_reads_it(tree, max_depth, encoder):
 

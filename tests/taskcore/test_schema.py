@@ -8,7 +8,7 @@ from typing import Any, Literal
 import attrs
 import pytest
 import taskcore.contract
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from taskcore.codec import Codec, wire_field
@@ -180,7 +180,6 @@ def mutated_docs(draw):
     return doc
 
 
-@settings(max_examples=400, deadline=None)
 @given(mutated_docs())
 def test_schema_and_strict_decoder_agree(doc):
     assert VALIDATOR.is_valid(doc) == _accepts(doc)

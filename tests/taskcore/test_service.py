@@ -12,7 +12,6 @@ from taskcore.service import (
     CallContext,
     CommitThenRefuse,
     Door,
-    Operation,
     RawJson,
     Registry,
     Route,
@@ -23,6 +22,7 @@ from taskcore.service import (
     portable_tool_name,
 )
 from taskcore.store.audit_api import AuditEvent
+from taskcore.testing import op as make_op
 
 
 @attrs.frozen(kw_only=True)
@@ -36,20 +36,7 @@ class NoIn:
 
 
 def _op(name, handler, **kw):
-    base = dict(
-        name=name,
-        summary=f"{name} for tests.",
-        input_type=TextIn,
-        output_type=None,
-        min_tier=Tier.AGENT,
-        risk=RiskClass.READ,
-        idempotent=True,
-        mcp=False,
-        surface=Surface.QUEUE,
-        handler=handler,
-    )
-    base.update(kw)
-    return Operation(**base)
+    return make_op(name, handler, **{"input_type": TextIn, **kw})
 
 
 def _note(ctx: CallContext, req: TextIn) -> dict:

@@ -29,6 +29,7 @@ from taskcore import (
 from taskcore.auth import issue_token, revoke_token
 from taskcore.codec import wire_field
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES, QUEUE_PAYLOAD_MAX_BYTES
+from taskcore.testing import op as make_op
 from taskhttp import BackgroundServer, create_app
 
 KEY = r"[a-z0-9]{1,16}"
@@ -133,20 +134,7 @@ def build_registry(*, upload: bool = True, gate: Gate | None = None) -> Registry
         return {"size": len(data), "sha256": hashlib.sha256(data).hexdigest()}
 
     def op(name: str, handler, input_type, **kw) -> Operation:
-        base = dict(
-            name=name,
-            summary=f"Test operation {name}.",
-            input_type=input_type,
-            output_type=None,
-            min_tier=Tier.AGENT,
-            risk=RiskClass.READ,
-            idempotent=True,
-            mcp=False,
-            surface=Surface.QUEUE,
-            handler=handler,
-        )
-        base.update(kw)
-        return Operation(**base)
+        return make_op(name, handler, input_type=input_type, **kw)
 
     reg = Registry()
     reg.register(

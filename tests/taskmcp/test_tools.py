@@ -38,7 +38,7 @@ def test_tool_names_map_back_to_operations():
 def test_tool_schemas_descriptions_and_hints_come_from_the_registry():
     by_name = {t.name: t for t in tools(build_registry(), Family.QUEUE)}
     note = by_name["demo_note"]
-    assert note.description == "Test operation demo.note."
+    assert note.description == "demo.note for tests."
     assert note.input_schema["type"] == "object"
     assert note.input_schema["required"] == ["key", "text"]
     assert note.input_schema["properties"]["key"]["description"] == "note key"

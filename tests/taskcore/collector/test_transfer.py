@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.canonical import canonical_json
 from taskcore.collector.transfer import (
@@ -19,9 +19,8 @@ from taskcore.contract.common import ExecutorBinding
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES
 from taskcore.signing import public_key_hex
+from taskcore.testing import OTHER_SEED, SEED
 
-SEED = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
-OTHER_SEED = "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb"
 PUBLIC = public_key_hex(SEED)
 
 
@@ -108,7 +107,6 @@ def test_a_flipped_signature_byte_does_not_verify():
     assert err.value.code is ErrorCode.INVALID_SIGNATURE
 
 
-@settings(max_examples=200, deadline=None)
 @given(st.data())
 def test_no_single_flipped_byte_yields_a_verified_transfer(data):
     blob = bytearray(envelope())

@@ -29,12 +29,10 @@ from taskcore.contract import (
     WorkflowTaskAttempt,
     WorkflowTaskSubject,
 )
-
-# RFC 8032 section 7.1 test 1: a published test key, never a real one.
-SEED = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
-PUBLIC = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
-OTHER_SEED = "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb"
-OTHER_PUBLIC = "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c"
+from taskcore.testing import OTHER_PUBLIC as OTHER_PUBLIC  # RFC 8032 test keys, re-exported
+from taskcore.testing import OTHER_SEED as OTHER_SEED
+from taskcore.testing import PUBLIC as PUBLIC
+from taskcore.testing import SEED as SEED
 
 AGENT = AgentIdentity(owner_id="acme", agent_id="agent-1")
 EXECUTOR = ExecutorBinding(

@@ -1,6 +1,6 @@
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from taskcore.canonical import canonical_json
 from taskcore.contract import AgentIdentity, WorkflowTaskAttempt, attempt_digest
 from taskcore.digest import ATTEMPT_DOMAIN, domain_digest
@@ -11,10 +11,7 @@ from . import samples
 from .strategies import attempts
 from .wire import CODEC, changed, check_round_trip, check_strictness, expect_error
 
-PROPERTY = settings(max_examples=40, deadline=None)
 
-
-@PROPERTY
 @given(attempts)
 def test_attempts_round_trip_and_decode_strictly(attempt):
     check_round_trip(attempt)

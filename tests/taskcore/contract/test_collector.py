@@ -1,6 +1,6 @@
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.canonical import canonical_json
 from taskcore.codec import dumps
@@ -18,8 +18,6 @@ from taskcore.errors import ErrorCode, TaskError
 
 from .strategies import command_profiles, isolation_policies, recipes, review_profiles
 from .wire import CODEC, check_round_trip, check_strictness, expect_error
-
-PROPERTY = settings(max_examples=30, deadline=None)
 
 
 def recipe(**changes: object) -> CommandRecipe:
@@ -73,14 +71,12 @@ def review_profile(**changes: object) -> FiniteReviewCollectorProfile:
     return attrs.evolve(base, **changes)
 
 
-@PROPERTY
 @given(recipes)
 def test_recipes_round_trip_and_decode_strictly(obj):
     check_round_trip(obj)
     assert check_strictness(obj) > 0
 
 
-@PROPERTY
 @given(st.one_of(command_profiles, review_profiles))
 def test_profiles_round_trip_and_decode_strictly_through_the_kind_dispatch(obj):
     check_round_trip(obj, decoder=decode_collector_profile)
@@ -204,7 +200,6 @@ def test_finite_budgets_are_bounded():
     expect_error(FiniteReviewCollectorProfile, tree, ErrorCode.OUT_OF_BOUNDS, "$.max_calls")
 
 
-@PROPERTY
 @given(isolation_policies)
 def test_isolation_policies_round_trip_and_decode_strictly(obj):
     check_round_trip(obj)

@@ -1,6 +1,6 @@
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.contract import ExecutorBinding, ExecutorEnrollment, ExecutorRevocation
 from taskcore.errors import ErrorCode, TaskError
@@ -8,8 +8,6 @@ from taskcore.errors import ErrorCode, TaskError
 from . import samples
 from .strategies import enrollments, revocations
 from .wire import CODEC, changed, check_round_trip, check_strictness, expect_error
-
-PROPERTY = settings(max_examples=40, deadline=None)
 
 
 def enrollment(**changes: object) -> ExecutorEnrollment:
@@ -40,7 +38,6 @@ def revocation(**changes: object) -> ExecutorRevocation:
     return attrs.evolve(base, **changes)
 
 
-@PROPERTY
 @given(st.one_of(enrollments, revocations))
 def test_enrollments_and_revocations_round_trip_and_decode_strictly(obj):
     check_round_trip(obj)

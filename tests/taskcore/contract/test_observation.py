@@ -3,7 +3,7 @@ import json
 
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.contract import (
     CriterionOutcome,
@@ -22,8 +22,6 @@ from taskcore.signing import sign_digest
 from . import samples
 from .strategies import assertions
 from .wire import CODEC, changed
-
-PROPERTY = settings(max_examples=40, deadline=None)
 
 ESCAPES_AND_UNICODE = (
     'quote " backslash \\ slash / bs \b tab \t nl \n ff \f cr \r '
@@ -146,13 +144,11 @@ def test_array_order_is_preserved_and_empty_arrays_are_brackets():
     )
 
 
-@PROPERTY
 @given(assertions(trust_class=TrustClass.REGISTERED_EXECUTOR_OBSERVATION))
 def test_signing_bytes_equal_an_independent_serde_style_encoder(assertion):
     assert observation_signing_bytes(assertion) == _independent_signing_json(assertion)
 
 
-@PROPERTY
 @given(assertions(trust_class=TrustClass.REGISTERED_EXECUTOR_OBSERVATION))
 def test_digest_is_sha256_over_domain_nul_length_and_bytes(assertion):
     raw = observation_signing_bytes(assertion)
@@ -250,7 +246,6 @@ def test_changing_the_executor_binding_after_signing_fails_verification():
     _expect_invalid_signature(moved)
 
 
-@PROPERTY
 @given(assertions(trust_class=TrustClass.REGISTERED_EXECUTOR_OBSERVATION), st.data())
 def test_sign_then_verify_and_any_flipped_signature_bit_fails(assertion, data):
     signed = sign_observation(assertion, samples.SEED)

@@ -1,13 +1,11 @@
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.contract import validate_reference_path
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import PATH_MAX_CHARS
 
 from .strategies import reference_paths
-
-PROPERTY = settings(max_examples=200, deadline=None)
 
 
 @pytest.mark.parametrize(
@@ -63,7 +61,6 @@ def test_every_forbidden_path_form_is_invalid_path(bad, why):
     assert info.value.path == "$.references[0].path"
 
 
-@PROPERTY
 @given(reference_paths())
 def test_generated_canonical_paths_are_accepted(path):
     assert validate_reference_path(path) == path
@@ -74,7 +71,6 @@ FORBIDDEN_CHARS = st.sampled_from(
 )
 
 
-@PROPERTY
 @given(reference_paths(), FORBIDDEN_CHARS, st.data())
 def test_any_forbidden_character_anywhere_is_refused(path, ch, data):
     at = data.draw(st.integers(0, len(path)))
@@ -83,7 +79,6 @@ def test_any_forbidden_character_anywhere_is_refused(path, ch, data):
     assert info.value.code is ErrorCode.INVALID_PATH
 
 
-@PROPERTY
 @given(reference_paths(), st.sampled_from(["", ".", ".."]), st.data())
 def test_an_empty_dot_or_dot_dot_component_anywhere_is_refused(path, component, data):
     parts = path.split("/")
@@ -94,7 +89,6 @@ def test_an_empty_dot_or_dot_dot_component_anywhere_is_refused(path, component, 
     assert info.value.code is ErrorCode.INVALID_PATH
 
 
-@PROPERTY
 @given(reference_paths())
 def test_a_leading_slash_is_refused(path):
     with pytest.raises(TaskError) as info:

@@ -2,7 +2,7 @@ import itertools
 
 import attrs
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from taskcore.contract import (
     ConfirmedEffect,
     Disposition,
@@ -17,8 +17,6 @@ from taskcore.errors import ErrorCode, TaskError
 
 from .strategies import recovery_envelopes, supersessions
 from .wire import CODEC, check_round_trip, check_strictness, expect_error
-
-PROPERTY = settings(max_examples=60, deadline=None)
 
 D, S, U, E = Disposition, ObservedState, UnresolvedEffect, ConfirmedEffect
 INSPECT_STOP = ("inspect", "stop")
@@ -55,14 +53,12 @@ def actions(env: TaskRecoveryEnvelope) -> tuple[str, ...]:
     return tuple(a.value for a in env.permitted_actions)
 
 
-@PROPERTY
 @given(recovery_envelopes())
 def test_envelopes_round_trip_and_decode_strictly(env):
     check_round_trip(env)
     assert check_strictness(env) > 0
 
 
-@PROPERTY
 @given(supersessions())
 def test_supersessions_round_trip_and_decode_strictly(sup):
     check_round_trip(sup)
@@ -302,7 +298,6 @@ def test_observed_states_are_the_seeds():
     assert [d.value for d in D] == ["confirmed", "conclusive_rejection", "uncertain_effect"]
 
 
-@PROPERTY
 @given(recovery_envelopes())
 def test_every_valid_envelope_lists_exactly_the_table_actions(env):
     expected = permitted_actions(

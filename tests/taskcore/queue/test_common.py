@@ -1,4 +1,4 @@
-"""Ids, the one not-found, bounded JSON, lease lengths."""
+"""Ids, the one not-found, bounded JSON; read-time expiry, the fence, the holder guard."""
 
 from __future__ import annotations
 
@@ -8,7 +8,20 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from taskcore import Actor, ErrorCode, TaskError, Tier
-from taskcore.queue.common import QueueCall, json_text, new_id, parse_json_text, task_not_found
+from taskcore.queue.common import (
+    QueueCall,
+    cleared_lease,
+    effective_status,
+    json_text,
+    new_id,
+    parse_json_text,
+    require_holder,
+    task_not_found,
+)
+from taskcore.queue.transitions import TaskAction
+from taskcore.queue.types import TaskStatus
+
+from tests.taskcore.queue.test_leases import HOLDER, OTHER, _code, _leased
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**53), 2**53) | st.text(),
@@ -53,4 +66,37 @@ def test_a_claim_gets_what_it_asks_for_up_to_the_cap():
         300,
         600,
         1000,
+    )
+
+
+def test_a_lease_is_live_until_but_not_at_its_expiry():
+    task = _leased(now=1000, lease=500)
+    assert effective_status(task, 1499) is TaskStatus.LEASED
+    assert effective_status(task, 1500) is TaskStatus.QUEUED
+
+
+@given(st.sampled_from(list(TaskStatus)), st.integers(0, 10**12))
+def test_clearing_a_lease_sets_finished_at_exactly_for_terminal_statuses(status, now):
+    cleared = cleared_lease(_leased(), status, now)
+    assert (cleared.finished_at_ms is not None) is status.terminal
+    assert (cleared.lease_owner, cleared.lease_expires_at_ms, cleared.first_leased_at_ms) == (
+        None,
+        None,
+        None,
+    )
+
+
+def test_the_holder_guard_checks_fence_then_status_then_owner():
+    task = _leased(now=1000, lease=500)
+    guard = require_holder
+    assert _code(guard, task, HOLDER, 1200, 1, TaskAction.RENEW) is None
+    assert _code(guard, task, HOLDER, 1200, 2, TaskAction.RENEW) is ErrorCode.STALE_FENCE
+    assert _code(guard, task, OTHER, 1200, None, TaskAction.RENEW) is ErrorCode.LEASE_NOT_HELD
+    assert _code(guard, task, HOLDER, 1500, None, TaskAction.RENEW) is ErrorCode.LEASE_NOT_HELD
+    done = cleared_lease(task, TaskStatus.DONE, 1200)
+    assert _code(guard, done, HOLDER, 1300, None, TaskAction.RENEW) is ErrorCode.ILLEGAL_TRANSITION
+    assert _code(guard, done, HOLDER, 1300, 9, TaskAction.RENEW) is ErrorCode.STALE_FENCE
+    escalated = cleared_lease(task, TaskStatus.ESCALATED, 1200)
+    assert _code(guard, escalated, HOLDER, 1300, None, TaskAction.RENEW) is (
+        ErrorCode.LEASE_NOT_HELD
     )

@@ -46,13 +46,10 @@ from taskcore.contract import (
 from taskcore.signing import public_key_hex
 from taskcore.store import open_storage
 from taskcore.store.storage import SqliteStorage
+from taskcore.testing import OTHER_SEED as OTHER_SEED  # RFC 8032 test keys, re-exported
+from taskcore.testing import SEED as SEED
 from taskcore.workflow import ActorGuard, Caller, WorkflowJournal
 from taskcore.workflow.types import CheckpointRequest, CheckpointResponse, NextRequest
-
-SEED = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"
-"""RFC 8032 test key 1: a fixed-seed signer for observations (never a real key)."""
-OTHER_SEED = "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb"
-"""RFC 8032 test key 2."""
 
 WORKSPACE = "acme"
 REPO = "widgets"

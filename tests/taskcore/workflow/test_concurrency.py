@@ -12,6 +12,7 @@ import multiprocessing
 import random
 from pathlib import Path
 
+import pytest
 from taskcore.clock import SystemClock
 from taskcore.codec import Codec
 from taskcore.contract import MutationAction
@@ -95,6 +96,7 @@ def _worker(data_dir: str, tasks_json: str, worker: int, out_path: str) -> None:
     Path(out_path).write_text(json.dumps({"seen": seen, "errors": errors, "agent": who.agent_id}))
 
 
+@pytest.mark.slow
 def test_eight_processes_racing_claims_and_retries_keep_fences_and_outcomes(tmp_path: Path):
     world = make_world(tmp_path)
     tasks = []

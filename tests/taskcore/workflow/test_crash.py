@@ -17,6 +17,7 @@ import signal
 import time
 from pathlib import Path
 
+import pytest
 from taskcore.codec import Codec
 from taskcore.contract import (
     MutationAction,
@@ -138,6 +139,7 @@ def _decode(codec: Codec, kind: str, text: str):
     return codec.decode(TYPES.get(kind, TaskMutationRequest), text)
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_points_never_loses_or_changes_an_acknowledged_outcome(tmp_path: Path):
     world = make_world(tmp_path)
     tasks = [world.task(world.checkpoint(f"change-{c}"), "implement") for c in range(CHANGES)]

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-from taskcore.gate.config import HARNESSES, GateConfig
-from taskcore.gate.index import GateIndex
-from taskcore.gate.installer import install, uninstall
-from taskcore.gate.session_gate import SessionGateIn, session_gate
-from taskcore.gate.stats import firing_rates, render_table
+from taskcore.donegate.config import HARNESSES, GateConfig
+from taskcore.donegate.index import GateIndex
+from taskcore.donegate.installer import install, uninstall
+from taskcore.donegate.session_gate import SessionGateIn, session_gate
+from taskcore.donegate.stats import firing_rates, render_table
 
 from taskcli.common import emit, json_option, run
 
@@ -174,7 +174,7 @@ def stats_cmd(since_days: int | None, index_path: Path | None, as_json: bool) ->
     if as_json:
         emit(out, True)
         return
-    from taskcore.gate.stats import StatsRow
+    from taskcore.donegate.stats import StatsRow
 
     for by, title in (
         ("adapter", "adapter"),
@@ -263,7 +263,7 @@ def gate_stop(args: tuple[str, ...]) -> None:
 
     Reads the Stop payload on stdin; always exits 0.
     """
-    from taskcore.gate.hook import main as hook_main
+    from taskcli.gate_stop import full_main as hook_main
 
     sys.exit(hook_main(list(args)))
 

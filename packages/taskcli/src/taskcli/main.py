@@ -202,7 +202,7 @@ def main() -> None:
     if sys.argv[1:2] == ["gate-stop"]:
         # The Stop hook must start fast: dispatch it before click and any command module, to
         # the fast path that answers from the index (it hands over to the full hook).
-        from taskcore.gate.quickhook import main as gate_stop
+        from taskcli.gate_stop import main as gate_stop
 
         sys.exit(gate_stop(sys.argv[2:]))
     cli()

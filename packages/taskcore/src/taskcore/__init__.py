@@ -5,7 +5,7 @@ and its state machines on SQLite; the agent task queue; the collector; the done 
 registry of operations behind :class:`~taskcore.service.Service`. Adapters (HTTP, MCP, CLI)
 import only names exported here and from the public submodules listed in ``docs/adapters.md``.
 
-The names below are loaded on first use (:pep:`562`), so ``import taskcore.gate.hook`` or
+The names below are loaded on first use (:pep:`562`), so ``import taskcore.donegate.hook`` or
 ``from taskcore.errors import ErrorCode`` does not load the service, the codec and every
 contract type: a Stop hook or ``agent-task --help`` pays only for what it uses.
 

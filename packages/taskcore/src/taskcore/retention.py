@@ -236,7 +236,7 @@ def run_retention(
 
 def default_gate_index() -> Path:
     """The done-gate index this host's Stop hooks and ``session_gate`` use."""
-    from taskcore.gate.config import GateConfig
+    from taskcore.donegate.config import GateConfig
 
     return GateConfig.from_env().index_path
 

@@ -119,7 +119,7 @@ def portable_tool_name(name: str) -> str:
 # Modules that contribute operations: each exports ``register(registry)``.
 _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.queue.operations",
-    "taskcore.gate.operations",
+    "taskcore.donegate.operations",
     "taskcore.workflow.operations",
     "taskcore.collector.operations",
     "taskcore.observe.operations",
@@ -882,7 +882,7 @@ class Service:
         >>> Service.wrap_workflow("status", b'{"state":"claimed"}')
         b'{"capability":"agentscm.agent-workflow-tasks/v1","schema_version":1,"operation":"status","result":{"state":"claimed"}}'
         """
-        from taskcore import CAPABILITY, SCHEMA_VERSION
+        from taskcore.contract.common import CAPABILITY, SCHEMA_VERSION
 
         head = dumps(
             {"capability": CAPABILITY, "schema_version": SCHEMA_VERSION, "operation": operation}

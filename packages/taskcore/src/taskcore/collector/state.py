@@ -43,7 +43,7 @@ from taskcore.contract.common import digest_field, id_field
 from taskcore.digest import domain_digest, is_hex64, require_hex64, sha256_hex
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES
-from taskcore.paths import user_data_root
+from taskcore.paths import collector_state_dir
 from taskcore.signing import generate_seed, public_key_hex
 
 __all__ = [
@@ -69,15 +69,13 @@ CLAIM_FILE_DOMAIN: Final = "agent-task.collector-claim-file.v1"
 CLAIM_STATES: Final = ("claimed", "released", "uncertain", "upload_pending", "uploaded")
 """What ``collect`` last recorded about an attempt it claimed."""
 
-_STATE_ENV: Final = "AGENT_TASK_COLLECTOR_DIR"
 _KEY_FILE: Final = "key.json"
 _AUTHORITY_FILE: Final = "authority.json"
 
 
 def default_state_dir() -> Path:
-    """Return ``$AGENT_TASK_COLLECTOR_DIR`` or ``<user data root>/collector``."""
-    override = os.environ.get(_STATE_ENV)
-    return Path(override) if override else user_data_root() / "collector"
+    """Return ``$AGENT_TASK_COLLECTOR_DIR`` or ``<user data root>/collector`` (:mod:`taskcore.paths`)."""
+    return collector_state_dir()
 
 
 def key_id_for(public_key: str) -> str:

@@ -49,15 +49,15 @@ from taskcore.collector.stop import (
     error_decision,
     validate_answer,
 )
+from taskcore.donegate.light import hook_output
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.gate.light import hook_output
 from taskcore.limits import (
     GATE_STDIN_MAX_BYTES,
     QUALIFICATION_TIMEOUT_SECONDS,
     STOP_CONTINUATIONS_MAX,
     STOP_DIRTY_PATHS_MAX,
 )
-from taskcore.paths import user_data_root
+from taskcore.paths import stop_counter_dir
 from taskcore.tokenfile import read_token_file
 from taskcore.workflow.reads import open_reader
 
@@ -103,8 +103,7 @@ class CounterError(Exception):
 
 def counter_dir() -> Path:
     """Where the counters live: ``$AGENT_TASK_STOP_DIR`` or ``<user data>/agent-stop``."""
-    override = os.environ.get("AGENT_TASK_STOP_DIR")
-    return Path(override) if override else user_data_root() / "agent-stop"
+    return stop_counter_dir()
 
 
 def counter_path(session: str, change: str) -> Path:

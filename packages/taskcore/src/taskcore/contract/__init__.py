@@ -49,6 +49,7 @@ from taskcore.contract.common import (
     schema_mismatch,
 )
 from taskcore.contract.enrollment import ExecutorEnrollment, ExecutorRevocation
+from taskcore.contract.identity import request_canonical_bytes, request_digest
 from taskcore.contract.observation import (
     observation_digest,
     observation_signing_bytes,
@@ -75,8 +76,6 @@ from taskcore.contract.requests import (
     TaskClaimRequest,
     TaskMutationRequest,
     TaskStatusRequest,
-    request_canonical_bytes,
-    request_digest,
 )
 from taskcore.contract.task import (
     InstructionEntrypoint,

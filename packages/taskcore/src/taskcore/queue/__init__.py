@@ -2,7 +2,8 @@
 
 Statuses are ``QUEUED``, ``LEASED``, ``ESCALATED``, ``DONE``, ``FAILED``, ``CANCELLED``; the
 transition table is :mod:`taskcore.queue.transitions`. Leases, fences and the runaway guard
-are :mod:`taskcore.queue.leases`. The verbs are registered with the front door by
+are :mod:`taskcore.queue.leases` (read-time expiry and the holder guard in
+:mod:`taskcore.queue.common`). The verbs are registered with the front door by
 :func:`taskcore.queue.operations.register`; ``docs/queue.md`` documents each one.
 """
 

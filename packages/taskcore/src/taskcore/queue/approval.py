@@ -21,7 +21,7 @@ has its own code (``LEASE_NOT_HELD``/``STALE_FENCE``, ``GRANT_TASK_MISMATCH``,
 
 A task that is cancelled or escalated again voids its open gate (``VOIDED``). The gate life
 is the table :data:`~taskcore.queue.transitions.GATE_TRANSITIONS`. This is the *approval*
-gate of the queue seed; the done gate is :mod:`taskcore.gate`, unrelated.
+gate of the queue seed; the done gate is :mod:`taskcore.donegate`, unrelated.
 """
 
 from __future__ import annotations
@@ -34,8 +34,15 @@ from typing import Any
 import attrs
 
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.queue.common import QueueCall, load_task, new_id, write_task
-from taskcore.queue.leases import cleared_lease, effective_status, require_holder
+from taskcore.queue.common import (
+    QueueCall,
+    cleared_lease,
+    effective_status,
+    load_task,
+    new_id,
+    require_holder,
+    write_task,
+)
 from taskcore.queue.requests import GateApplyIn, GateDecisionIn, GateRef, GateRejectIn
 from taskcore.queue.transitions import (
     GATE_TRANSITIONS,

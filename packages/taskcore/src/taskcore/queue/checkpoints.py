@@ -17,8 +17,7 @@ retention job, never to a front-door call.
 from __future__ import annotations
 
 from taskcore.limits import CHECKPOINT_OUTPUTS_MAX_BYTES, CHECKPOINT_STATE_MAX_BYTES
-from taskcore.queue.common import QueueCall, json_text, load_task, task_not_found
-from taskcore.queue.leases import require_holder
+from taskcore.queue.common import QueueCall, json_text, load_task, require_holder, task_not_found
 from taskcore.queue.requests import CheckpointWriteIn, PruneIn, TaskRef
 from taskcore.queue.tasks import may_read
 from taskcore.queue.transitions import TaskAction, next_status

@@ -1,4 +1,8 @@
-"""What every queue verb shares: the call context, ids, bounded JSON, the one not-found.
+"""What every queue verb shares: call context, ids, bounded JSON, not-found, lease reads.
+
+How a task's lease reads (read-time expiry, the fence, the holder guard) is here because
+every verb module needs it; the lease verbs and the runaway guard are
+:mod:`taskcore.queue.leases`.
 
 A task of another workspace, a task the caller may not read and a task that does not exist
 all produce the *same* error (:func:`task_not_found`): same code, same message, same path.
@@ -21,16 +25,23 @@ import attrs
 from taskcore.actors import Actor, Tier
 from taskcore.codec import dumps
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.queue.transitions import TaskAction, next_status
+from taskcore.queue.types import TaskStatus
 from taskcore.store.queue_api import TaskRecord
 from taskcore.store.storage import Transaction
 
 __all__ = [
     "QueueCall",
+    "cleared_lease",
+    "effective_status",
     "is_admin",
     "json_text",
+    "lease_is_live",
     "load_task",
     "new_id",
     "parse_json_text",
+    "require_fence",
+    "require_holder",
     "task_not_found",
     "write_task",
 ]
@@ -111,3 +122,82 @@ def write_task(call: QueueCall, task: TaskRecord) -> TaskRecord:
             ErrorCode.CONFLICT, "the task changed while this call ran; read it and retry"
         )
     return attrs.evolve(task, version=task.version + 1)
+
+
+def lease_is_live(task: TaskRecord, now_ms: int) -> bool:
+    """Whether the task is ``LEASED`` and its lease has not expired at ``now_ms``."""
+    return (
+        task.status == TaskStatus.LEASED.value
+        and task.lease_expires_at_ms is not None
+        and now_ms < task.lease_expires_at_ms
+    )
+
+
+def effective_status(task: TaskRecord, now_ms: int) -> TaskStatus:
+    """The status as observed at ``now_ms``: an expired lease reads as ``QUEUED``."""
+    status = TaskStatus(task.status)
+    if status is TaskStatus.LEASED and not lease_is_live(task, now_ms):
+        return TaskStatus.QUEUED
+    return status
+
+
+def require_fence(task: TaskRecord, fence: int | None) -> None:
+    """Refuse a presented fence that is not the task's current one (``STALE_FENCE``)."""
+    if fence is not None and fence != task.fence:
+        raise TaskError(
+            ErrorCode.STALE_FENCE,
+            f"fence {fence} is stale; the task was claimed again (fence {task.fence}). "
+            "Stop working on it",
+            path="$.fence",
+            details={"currentFence": task.fence},
+        )
+
+
+def require_holder(
+    task: TaskRecord, actor: Actor, now_ms: int, fence: int | None, action: TaskAction
+) -> TaskStatus:
+    """Check the fence, the status and that ``actor`` holds a live lease; return the status.
+
+    Order: ``STALE_FENCE``, then ``ILLEGAL_TRANSITION`` for a task whose status does not allow
+    ``action`` at all (terminal), then ``LEASE_NOT_HELD`` (no live lease, or another owner's).
+    """
+    require_fence(task, fence)
+    status = effective_status(task, now_ms)
+    if status.terminal:
+        next_status(status, action)
+    if status is TaskStatus.ESCALATED:
+        raise TaskError(
+            ErrorCode.LEASE_NOT_HELD,
+            f"the task is ESCALATED and holds no lease; it waits on approval gate "
+            f"{task.escalation_gate_id}",
+        )
+    if task.lease_owner != actor.token_id:
+        raise TaskError(
+            ErrorCode.LEASE_NOT_HELD,
+            "this caller does not hold the task's lease; claim a task first",
+        )
+    if status is not TaskStatus.LEASED:
+        raise TaskError(
+            ErrorCode.LEASE_NOT_HELD,
+            f"the lease expired at {task.lease_expires_at_ms}; claim the task again",
+            details={"expiredAtMs": task.lease_expires_at_ms},
+        )
+    return status
+
+
+def cleared_lease(task: TaskRecord, status: TaskStatus, now_ms: int) -> TaskRecord:
+    """The task in ``status`` with no lease (owner, expiry, heartbeat, first lease cleared).
+
+    ``finished_at_ms`` is set exactly when ``status`` is terminal.
+    """
+    return attrs.evolve(
+        task,
+        status=status.value,
+        lease_owner=None,
+        lease_expires_at_ms=None,
+        heartbeat_at_ms=None,
+        lease_extensions=0,
+        first_leased_at_ms=None,
+        finished_at_ms=now_ms if status.terminal else None,
+        updated_at_ms=now_ms,
+    )

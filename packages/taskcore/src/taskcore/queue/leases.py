@@ -1,17 +1,28 @@
-"""Leases: read-time expiry, the fence, the holder guard, and the runaway guard.
+"""Leases: the lease verbs (claim, claimNext, checkpoint, release, escalate) and the lease's life.
 
 * A lease is owned by a token identity and lives until ``lease_expires_at_ms`` (exclusive).
-  Expiry is observed when a task is read: a ``LEASED`` task whose lease ran out has the
-  *effective* status ``QUEUED``, is claimable by anyone it admits, and its old holder can no
-  longer checkpoint, release or escalate it.
+  Expiry is observed when a task is read (:func:`taskcore.queue.common.effective_status`): a
+  ``LEASED`` task whose lease ran out has the *effective* status ``QUEUED``, is claimable by
+  anyone it admits, and its old holder can no longer checkpoint, release or escalate it.
 * Every claim increments the task's ``fence`` and hands it to the worker. A call that presents
   a fence other than the current one is refused with ``STALE_FENCE`` before anything else is
-  looked at, so a paused worker can never write over its successor, even when both run under
-  the same token.
+  looked at (:func:`taskcore.queue.common.require_holder`), so a paused worker can never write
+  over its successor, even when both run under the same token.
 * The runaway guard (the seed's cooperative floor): a non-terminal renewal that would make
   ``lease_extensions`` exceed :data:`~taskcore.limits.MAX_LEASE_EXTENSIONS`, or that comes
   more than :data:`~taskcore.limits.LEASE_WALLCLOCK_CAP_SECONDS` after the first lease, is
   refused and the task is force-requeued (see :func:`runaway_reason`).
+
+Each verb runs inside the caller's one write transaction and either returns its result or
+raises a :class:`~taskcore.errors.TaskError` having written nothing. The one exception is
+the runaway guard: a refused renewal force-requeues the task *and* refuses the call, so
+:func:`checkpoint` returns :class:`Refused` (the effect to keep, the error to answer with); its
+operation hands that to the front door as ``CommitThenRefuse``, which commits the requeue with
+the call's audit event and then raises the error.
+
+Claims are single-winner compare-and-set transitions (:func:`taskcore.queue.common.write_task`
+on the row version, inside ``BEGIN IMMEDIATE``): two claimers never both win a task, and
+concurrent ``claimNext`` callers each take a different one.
 
 >>> from taskcore.store.queue_api import TaskRecord
 >>> t = TaskRecord(task_id="at_1", workspace="w", verb="agent.run", payload_json=None,
@@ -19,93 +30,53 @@
 ...     run_id=None, matter_id=None, matter_step_id=None, created_by="tok", created_at_ms=0,
 ...     updated_at_ms=0, lease_owner="tok", lease_expires_at_ms=1000, first_leased_at_ms=0,
 ...     heartbeat_at_ms=0, fence=1)
->>> effective_status(t, 999), effective_status(t, 1000)
-(<TaskStatus.LEASED: 'LEASED'>, <TaskStatus.QUEUED: 'QUEUED'>)
+>>> from taskcore.actors import Tier
+>>> holder = Actor(token_id="tok2", workspace="w", tier=Tier.AGENT, autonomy=1)
+>>> lease_length(t, 30_000), granted_lease(t, holder, 5, 100).fence
+(1000, 2)
 """
 
 from __future__ import annotations
 
 import attrs
 
-from taskcore.actors import Actor
+from taskcore.actors import MAX_AUTONOMY, Actor
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import LEASE_WALLCLOCK_CAP_SECONDS, MAX_LEASE_EXTENSIONS
+from taskcore.limits import (
+    LEASE_WALLCLOCK_CAP_SECONDS,
+    MAX_LEASE_EXTENSIONS,
+    QUEUE_PAYLOAD_MAX_BYTES,
+)
+from taskcore.queue.approval import GRANT_VERB, input_hash, mint_gate, open_grant, void_open_gate
+from taskcore.queue.common import (
+    QueueCall,
+    cleared_lease,
+    effective_status,
+    is_admin,
+    json_text,
+    load_task,
+    require_fence,
+    require_holder,
+    write_task,
+)
+from taskcore.queue.requests import CheckpointIn, ClaimIn, ClaimNextIn, EscalateIn, ReleaseIn
 from taskcore.queue.transitions import TaskAction, next_status
-from taskcore.queue.types import TaskStatus
+from taskcore.queue.types import ClaimResult, EscalateResult, LeaseHandle, TaskStatus, TaskView
+from taskcore.queue.views import gate_view, phase_view, task_view
 from taskcore.store.queue_api import TaskRecord
 
 __all__ = [
-    "cleared_lease",
-    "effective_status",
+    "Refused",
+    "checkpoint",
+    "claim",
+    "claim_next",
+    "escalate",
     "granted_lease",
-    "lease_is_live",
     "lease_length",
+    "release",
     "renewed_lease",
-    "require_fence",
-    "require_holder",
     "runaway_reason",
 ]
-
-
-def lease_is_live(task: TaskRecord, now_ms: int) -> bool:
-    """Whether the task is ``LEASED`` and its lease has not expired at ``now_ms``."""
-    return (
-        task.status == TaskStatus.LEASED.value
-        and task.lease_expires_at_ms is not None
-        and now_ms < task.lease_expires_at_ms
-    )
-
-
-def effective_status(task: TaskRecord, now_ms: int) -> TaskStatus:
-    """The status as observed at ``now_ms``: an expired lease reads as ``QUEUED``."""
-    status = TaskStatus(task.status)
-    if status is TaskStatus.LEASED and not lease_is_live(task, now_ms):
-        return TaskStatus.QUEUED
-    return status
-
-
-def require_fence(task: TaskRecord, fence: int | None) -> None:
-    """Refuse a presented fence that is not the task's current one (``STALE_FENCE``)."""
-    if fence is not None and fence != task.fence:
-        raise TaskError(
-            ErrorCode.STALE_FENCE,
-            f"fence {fence} is stale; the task was claimed again (fence {task.fence}). "
-            "Stop working on it",
-            path="$.fence",
-            details={"currentFence": task.fence},
-        )
-
-
-def require_holder(
-    task: TaskRecord, actor: Actor, now_ms: int, fence: int | None, action: TaskAction
-) -> TaskStatus:
-    """Check the fence, the status and that ``actor`` holds a live lease; return the status.
-
-    Order: ``STALE_FENCE``, then ``ILLEGAL_TRANSITION`` for a task whose status does not allow
-    ``action`` at all (terminal), then ``LEASE_NOT_HELD`` (no live lease, or another owner's).
-    """
-    require_fence(task, fence)
-    status = effective_status(task, now_ms)
-    if status.terminal:
-        next_status(status, action)
-    if status is TaskStatus.ESCALATED:
-        raise TaskError(
-            ErrorCode.LEASE_NOT_HELD,
-            f"the task is ESCALATED and holds no lease; it waits on approval gate "
-            f"{task.escalation_gate_id}",
-        )
-    if task.lease_owner != actor.token_id:
-        raise TaskError(
-            ErrorCode.LEASE_NOT_HELD,
-            "this caller does not hold the task's lease; claim a task first",
-        )
-    if status is not TaskStatus.LEASED:
-        raise TaskError(
-            ErrorCode.LEASE_NOT_HELD,
-            f"the lease expired at {task.lease_expires_at_ms}; claim the task again",
-            details={"expiredAtMs": task.lease_expires_at_ms},
-        )
-    return status
 
 
 def granted_lease(task: TaskRecord, actor: Actor, now_ms: int, lease_ms: int) -> TaskRecord:
@@ -145,24 +116,6 @@ def renewed_lease(task: TaskRecord, now_ms: int, default_ms: int) -> TaskRecord:
     )
 
 
-def cleared_lease(task: TaskRecord, status: TaskStatus, now_ms: int) -> TaskRecord:
-    """The task in ``status`` with no lease (owner, expiry, heartbeat, first lease cleared).
-
-    ``finished_at_ms`` is set exactly when ``status`` is terminal.
-    """
-    return attrs.evolve(
-        task,
-        status=status.value,
-        lease_owner=None,
-        lease_expires_at_ms=None,
-        heartbeat_at_ms=None,
-        lease_extensions=0,
-        first_leased_at_ms=None,
-        finished_at_ms=now_ms if status.terminal else None,
-        updated_at_ms=now_ms,
-    )
-
-
 def runaway_reason(task: TaskRecord, now_ms: int) -> str | None:
     """Why a non-terminal renewal of ``task`` at ``now_ms`` trips the runaway guard, or ``None``.
 
@@ -187,3 +140,189 @@ def runaway_reason(task: TaskRecord, now_ms: int) -> str | None:
             f"(the cap is {LEASE_WALLCLOCK_CAP_SECONDS} s)"
         )
     return None
+
+
+@attrs.frozen
+class Refused:
+    """The call changed state that must be kept, and must still be refused with ``error``."""
+
+    error: TaskError
+
+
+def _take(call: QueueCall, task: TaskRecord, lease_ms: int | None) -> ClaimResult:
+    length = call.lease_length(lease_ms)
+    claimed = write_task(call, granted_lease(task, call.actor, call.now_ms, length))
+    grant = open_grant(call, claimed)
+    phase = call.tx.queue.latest_phase(call.workspace, claimed.task_id)
+    assert claimed.lease_owner is not None
+    assert claimed.lease_expires_at_ms is not None
+    return ClaimResult(
+        claimed=True,
+        task=task_view(claimed, call.now_ms),
+        lease=LeaseHandle(
+            task_id=claimed.task_id,
+            owner=claimed.lease_owner,
+            fence=claimed.fence,
+            expires_at_ms=claimed.lease_expires_at_ms,
+            grant=grant,
+        ),
+        resume=None if phase is None else phase_view(phase),
+    )
+
+
+def claim(call: QueueCall, request: ClaimIn) -> ClaimResult:
+    """Lease one named task.
+
+    Refusals: ``NOT_FOUND`` (missing or another workspace's), ``CONFLICT`` (someone holds a
+    live lease), ``ILLEGAL_TRANSITION`` (escalated or terminal), ``AUTONOMY_EXCEEDED`` (the
+    caller's autonomy is above the task's ceiling).
+    """
+    task = load_task(call, request.task_id)
+    status = effective_status(task, call.now_ms)
+    if status is TaskStatus.LEASED:
+        whose = "this caller" if task.lease_owner == call.actor.token_id else "another worker"
+        raise TaskError(
+            ErrorCode.CONFLICT,
+            f"the task is leased by {whose} until {task.lease_expires_at_ms}; claim another task",
+            details={"leaseExpiresAtMs": task.lease_expires_at_ms},
+        )
+    next_status(status, TaskAction.CLAIM)
+    if call.actor.autonomy > task.autonomy_ceiling:
+        raise TaskError(
+            ErrorCode.AUTONOMY_EXCEEDED,
+            f"the task admits autonomy up to {task.autonomy_ceiling}; this token has "
+            f"{call.actor.autonomy}",
+        )
+    return _take(call, task, request.lease_ms)
+
+
+def claim_next(call: QueueCall, request: ClaimNextIn) -> ClaimResult:
+    """Lease the best task the caller is allowed to run, or answer ``{"claimed": false}``.
+
+    Best: highest priority, then oldest; among ``QUEUED`` tasks and tasks whose lease expired,
+    whose autonomy ceiling admits the caller, optionally of one carrier verb.
+    """
+    task = call.tx.queue.best_claimable(
+        call.workspace,
+        max_autonomy=MAX_AUTONOMY,
+        autonomy=call.actor.autonomy,
+        verb=request.verb,
+        now_ms=call.now_ms,
+    )
+    if task is None:
+        return ClaimResult(claimed=False)
+    return _take(call, task, request.lease_ms)
+
+
+def checkpoint(call: QueueCall, request: CheckpointIn) -> TaskView | Refused:
+    """Renew the lease (optionally persisting state), or end it with ``DONE`` or ``FAILED``.
+
+    Only the holder of a live lease may checkpoint (and, with ``fence``, only the holder of
+    the current claim). A non-terminal renewal that trips the runaway guard returns
+    :class:`Refused` with ``LEASE_RUNAWAY`` after force-requeueing the task.
+    """
+    state = None
+    if request.checkpoint is not None:
+        state = json_text(
+            request.checkpoint, max_bytes=QUEUE_PAYLOAD_MAX_BYTES, path="$.checkpoint"
+        )
+    action = {
+        None: TaskAction.RENEW,
+        "DONE": TaskAction.COMPLETE,
+        "FAILED": TaskAction.FAIL,
+    }[request.status]
+    task = load_task(call, request.task_id)
+    status = require_holder(task, call.actor, call.now_ms, request.fence, action)
+    kept_state = task.checkpoint_json if state is None else state
+    last_error = task.last_error if request.last_error is None else request.last_error
+    if action is not TaskAction.RENEW:
+        target = next_status(status, action)
+        done = attrs.evolve(
+            cleared_lease(task, target, call.now_ms),
+            checkpoint_json=kept_state,
+            last_error=last_error,
+        )
+        return task_view(write_task(call, done), call.now_ms)
+    reason = runaway_reason(task, call.now_ms)
+    if reason is not None:
+        requeued = cleared_lease(task, next_status(status, TaskAction.RUNAWAY), call.now_ms)
+        write_task(call, requeued)
+        return Refused(
+            TaskError(
+                ErrorCode.LEASE_RUNAWAY,
+                f"{reason}; the renewal was refused and the task was requeued to resume from "
+                "its last checkpoint",
+                details={"taskId": task.task_id},
+            )
+        )
+    next_status(status, TaskAction.RENEW)
+    renewed = attrs.evolve(
+        renewed_lease(task, call.now_ms, call.lease_ms),
+        checkpoint_json=kept_state,
+        last_error=last_error,
+    )
+    return task_view(write_task(call, renewed), call.now_ms)
+
+
+def release(call: QueueCall, request: ReleaseIn) -> TaskView:
+    """Give a live lease back: the task is ``QUEUED`` again, its checkpoint intact."""
+    task = load_task(call, request.task_id)
+    status = require_holder(task, call.actor, call.now_ms, request.fence, TaskAction.RELEASE)
+    target = next_status(status, TaskAction.RELEASE)
+    return task_view(write_task(call, cleared_lease(task, target, call.now_ms)), call.now_ms)
+
+
+def _escalated_hash(request: EscalateIn) -> str | None:
+    if request.target_verb == GRANT_VERB:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE, "a grant cannot admit another grant", path="$.targetVerb"
+        )
+    if request.target_input is None:
+        return request.input_hash
+    try:
+        computed = input_hash(request.target_input)
+    except TaskError as err:
+        raise err.at("$.targetInput") from None
+    if request.input_hash is not None and request.input_hash != computed:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            f"inputHash is not the hash of targetInput ({computed}); send one or the other",
+            path="$.inputHash",
+        )
+    return computed
+
+
+def escalate(call: QueueCall, request: EscalateIn) -> EscalateResult:
+    """Park the task in ``ESCALATED`` behind a new one-shot approval gate.
+
+    A ``LEASED`` task may be escalated by its lease holder (the lease ends); a ``QUEUED`` task
+    by its creator or an admin. Escalated and terminal tasks refuse. ``targetInput`` (ours) is
+    the input of the call to approve: the gate keeps only its
+    :func:`~taskcore.queue.approval.input_hash`, so a caller need not compute the hash.
+    """
+    task = load_task(call, request.task_id)
+    require_fence(task, request.fence)
+    status = effective_status(task, call.now_ms)
+    if status is TaskStatus.LEASED or task.lease_owner == call.actor.token_id:
+        status = require_holder(task, call.actor, call.now_ms, request.fence, TaskAction.ESCALATE)
+    elif status is TaskStatus.QUEUED and not (
+        is_admin(call.actor) or task.created_by == call.actor.token_id
+    ):
+        raise TaskError(
+            ErrorCode.LEASE_NOT_HELD,
+            "only the lease holder, the task's creator or an admin may escalate it",
+        )
+    target = next_status(status, TaskAction.ESCALATE)
+    void_open_gate(call, task)
+    gate = mint_gate(
+        call,
+        task,
+        target_verb=request.target_verb,
+        input_hash=_escalated_hash(request),
+        reason=request.reason,
+    )
+    escalated = attrs.evolve(
+        cleared_lease(task, target, call.now_ms), escalation_gate_id=gate.gate_id
+    )
+    stored = write_task(call, escalated)
+    return EscalateResult(task=task_view(stored, call.now_ms), gate=gate_view(gate))

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 
 from taskcore.actors import RiskClass, Tier
 from taskcore.limits import CHECKPOINT_WRITE_BODY_MAX_BYTES, LEASE_DEFAULT_MS, LEASE_MAX_MS
-from taskcore.queue import approval, checkpoints, ext, leasing, matters, tasks, verb_registry
+from taskcore.queue import approval, checkpoints, ext, leases, matters, tasks, verb_registry
 from taskcore.queue.common import QueueCall
 from taskcore.queue.requests import (
     CheckpointIn,
@@ -126,8 +126,8 @@ def _in_tx(fn: Callable[[QueueCall, Any], R]) -> Callable[[CallContext, Any], R]
 
 
 def _checkpoint_handler(ctx: CallContext, request: CheckpointIn) -> TaskView | CommitThenRefuse:
-    outcome = leasing.checkpoint(_call(ctx, ctx.transaction()), request)
-    if isinstance(outcome, leasing.Refused):
+    outcome = leases.checkpoint(_call(ctx, ctx.transaction()), request)
+    if isinstance(outcome, leases.Refused):
         return CommitThenRefuse(outcome.error)
     return outcome
 
@@ -140,7 +140,7 @@ def _apply_grant_handler(ctx: CallContext, request: GateApplyIn) -> GrantApplied
 
 
 def _claim_next_handler(ctx: CallContext, request: ClaimNextIn) -> ClaimResult | dict[str, bool]:
-    result = leasing.claim_next(_call(ctx, ctx.transaction()), request)
+    result = leases.claim_next(_call(ctx, ctx.transaction()), request)
     return result if result.claimed else {"claimed": False}
 
 
@@ -236,7 +236,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             WRITE,
             idempotent=False,
             mcp=True,
-            handler=_in_tx(leasing.claim),
+            handler=_in_tx(leases.claim),
             description="Single winner: a live lease is CONFLICT, an escalated or terminal task "
             "ILLEGAL_TRANSITION, a ceiling below the caller's autonomy AUTONOMY_EXCEEDED. The "
             "lease handle carries a fence that grows with every claim.",
@@ -278,7 +278,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             WRITE,
             idempotent=False,
             mcp=True,
-            handler=_in_tx(leasing.release),
+            handler=_in_tx(leases.release),
             description=_FENCE_NOTE.strip(),
         ),
         _spec(
@@ -314,7 +314,7 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             WRITE,
             idempotent=False,
             mcp=True,
-            handler=_in_tx(leasing.escalate),
+            handler=_in_tx(leases.escalate),
             description="The lease holder (or, for a QUEUED task, its creator or an admin) asks "
             "an admin to approve {targetVerb, inputHash}; send targetInput (the call's input) "
             "instead of inputHash to have it hashed here. Once approved, agenttask.gate.apply "

@@ -16,15 +16,17 @@ from taskcore.limits import MAX_AGENT_TASK_DEPTH, QUEUE_LIST_DEFAULT, QUEUE_PAYL
 from taskcore.queue.approval import void_open_gate
 from taskcore.queue.common import (
     QueueCall,
+    cleared_lease,
+    effective_status,
     is_admin,
     json_text,
+    lease_is_live,
     load_task,
     new_id,
     parse_json_text,
     task_not_found,
     write_task,
 )
-from taskcore.queue.leases import cleared_lease, effective_status, lease_is_live
 from taskcore.queue.matters import descriptor_tokens, require_readable_matter, tokens
 from taskcore.queue.requests import CreateIn, FeedIn, ListIn, ReorderIn, TaskRef
 from taskcore.queue.transitions import TaskAction, next_status

@@ -8,7 +8,7 @@ Conflict) and the caller has written nothing yet. Terminal statuses have no entr
 never a silent no-op.
 
 The verbs apply the table to the task's *effective* status (a ``LEASED`` task whose lease
-expired reads as ``QUEUED``; see :mod:`taskcore.queue.leases`).
+expired reads as ``QUEUED``; see :func:`taskcore.queue.common.effective_status`).
 
 >>> next_status(TaskStatus.QUEUED, TaskAction.CLAIM)
 <TaskStatus.LEASED: 'LEASED'>

@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from taskcore.queue.common import parse_json_text
-from taskcore.queue.leases import effective_status, lease_is_live
+from taskcore.queue.common import effective_status, lease_is_live, parse_json_text
 from taskcore.queue.types import (
     ApprovalGateView,
     ExtView,

@@ -77,7 +77,7 @@ COMPONENT = Component(
             """,
         ),
         # The verdict the session's stored state (and its subagents') gives, written with
-        # that state: the Stop hook's fast path (taskcore.gate.quickhook) answers from it
+        # that state: the Stop hook's fast path (taskcore.donegate.quickhook) answers from it
         # when the transcript has nothing new, without loading the ladder.
         Migration(
             2,

@@ -1,0 +1,225 @@
+"""The done gate's Stop hook, fast path: the answer from the index alone, or ``None``.
+
+Most of a hook's time is interpreter start-up and imports (attrs alone costs more than
+``python -c pass``). This module loads only the standard library, apsw and three small gate
+modules (:mod:`~taskcore.donegate.light`, :mod:`~taskcore.donegate.budget`,
+:mod:`~taskcore.donegate.receipt`), and answers when the local index already holds everything
+the answer needs:
+
+* the command line is one of the plain forms ``--harness H [--subagent] [--deadline-ms N]
+  [--index PATH]`` (read by :mod:`taskcli.gate_stop`, which calls :func:`answer`);
+* the payload is a ``Stop`` with a ``transcript_path`` (or a ``SubagentStop`` without
+  ``--subagent``, which is silent);
+* the index exists at the schema this code knows, and has read the transcript to its end
+  (same size, nothing after the last newline, same first line, same harness), and, for a
+  Claude Code main session, every subagent file beside it too: then
+  :meth:`taskcore.donegate.index.GateIndex.refresh` would read nothing and write nothing;
+* the index holds the verdict of the session's stored state (written with that state; see
+  ``gate_verdict`` in :mod:`taskcore.store.sqlite_gate`), and ``last_assistant_message``
+  cannot change it (it only matters below rung 2, where the fast path steps aside).
+
+Then the answer is the full hook's: the receipt from that verdict and the repository's
+history, the budget spent in one ``BEGIN IMMEDIATE`` transaction (``synchronous=FULL``), the
+same output bytes. In every other case, and on any error before the budget is written, the
+payload bytes go to the full hook (:func:`taskcore.donegate.hook.respond`), which answers as
+it always has. :mod:`taskcli.gate_stop` holds the deadline for both (``SIGALRM`` on the fast
+path, a worker thread on the full one).
+
+tests/taskcore/donegate/test_quickhook.py runs both paths over the same indexes and payloads and
+compares their output and the budget they leave.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import types
+
+import apsw
+
+from taskcore.donegate.budget import decide
+from taskcore.donegate.light import (
+    CLAUDE_CODE,
+    CODEX,
+    DSH,
+    env_locations,
+    harness_of_real,
+    head_digest,
+    hook_output,
+    repository_of,
+)
+from taskcore.donegate.receipt import RepoHistory, render
+from taskcore.limits import GATE_INDEX_BUSY_MS, GATE_STDIN_MAX_BYTES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+__all__ = ["INDEX_SCHEMA_VERSION", "answer"]
+
+INDEX_SCHEMA_VERSION = 2
+"""The gate index schema this module reads (``schema_versions`` row ``gate_index``)."""
+
+
+def _text(data: dict[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _current(conn: apsw.Connection, path: str, harness: str) -> str | None:
+    """The session key of ``path`` when the index has read all of it, else ``None``."""
+    real = os.path.realpath(path)
+    if real.endswith(".zstd"):
+        return None
+    st = os.stat(real)
+    row = conn.execute(
+        "SELECT harness, session_key, byte_offset, size, head FROM gate_file WHERE path = ?",
+        (real,),
+    ).fetchone()
+    if row is None:
+        return None
+    rec_harness, key, offset, size, head = row
+    if rec_harness != harness or not offset == size == st.st_size:
+        return None
+    if offset != 0 and head != head_digest(real):
+        return None
+    return str(key)
+
+
+def _subagents_current(conn: apsw.Connection, real: str) -> bool:
+    """Whether every subagent transcript of a Claude Code main session is fully indexed."""
+    name = os.path.basename(real)
+    dot = name.rfind(".")
+    stem = name[:dot] if 0 < dot < len(name) - 1 else name  # pathlib's stem
+    folder = os.path.join(os.path.dirname(real), stem, "subagents")
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return True  # the full hook finds none either
+    for name in names:
+        path = os.path.join(folder, name)
+        if (
+            name.endswith(".jsonl")
+            and os.path.isfile(path)
+            and _current(conn, path, CLAUDE_CODE) is None
+        ):
+            return False
+    return True
+
+
+def answer(
+    harness: str, raw: bytes, *, subagent: bool = False, index_path: str | None = None
+) -> str | None:
+    """The hook's stdout text from the index alone, or ``None`` when the full hook must run.
+
+    Raises nothing: an error before the budget is written gives ``None``.
+    """
+    try:
+        if len(raw) > GATE_STDIN_MAX_BYTES:
+            return None
+        data = json.loads(raw)
+        if not isinstance(data, dict):
+            return None
+        event = _text(data, "hook_event_name") or "Stop"
+        if event == "SubagentStop" and not subagent:
+            return ""
+        transcript = _text(data, "transcript_path")
+        if event != "Stop" or transcript is None:
+            return None
+        path = os.path.expanduser(transcript)
+        index, claude_root, codex_root, dsh_root = env_locations(index_path)
+        if not os.path.isfile(path) or os.path.islink(index) or not os.path.isfile(index):
+            return None
+        roots = [(CLAUDE_CODE, claude_root), (CODEX, codex_root)]
+        if dsh_root is not None:
+            roots.append((DSH, dsh_root))
+        conn = apsw.Connection(index, flags=apsw.SQLITE_OPEN_READWRITE)
+    except Exception:
+        return None
+    try:
+        return _answer(conn, harness, data, event, path, roots)
+    finally:
+        conn.close()
+
+
+def _answer(
+    conn: apsw.Connection,
+    harness: str,
+    data: dict[str, Any],
+    event: str,
+    path: str,
+    roots: Sequence[tuple[str, str]],
+) -> str | None:
+    try:
+        conn.set_busy_timeout(GATE_INDEX_BUSY_MS)
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("BEGIN")
+        try:
+            version = conn.execute(
+                "SELECT version FROM schema_versions WHERE component = 'gate_index'"
+            ).fetchone()
+            if version is None or version[0] != INDEX_SCHEMA_VERSION:
+                return None
+            real = os.path.realpath(path)
+            key = _current(conn, real, harness_of_real(real, roots))
+            if key is None:
+                return None
+            session = conn.execute(
+                "SELECT harness, subagent, cwd, prompts FROM gate_session WHERE session_key = ?",
+                (key,),
+            ).fetchone()
+            stored = conn.execute(
+                "SELECT verdict FROM gate_verdict WHERE session_key = ?", (key,)
+            ).fetchone()
+            if session is None or stored is None:
+                return None
+            session_harness, is_subagent, cwd, prompts = session
+            if (
+                session_harness == CLAUDE_CODE
+                and not is_subagent
+                and not _subagents_current(conn, real)
+            ):
+                return None
+            verdict = types.SimpleNamespace(**json.loads(stored[0]))
+            last_message = _text(data, "last_assistant_message")
+            if verdict.rung in (0, 1) and last_message is not None and last_message.strip():
+                return None  # the message may claim completion: the ladder decides
+            repository = repository_of(cwd)
+            n, reached = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(rung >= 3), 0) FROM gate_session "
+                "WHERE repository = ? AND session_key != ? AND rung >= 1",
+                (repository, key),
+            ).fetchone() or (0, 0)
+            receipt = render(verdict, RepoHistory(n=int(n), reached=int(reached)))  # type: ignore[arg-type]
+        finally:
+            conn.execute("COMMIT")
+        prompt_key = f"p{prompts}"
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            row = conn.execute(
+                "SELECT used, receipt_shown FROM gate_budget "
+                "WHERE session_key = ? AND prompt_key = ?",
+                (key, prompt_key),
+            ).fetchone()
+            used, shown = (0, False) if row is None else (int(row[0]), bool(row[1]))
+            decision = decide(
+                below_line=bool(verdict.below_line),
+                used=used,
+                shown=shown,
+                stop_hook_active=data.get("stop_hook_active") is True,
+            )
+            if (decision.used, decision.shown) != (used, shown):
+                conn.execute(
+                    "INSERT OR REPLACE INTO gate_budget(session_key, prompt_key, used, "
+                    "receipt_shown, updated_at_ms) VALUES (?, ?, ?, ?, ?)",
+                    (key, prompt_key, decision.used, int(decision.shown), time.time_ns() // 10**6),
+                )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+    except Exception:
+        return None
+    return hook_output(harness, event, decision.action, receipt)
