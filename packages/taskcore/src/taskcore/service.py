@@ -562,7 +562,6 @@ class Service:
         self.clock: Clock = clock or SystemClock()
         self.registry = registry if registry is not None else default_registry()
         self.codec = Codec()
-        self._write_lock = threading.Lock()
         self.observers: list[Callable[[CallObserved], None]] = []
         """Called once per call after it is audited (metrics); must not raise or block."""
         limits = config.rate_limits
@@ -625,14 +624,12 @@ class Service:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Transaction]:
-        """A write transaction, queued behind this process's other writers.
+        """A write transaction; concurrent writers of this process share commits.
 
-        SQLite admits one writer at a time; threads of one process that all try ``BEGIN
-        IMMEDIATE`` at once would wait in SQLite's sleeping busy handler and wake late. They
-        wait on a lock here instead and go in turn (other processes still meet the busy
-        timeout). ``TxMode.OWN`` handlers should open their writes here too.
+        The SQLite storage queues them and groups them (:mod:`taskcore.store.groupcommit`).
+        ``TxMode.OWN`` handlers should open their writes here too.
         """
-        with self._write_lock, self.storage.write() as tx:
+        with self.storage.write() as tx:
             yield tx
 
     def ping(self) -> None:

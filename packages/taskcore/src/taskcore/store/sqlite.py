@@ -251,6 +251,18 @@ class SqliteDatabase:
                 self._all.append(conn)
         return conn
 
+    def open_connection(self) -> apsw.Connection:
+        """A new connection of this database's own (not the thread's), closed by :meth:`close`.
+
+        The group-commit writer (:mod:`taskcore.store.groupcommit`) holds one for every thread.
+        """
+        if self.readonly:
+            raise TaskError(ErrorCode.INTERNAL, "this database was opened read-only")
+        conn = self._open()
+        with self._all_lock:
+            self._all.append(conn)
+        return conn
+
     def close(self) -> None:
         """Close every connection this object opened (in any thread)."""
         with self._all_lock:
@@ -336,6 +348,11 @@ class SqliteDatabase:
         return int(apsw.SQLITE_OK)
 
     @staticmethod
+    def rollback(conn: apsw.Connection) -> None:
+        """Roll back ``conn``'s transaction, if any; never raises (the last-resort path)."""
+        SqliteDatabase._rollback(conn)
+
+    @staticmethod
     def _rollback(conn: apsw.Connection) -> None:
         # The last-resort path: a rollback that fails (the file vanished, the disk is gone)
         # must not replace the error being reported. SQLite may already have rolled back.
@@ -356,6 +373,10 @@ class SqliteDatabase:
         """
         with contextlib.suppress(apsw.Error):
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    def typed_error(self, conn: apsw.Connection, exc: apsw.Error) -> TaskError | None:
+        """The typed error of ``exc`` (:func:`storage_error`), relieving a full file system."""
+        return self._typed(conn, exc)
 
     def _typed(self, conn: apsw.Connection, exc: apsw.Error) -> TaskError | None:
         err = storage_error(exc, self.path)

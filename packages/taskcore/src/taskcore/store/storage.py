@@ -30,6 +30,7 @@ import apsw
 
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.datadir import JOURNAL_NAME, check_new_journal
+from taskcore.store.groupcommit import GroupCommit
 from taskcore.store.sqlite import Component, SqliteDatabase
 
 if TYPE_CHECKING:
@@ -205,10 +206,17 @@ class SqliteTransaction:
 
 
 class SqliteStorage:
-    """The embedded default: ``DATA_DIR/journal.sqlite``."""
+    """The embedded default: ``DATA_DIR/journal.sqlite``.
+
+    Write transactions go through one :class:`~taskcore.store.groupcommit.GroupCommit` per
+    storage: concurrent writers of this process each run in their own savepoint of a shared
+    transaction and share its fsync; each returns once the commit covering it is durable.
+    """
 
     def __init__(self, db: SqliteDatabase, *, set_aside: tuple[Path, ...] = ()) -> None:
         self.db = db
+        self.writer = GroupCommit(db)
+        """The group-commit writer every :meth:`write` goes through."""
         self.set_aside = set_aside
         """Files of an earlier journal moved aside when this one was initialised."""
 
@@ -219,8 +227,12 @@ class SqliteStorage:
 
     @contextmanager
     def write(self) -> Iterator[SqliteTransaction]:
-        """A serialized write transaction (``BEGIN IMMEDIATE``), durable on a clean exit."""
-        with self.db.write() as conn:
+        """A serialized write transaction, durable (fsynced) when the block exits cleanly.
+
+        The block runs in its own savepoint of a ``BEGIN IMMEDIATE`` transaction that other
+        threads' blocks may share (group commit); an exception rolls back this block only.
+        """
+        with self.writer.write() as conn:
             yield SqliteTransaction(conn, writable=True)
 
     @contextmanager
@@ -235,6 +247,7 @@ class SqliteStorage:
 
     def close(self) -> None:
         """Release every connection."""
+        self.writer.close()
         self.db.close()
 
 
