@@ -139,6 +139,20 @@ def test_a_failing_call_rolls_back_only_its_savepoint(db: SqliteDatabase) -> Non
     assert writer.stats() == (1, 3)
 
 
+def test_the_first_call_of_a_batch_failing_leaves_the_others(db: SqliteDatabase) -> None:
+    writer = GroupCommit(db)
+
+    def fails(conn: apsw.Connection) -> None:
+        conn.execute("INSERT INTO note(id, body) VALUES (100, 'half')")
+        raise ValueError("a handler bug")
+
+    run = _Queued(writer, [fails, _insert(1), _insert(2)])
+    run.run()
+    assert set(run.errors) == {0}
+    assert isinstance(run.errors[0], ValueError)
+    assert _committed(db) == [1, 2]
+
+
 def test_a_constraint_error_is_the_callers_alone(db: SqliteDatabase) -> None:
     writer = GroupCommit(db)
     run = _Queued(writer, [_insert(1), _insert(1), _insert(2)])  # the second collides

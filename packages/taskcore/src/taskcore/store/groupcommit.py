@@ -128,20 +128,31 @@ class GroupCommit:
         except BaseException:
             self._release()
             raise
+        # The first call of a batch needs no savepoint: if it fails, the whole transaction
+        # (holding nothing else) is rolled back. Later calls must not undo earlier ones.
+        savepoint = batch.calls > 0
         failure: BaseException | None = None
-        try:
-            conn.execute(f"SAVEPOINT {_SAVEPOINT}")
-        except apsw.Error as exc:
-            failure = exc
+        if savepoint:
+            try:
+                conn.execute(f"SAVEPOINT {_SAVEPOINT}")
+            except apsw.Error as exc:
+                failure = exc
         if failure is None:
             try:
                 yield conn
             except BaseException as exc:  # rolled back below, then raised unchanged or typed
                 failure = exc
-        alive = self._end_call(conn, failure is None)
+        if savepoint:
+            alive = self._end_call(conn, failure is None)
+        elif failure is not None:
+            self._db.rollback(conn)
+            alive = False
+        else:
+            alive = not conn.get_autocommit()
         if failure is None and alive:
             batch.calls += 1
-        if not alive and batch.error is None:
+        if not alive and batch.error is None and (batch.calls or failure is None):
+            # Calls already in the batch (or this one, which succeeded) were lost with it.
             reason = failure if isinstance(failure, apsw.Error) else None
             batch.error = self._typed(conn, reason, "the journal abandoned the transaction")
         self._finish_turn(conn, batch, wait=failure is None)
@@ -190,6 +201,7 @@ class GroupCommit:
             if (
                 batch.error is None
                 and self._waiting > 0
+                and not conn.get_autocommit()
                 and batch.calls < self._max_batch
                 and self._batch is batch
             ):
