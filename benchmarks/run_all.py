@@ -443,17 +443,24 @@ def queue(rounds: int, cycles: int, workers: int) -> list[Row]:
             if message is not None:
                 self.queue.done(message.message_id)
 
+    server = _QueueServer()
+
+    def over_http() -> float:
+        return server.cycles_per_second(workers, max(1, cycles // workers))
+
     try:
         got = interleaved(
             {
                 "ours": rate(ours.cycle),
                 "lite": rate(lite.cycle),
                 "ours8": threaded(SharedService),
+                "http8": over_http,
                 "lite8": threaded(OwnLiteQueue),
             },
             rounds,
         )
     finally:
+        server.close()
         ours.close()
         lite.close()
     return [
@@ -477,7 +484,79 @@ def queue(rounds: int, cycles: int, workers: int) -> list[Row]:
             unit="cycles/s",
             higher_is_better=True,
         ),
+        row(
+            f"queue cycle over HTTP, {workers} clients",
+            got["http8"],
+            f"litequeue FULL, {workers} threads",
+            got["lite8"],
+            ">= 2x (group commit)",
+            2.0,
+            unit="cycles/s",
+            higher_is_better=True,
+        ),
     ]
+
+
+class _QueueServer:
+    """``agent-task``'s HTTP app under uvicorn in a child, driven by lean asyncio clients.
+
+    A cycle is ``POST /v/agenttask.create`` + ``claimNext`` + ``checkpoint(DONE)``, each
+    authenticated, decoded, committed with its audit event and answered after its fsync;
+    ``workers`` clients, one kept-alive connection each, all in one event loop of this
+    process (so the clients cost little CPU beside the server's).
+    """
+
+    def __init__(self) -> None:
+        from taskcore import Tier
+        from taskcore.auth import TokenAdmin
+
+        self.data = Path(tempfile.mkdtemp(prefix="run-all-http8-"))
+        with TokenAdmin(self.data, create=True) as admin:
+            self.token = admin.create(workspace="bench", tier=Tier.MEMBER, autonomy=2).token
+        self.child = subprocess.Popen(
+            [PY, str(ROOT / "benchmarks" / "bench_http.py"), "--serve", str(self.data)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.child.stdout is not None
+        url = self.child.stdout.readline().strip()
+        host, port = url.removeprefix("http://").split(":")
+        self.host, self.port = host, int(port)
+
+    async def _client(self, each: int) -> None:
+        import asyncio
+
+        reader, writer = await asyncio.open_connection(self.host, self.port)
+        create = b'{"verb":"agent.run","payload":{"n":1}}'
+        for _ in range(each):
+            status, _ = await _lean_post(reader, writer, "/v/agenttask.create", create, self.token)
+            assert status == 200
+            status, body = await _lean_post(
+                reader, writer, "/v/agenttask.claimNext", b"{}", self.token
+            )
+            assert status == 200, body
+            lease = json.loads(body)["lease"]
+            done = json.dumps({"taskId": lease["taskId"], "status": "DONE", "fence": lease["fence"]})
+            status, body = await _lean_post(
+                reader, writer, "/v/agenttask.checkpoint", done.encode(), self.token
+            )
+            assert status == 200, body
+        writer.close()
+
+    def cycles_per_second(self, workers: int, each: int) -> float:
+        import asyncio
+
+        async def run() -> float:
+            started = time.perf_counter()
+            await asyncio.gather(*(self._client(each) for _ in range(workers)))
+            return workers * each / (time.perf_counter() - started)
+
+        return asyncio.run(run())
+
+    def close(self) -> None:
+        self.child.terminate()
+        self.child.wait(60)
+        shutil.rmtree(self.data, ignore_errors=True)
 
 
 # -- lean verbs: statements per journal cycle, server CPU per HTTP request -----------------------

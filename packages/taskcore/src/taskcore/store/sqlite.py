@@ -193,6 +193,7 @@ class SqliteDatabase:
         self.readonly = readonly
         self.busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
+        self._space_read_at = 0  # WAL pages when the free space was last read
         self._all: list[apsw.Connection] = []
         self._all_lock = threading.Lock()
         if not self.path.exists():
@@ -337,12 +338,22 @@ class SqliteDatabase:
 
     # -- transactions ---------------------------------------------------------------------
     def _wal_hook(self, conn: apsw.Connection, name: str, pages: int) -> int:
-        """After each commit: checkpoint at 1000 pages, or at once when space runs low."""
-        if pages >= _AUTOCHECKPOINT_PAGES or (
-            pages >= _PRESSURE_PAGES
-            and (free := free_bytes(self.path)) is not None
-            and free < JOURNAL_LOW_SPACE_BYTES
+        """After each commit: checkpoint at 1000 pages, or at once when space runs low.
+
+        The free space is read (one ``statvfs``) each time the WAL has grown by another
+        ``_PRESSURE_PAGES`` pages since the last reading, not after every commit.
+        """
+        if pages >= _AUTOCHECKPOINT_PAGES:
+            checkpoint = True
+        elif pages >= _PRESSURE_PAGES and not (
+            self._space_read_at <= pages < self._space_read_at + _PRESSURE_PAGES
         ):
+            self._space_read_at = pages
+            free = free_bytes(self.path)
+            checkpoint = free is not None and free < JOURNAL_LOW_SPACE_BYTES
+        else:
+            checkpoint = False
+        if checkpoint:
             with contextlib.suppress(apsw.Error):
                 conn.wal_checkpoint(name, apsw.SQLITE_CHECKPOINT_PASSIVE)
         return int(apsw.SQLITE_OK)
