@@ -599,6 +599,49 @@ def journal_statements(cycles: int) -> list[Row]:
     ]
 
 
+def wal_frames(cycles: int) -> list[Row]:
+    """WAL frames (pages) each commit of a single caller's queue cycle writes.
+
+    Read from the WAL hook SQLite calls after every commit with the WAL's frame count (the
+    journal's own hook is wrapped, not replaced: it still checkpoints).
+    """
+    from bench_queue import AgentTask
+    from taskcore.store.sqlite import SqliteDatabase
+
+    frames: list[int] = []
+    last = [0]
+    own = SqliteDatabase._wal_hook
+
+    def counting(self: SqliteDatabase, conn: Any, name: str, pages: int) -> int:
+        frames.append(pages - last[0] if pages > last[0] else pages)
+        last[0] = pages
+        return own(self, conn, name, pages)
+
+    SqliteDatabase._wal_hook = counting  # type: ignore[method-assign]
+    ours = AgentTask()
+    try:
+        for _ in range(10):  # warm-up: the tables' first pages
+            ours.cycle()
+        frames.clear()
+        for _ in range(cycles):
+            ours.cycle()
+    finally:
+        SqliteDatabase._wal_hook = own  # type: ignore[method-assign]
+        ours.close()
+    per = statistics.mean(frames)
+    create, claim, done = (statistics.mean(frames[i::3]) for i in range(3))
+    return [
+        {
+            "figure": f"WAL frames per commit: {per:.1f} (create {create:.0f}, claimNext "
+            f"{claim:.0f}, checkpoint {done:.0f})",
+            "baseline": "queue cycle, 1 caller",
+            "ratio": "-",
+            "goal": "<= 8 (lean verbs)",
+            "meets": "yes" if per <= 8 else "no",
+        }
+    ]
+
+
 def _cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -731,6 +774,7 @@ def main() -> None:
         rows += hooks_and_cli(rounds, with_task_stop=not args.no_task_stop)
     if "queue" in only:
         rows += queue(rounds, 20 if args.quick else 120, 8)
+        rows += wal_frames(20 if args.quick else 100)
         rows += journal_statements(10 if args.quick else 50)
         rows += http_cpu(rounds, 50 if args.quick else 200)
     print(

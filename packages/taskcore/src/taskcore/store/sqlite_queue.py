@@ -183,6 +183,16 @@ COMPONENT = Component(
             ) STRICT;
             """,
         ),
+        Migration(
+            2,
+            # Only matter tasks need an entry: listing a matter's tasks reads it, listing the
+            # tasks outside any matter reads queue_task_workspace. One page fewer per create.
+            """
+            DROP INDEX queue_task_matter;
+            CREATE INDEX queue_task_matter ON queue_task (workspace, matter_id, seq)
+                WHERE matter_id IS NOT NULL;
+            """,
+        ),
     ),
 )
 
