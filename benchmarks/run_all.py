@@ -536,7 +536,9 @@ class _QueueServer:
             )
             assert status == 200, body
             lease = json.loads(body)["lease"]
-            done = json.dumps({"taskId": lease["taskId"], "status": "DONE", "fence": lease["fence"]})
+            done = json.dumps(
+                {"taskId": lease["taskId"], "status": "DONE", "fence": lease["fence"]}
+            )
             status, body = await _lean_post(
                 reader, writer, "/v/agenttask.checkpoint", done.encode(), self.token
             )

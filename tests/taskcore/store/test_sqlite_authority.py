@@ -197,7 +197,7 @@ def test_a_write_in_the_transaction_is_seen_by_the_next_read(storage):
 
 
 def test_a_rolled_back_transaction_leaves_no_memo_behind(storage):
-    with pytest.raises(RuntimeError), storage.write() as tx:
+    def fails(tx) -> None:
         tx.authority.put_profile(
             ProfileRecord(
                 repository_id="r",
@@ -210,6 +210,9 @@ def test_a_rolled_back_transaction_leaves_no_memo_behind(storage):
         )
         assert tx.authority.get_profile("r", "p").target == "never"
         raise RuntimeError("roll back")
+
+    with pytest.raises(RuntimeError):
+        _statements(storage, fails)
     with storage.write() as tx:
         assert tx.authority.get_profile("r", "p").target == "main"
 
@@ -234,10 +237,14 @@ def test_an_immutable_row_of_a_failed_call_is_not_shared(storage):
         plan_digest=other,
         installed_at_ms=0,
     )
-    with pytest.raises(RuntimeError), storage.write() as tx:
+
+    def fails(tx) -> None:
         assert tx.authority.insert_requirement(record) is True
         assert tx.authority.get_requirement("r", other) is not None
         raise RuntimeError("roll back")
+
+    with pytest.raises(RuntimeError):
+        _statements(storage, fails)
     with storage.write() as tx:
         assert tx.authority.get_requirement("r", other) is None
     with storage.read() as tx:
