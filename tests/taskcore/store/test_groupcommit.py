@@ -219,6 +219,32 @@ def test_a_nested_write_on_the_same_thread_is_refused(db: SqliteDatabase) -> Non
     assert _committed(db) == [1]
 
 
+def test_a_writer_waits_for_its_turn_no_longer_than_the_busy_timeout(tmp_path: Path) -> None:
+    database = SqliteDatabase(tmp_path / "n.sqlite", (NOTES,), create=True, busy_timeout_ms=200)
+    writer = GroupCommit(database)
+    errors: list[BaseException] = []
+
+    def second() -> None:
+        try:
+            with writer.write():
+                pass
+        except BaseException as exc:
+            errors.append(exc)
+
+    try:
+        with writer.write() as conn:
+            conn.execute("INSERT INTO note(id, body) VALUES (1, 'x')")
+            other = threading.Thread(target=second)
+            other.start()
+            other.join()  # the holder waits for the other writer: it must give up, not hang
+        assert len(errors) == 1
+        assert isinstance(errors[0], TaskError)
+        assert errors[0].code is ErrorCode.BUSY
+        assert _committed(database) == [1]
+    finally:
+        database.close()
+
+
 def test_a_batch_is_bounded(db: SqliteDatabase) -> None:
     writer = GroupCommit(db, max_batch=3)
     run = _Queued(writer, [_insert(n) for n in range(7)])

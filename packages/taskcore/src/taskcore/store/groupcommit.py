@@ -16,6 +16,10 @@ queued behind each other's fsyncs. :class:`GroupCommit` lets them share one:
   transaction (a full disk, an I/O error), or the ``COMMIT`` fails, every call of the batch
   gets the typed error and none of them was applied.
 
+A call waits for its turn at most ``busy_timeout_ms`` (then ``BUSY``, as a writer waiting for
+SQLite's own lock would be told); once in a batch it waits for the batch's commit however long
+that takes, since its answer depends on it.
+
 A call's reads inside its block see the writes of the calls before it in the same batch; that
 is the order they commit in, so the outcome is the one serial transactions would have had.
 Readers on other connections see a batch only once it has committed.
@@ -35,6 +39,7 @@ Readers on other connections see a batch only once it has committed.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -117,8 +122,15 @@ class GroupCommit:
                 raise TaskError(ErrorCode.INTERNAL, "nested transactions are not supported")
             self._waiting += 1
             try:
+                # As long as a writer would wait for SQLite's lock (``busy_timeout_ms``).
+                deadline = time.monotonic() + self._db.busy_timeout_ms / 1000
                 while self._busy:
-                    self._cond.wait()
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise TaskError(
+                            ErrorCode.BUSY, "the journal is busy; retry the same request shortly"
+                        )
+                    self._cond.wait(left)
             finally:
                 self._waiting -= 1
             self._busy = True
