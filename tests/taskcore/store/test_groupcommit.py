@@ -72,7 +72,8 @@ def _wait_for(predicate: Callable[[], bool]) -> None:
 
 
 class _Queued:
-    """Threads that each run one write; the first holds the connection until all are queued."""
+    """Threads that each run one write, in order; the first holds the connection until all the
+    others are queued behind it, so they all share its batch."""
 
     def __init__(self, writer: GroupCommit, bodies: list[Callable[[apsw.Connection], None]]):
         self.writer = writer
@@ -99,8 +100,9 @@ class _Queued:
     def run(self) -> None:
         self.threads[0].start()
         self.first_in.wait()
-        for t in self.threads[1:]:
-            t.start()
+        for n, t in enumerate(self.threads[1:], start=1):
+            t.start()  # queued one after another: turns go in this order
+            _wait_for(lambda n=n: self.writer.waiting() == n)
         for t in self.threads:
             t.join()
 
@@ -243,6 +245,23 @@ def test_a_writer_waits_for_its_turn_no_longer_than_the_busy_timeout(tmp_path: P
         assert _committed(database) == [1]
     finally:
         database.close()
+
+
+def test_turns_go_in_arrival_order(db: SqliteDatabase) -> None:
+    writer = GroupCommit(db)
+    order: list[int] = []
+
+    def note(n: int) -> Callable[[apsw.Connection], None]:
+        def body(conn: apsw.Connection) -> None:
+            order.append(n)
+            _insert(n)(conn)
+
+        return body
+
+    run = _Queued(writer, [note(n) for n in range(6)])
+    run.run()
+    assert run.errors == {}
+    assert order == list(range(6))
 
 
 def test_a_batch_is_bounded(db: SqliteDatabase) -> None:

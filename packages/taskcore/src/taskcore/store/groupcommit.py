@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -83,7 +84,7 @@ class GroupCommit:
         self._conn: apsw.Connection | None = None
         self._busy = False  # a call or a commit holds the connection
         self._owner: int | None = None  # the thread whose call holds it
-        self._waiting = 0  # calls queued for a turn
+        self._queue: deque[object] = deque()  # calls waiting for a turn, in arrival order
         self._batch: _Batch | None = None  # the open transaction, if any
         self._batches = 0
         self._calls = 0
@@ -96,7 +97,7 @@ class GroupCommit:
     def waiting(self) -> int:
         """How many calls are queued for a turn right now."""
         with self._cond:
-            return self._waiting
+            return len(self._queue)
 
     def stats(self) -> tuple[int, int]:
         """``(commits, calls committed)`` so far: calls per fsync is their ratio."""
@@ -120,19 +121,24 @@ class GroupCommit:
         with self._cond:
             if self._owner == me:
                 raise TaskError(ErrorCode.INTERNAL, "nested transactions are not supported")
-            self._waiting += 1
+            ticket = object()
+            self._queue.append(ticket)  # turns are taken in arrival order
+            took = False
             try:
                 # As long as a writer would wait for SQLite's lock (``busy_timeout_ms``).
                 deadline = time.monotonic() + self._db.busy_timeout_ms / 1000
-                while self._busy:
+                while self._busy or self._queue[0] is not ticket:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         raise TaskError(
                             ErrorCode.BUSY, "the journal is busy; retry the same request shortly"
                         )
                     self._cond.wait(left)
+                took = True
             finally:
-                self._waiting -= 1
+                self._queue.remove(ticket)
+                if not took:
+                    self._cond.notify_all()  # the next in line may be waiting on this one
             self._busy = True
             self._owner = me
         try:
@@ -212,7 +218,7 @@ class GroupCommit:
         with self._cond:
             if (
                 batch.error is None
-                and self._waiting > 0
+                and self._queue
                 and not conn.get_autocommit()
                 and batch.calls < self._max_batch
                 and self._batch is batch
