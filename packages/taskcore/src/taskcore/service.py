@@ -562,6 +562,7 @@ class Service:
         self.clock: Clock = clock or SystemClock()
         self.registry = registry if registry is not None else default_registry()
         self.codec = Codec()
+        self._write_lock = threading.Lock()
         self.observers: list[Callable[[CallObserved], None]] = []
         """Called once per call after it is audited (metrics); must not raise or block."""
         limits = config.rate_limits
@@ -624,12 +625,15 @@ class Service:
 
     @contextlib.contextmanager
     def write(self) -> Iterator[Transaction]:
-        """A write transaction; concurrent writers of this process share commits.
+        """A write transaction, queued behind this process's other writers.
 
-        The SQLite storage queues them and groups them (:mod:`taskcore.store.groupcommit`).
-        ``TxMode.OWN`` handlers should open their writes here too.
+        A storage that queues and groups writers itself (``groups_writers``: the SQLite
+        storage's group commit, :mod:`taskcore.store.groupcommit`) gets them concurrently;
+        any other is entered one writer at a time. ``TxMode.OWN`` handlers should open their
+        writes here too.
         """
-        with self.storage.write() as tx:
+        grouped = getattr(self.storage, "groups_writers", False)
+        with contextlib.nullcontext() if grouped else self._write_lock, self.storage.write() as tx:
             yield tx
 
     def ping(self) -> None:

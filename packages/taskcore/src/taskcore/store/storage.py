@@ -238,6 +238,10 @@ class SqliteStorage:
     transaction and share its fsync; each returns once the commit covering it is durable.
     """
 
+    groups_writers = True
+    """Concurrent :meth:`write` calls are queued and grouped here (``Service.write`` adds no
+    lock of its own)."""
+
     def __init__(self, db: SqliteDatabase, *, set_aside: tuple[Path, ...] = ()) -> None:
         self.db = db
         self.writer = GroupCommit(db)
