@@ -484,3 +484,22 @@ def test_sigkill_during_batches_loses_nothing_acknowledged(tmp_path: Path) -> No
         assert acked > 0
         acked_total += acked
     assert acked_total >= KILLS
+
+
+def test_the_service_adds_a_lock_only_for_a_storage_that_does_not_group(tmp_path: Path) -> None:
+    service = Service.open(tmp_path / "data")
+
+    class OneAtATime:  # a storage without group commit (another backend)
+        def __init__(self, inner) -> None:
+            self.write, self.read = inner.write, inner.read
+            self.ping, self.close = inner.ping, inner.close
+
+    plain = Service(OneAtATime(service.storage), config=service.config)
+    try:
+        with service.write():
+            assert not service._write_lock.locked()  # the group-commit writer queues callers
+        with plain.write():
+            assert plain._write_lock.locked()
+        assert not plain._write_lock.locked()
+    finally:
+        service.close()
