@@ -145,3 +145,107 @@ def test_policy_epochs_move_the_repository_current_epoch(storage):
         repo = tx.authority.get_repository("r")
         assert (repo.policy_epoch, repo.policy_digest) == (2, "f" * 64)
         assert tx.authority.get_policy("r", 1).digest == HEX
+
+
+# -- memoised rows ---------------------------------------------------------------------------
+
+
+def _statements(storage, fn) -> list[str]:
+    """The SQL statements ``fn(tx)`` runs inside one write transaction."""
+    seen: list[str] = []
+    with storage.write() as tx:
+        tx.conn.exec_trace = lambda _c, sql, _b: seen.append(sql) or True
+        try:
+            fn(tx)
+        finally:
+            tx.conn.exec_trace = None
+    return seen
+
+
+def test_rows_read_twice_in_a_transaction_are_read_once(storage):
+    def twice(tx) -> None:
+        for _ in range(2):
+            assert tx.authority.get_repository("r").workspace == "w"
+            assert tx.authority.get_profile("r", "p").target == "main"
+            assert tx.authority.get_repository("nope") is None
+
+    selects = [s for s in _statements(storage, twice) if s.startswith("SELECT")]
+    assert len(selects) == 3
+
+
+def test_a_write_in_the_transaction_is_seen_by_the_next_read(storage):
+    with storage.write() as tx:
+        assert tx.authority.get_profile("r", "p").generation == 1
+        assert tx.authority.latest_subject("r", "p", "c") is None
+        tx.authority.put_profile(
+            ProfileRecord(
+                repository_id="r",
+                profile_id="p",
+                target="next",
+                requirement_digest=HEX,
+                generation=2,
+                registered_at_ms=1,
+            )
+        )
+        seq = tx.authority.insert_subject(_subject(1))
+        assert tx.authority.get_profile("r", "p").generation == 2
+        assert tx.authority.latest_subject("r", "p", "c").subject_seq == seq
+        tx.authority.supersede_subject(seq, 9)
+        assert tx.authority.get_subject(seq).superseded_at_ms == 9
+    with storage.read() as tx:  # a new transaction reads the committed rows again
+        assert tx.authority.get_profile("r", "p").target == "next"
+
+
+def test_a_rolled_back_transaction_leaves_no_memo_behind(storage):
+    def fails(tx) -> None:
+        tx.authority.put_profile(
+            ProfileRecord(
+                repository_id="r",
+                profile_id="p",
+                target="never",
+                requirement_digest=HEX,
+                generation=7,
+                registered_at_ms=1,
+            )
+        )
+        assert tx.authority.get_profile("r", "p").target == "never"
+        raise RuntimeError("roll back")
+
+    with pytest.raises(RuntimeError):
+        _statements(storage, fails)
+    with storage.write() as tx:
+        assert tx.authority.get_profile("r", "p").target == "main"
+
+
+def test_committed_requirements_and_policies_are_read_once_per_storage(storage):
+    def read(tx) -> None:
+        assert tx.authority.get_requirement("r", HEX).requirement_id == "ci"
+        assert tx.authority.get_policy("r", 1).digest == HEX
+
+    first = _statements(storage, read)
+    assert sum(s.startswith("SELECT") for s in first) == 2
+    assert not any(s.startswith("SELECT") for s in _statements(storage, read))
+
+
+def test_an_immutable_row_of_a_failed_call_is_not_shared(storage):
+    other = "a" * 64
+    record = RequirementRecord(
+        repository_id="r",
+        requirement_digest=other,
+        requirement_id="gone",
+        body=b"{}",
+        plan_digest=other,
+        installed_at_ms=0,
+    )
+
+    def fails(tx) -> None:
+        assert tx.authority.insert_requirement(record) is True
+        assert tx.authority.get_requirement("r", other) is not None
+        raise RuntimeError("roll back")
+
+    with pytest.raises(RuntimeError):
+        _statements(storage, fails)
+    with storage.write() as tx:
+        assert tx.authority.get_requirement("r", other) is None
+    with storage.read() as tx:
+        assert tx.authority.get_requirement("r", other) is None

@@ -642,12 +642,13 @@ class Service:
     def write(self) -> Iterator[Transaction]:
         """A write transaction, queued behind this process's other writers.
 
-        SQLite admits one writer at a time; threads of one process that all try ``BEGIN
-        IMMEDIATE`` at once would wait in SQLite's sleeping busy handler and wake late. They
-        wait on a lock here instead and go in turn (other processes still meet the busy
-        timeout). ``TxMode.OWN`` handlers should open their writes here too.
+        A storage that queues and groups writers itself (``groups_writers``: the SQLite
+        storage's group commit, :mod:`taskcore.store.groupcommit`) gets them concurrently;
+        any other is entered one writer at a time. ``TxMode.OWN`` handlers should open their
+        writes here too.
         """
-        with self._write_lock, self.storage.write() as tx:
+        grouped = getattr(self.storage, "groups_writers", False)
+        with contextlib.nullcontext() if grouped else self._write_lock, self.storage.write() as tx:
             yield tx
 
     def ping(self) -> None:

@@ -193,6 +193,7 @@ class SqliteDatabase:
         self.readonly = readonly
         self.busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
+        self._space_read_at = 0  # WAL pages when the free space was last read
         self._all: list[apsw.Connection] = []
         self._all_lock = threading.Lock()
         if not self.path.exists():
@@ -249,6 +250,18 @@ class SqliteDatabase:
             self._local.conn = conn
             with self._all_lock:
                 self._all.append(conn)
+        return conn
+
+    def open_connection(self) -> apsw.Connection:
+        """A new connection of this database's own (not the thread's), closed by :meth:`close`.
+
+        The group-commit writer (:mod:`taskcore.store.groupcommit`) holds one for every thread.
+        """
+        if self.readonly:
+            raise TaskError(ErrorCode.INTERNAL, "this database was opened read-only")
+        conn = self._open()
+        with self._all_lock:
+            self._all.append(conn)
         return conn
 
     def close(self) -> None:
@@ -325,15 +338,30 @@ class SqliteDatabase:
 
     # -- transactions ---------------------------------------------------------------------
     def _wal_hook(self, conn: apsw.Connection, name: str, pages: int) -> int:
-        """After each commit: checkpoint at 1000 pages, or at once when space runs low."""
-        if pages >= _AUTOCHECKPOINT_PAGES or (
-            pages >= _PRESSURE_PAGES
-            and (free := free_bytes(self.path)) is not None
-            and free < JOURNAL_LOW_SPACE_BYTES
+        """After each commit: checkpoint at 1000 pages, or at once when space runs low.
+
+        The free space is read (one ``statvfs``) each time the WAL has grown by another
+        ``_PRESSURE_PAGES`` pages since the last reading, not after every commit.
+        """
+        if pages >= _AUTOCHECKPOINT_PAGES:
+            checkpoint = True
+        elif pages >= _PRESSURE_PAGES and not (
+            self._space_read_at <= pages < self._space_read_at + _PRESSURE_PAGES
         ):
+            self._space_read_at = pages
+            free = free_bytes(self.path)
+            checkpoint = free is not None and free < JOURNAL_LOW_SPACE_BYTES
+        else:
+            checkpoint = False
+        if checkpoint:
             with contextlib.suppress(apsw.Error):
                 conn.wal_checkpoint(name, apsw.SQLITE_CHECKPOINT_PASSIVE)
         return int(apsw.SQLITE_OK)
+
+    @staticmethod
+    def rollback(conn: apsw.Connection) -> None:
+        """Roll back ``conn``'s transaction, if any; never raises (the last-resort path)."""
+        SqliteDatabase._rollback(conn)
 
     @staticmethod
     def _rollback(conn: apsw.Connection) -> None:
@@ -356,6 +384,10 @@ class SqliteDatabase:
         """
         with contextlib.suppress(apsw.Error):
             conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+
+    def typed_error(self, conn: apsw.Connection, exc: apsw.Error) -> TaskError | None:
+        """The typed error of ``exc`` (:func:`storage_error`), relieving a full file system."""
+        return self._typed(conn, exc)
 
     def _typed(self, conn: apsw.Connection, exc: apsw.Error) -> TaskError | None:
         err = storage_error(exc, self.path)

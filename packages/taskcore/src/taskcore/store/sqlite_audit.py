@@ -46,6 +46,13 @@ COMPONENT = Component(
             # How many calls one event stands for (aggregated refusals); 1 for every other.
             "ALTER TABLE audit_event ADD COLUMN calls INTEGER NOT NULL DEFAULT 1",
         ),
+        Migration(
+            4,
+            # Every call writes an audit row, so every index here is a page in every commit.
+            # The retention sweep was the only reader of at_ms order; it now deletes the
+            # oldest rows in the order they were written (seq, the table's own key).
+            "DROP INDEX audit_event_at",
+        ),
     ),
 )
 
@@ -107,10 +114,20 @@ class SqliteAuditStore:
         return tuple(EVENTS.from_row(r) for r in self._conn.execute(sql, args))
 
     def prune(self, before_ms: int, *, limit: int) -> int:
-        """Delete up to ``limit`` of the oldest events before ``before_ms``; return the count."""
+        """Delete up to ``limit`` of the oldest events before ``before_ms``; return the count.
+
+        Oldest in the order written: the run of events from the first one (by ``seq``) up to
+        the first not older than ``before_ms``. Rows are written with the clock's time, so
+        this is the same set unless the clock stepped back; then older rows behind a newer one
+        wait for it (never is a row at or after ``before_ms`` deleted). Each batch reads at
+        most ``limit`` rows, by the table's own key.
+        """
         self._conn.execute(
-            "DELETE FROM audit_event WHERE seq IN (SELECT seq FROM audit_event "
-            "WHERE at_ms < ? ORDER BY at_ms LIMIT ?)",
-            (before_ms, limit),
+            "DELETE FROM audit_event WHERE seq IN (SELECT seq FROM "
+            "(SELECT seq, at_ms FROM audit_event ORDER BY seq LIMIT ?) "
+            "WHERE at_ms < ? AND seq < coalesce((SELECT min(seq) FROM "
+            "(SELECT seq, at_ms FROM audit_event ORDER BY seq LIMIT ?) WHERE at_ms >= ?), "
+            "9223372036854775807))",
+            (limit, before_ms, limit, before_ms),
         )
         return int(self._conn.changes())

@@ -15,6 +15,7 @@ from taskcore.store.authority_api import (
     RequirementRecord,
     SubjectRecord,
 )
+from taskcore.store.rowcache import CommittedRows
 from taskcore.store.sqlite import Component, Migration
 from taskcore.store.tables import Table
 
@@ -179,13 +180,55 @@ REVOCATIONS: Table[ExecutorRevocation] = Table(
 )
 
 
-class SqliteAuthorityStore:
-    """Authority records in the ``authority_*`` tables."""
+_MISSING = object()
 
-    def __init__(self, conn: apsw.Connection) -> None:
+
+class SqliteAuthorityStore:
+    """Authority records in the ``authority_*`` tables.
+
+    Rows read are memoised for the rest of the transaction (a route resolves its repository,
+    profile and subject several times per call); any write through this store forgets them.
+    Every write to the ``authority_*`` tables goes through this store.
+    """
+
+    def __init__(self, conn: apsw.Connection, committed: CommittedRows | None = None) -> None:
         self._conn = conn
+        self._committed = committed or CommittedRows()
+        self._memo: dict[tuple[Any, ...], Any] = {}
+        self._learned: dict[tuple[Any, ...], Any] = {}
+
+    def reset(self) -> None:
+        """Start a new transaction: forget the memo and what was learned."""
+        self._memo.clear()
+        self._learned.clear()
+
+    def learned(self) -> dict[tuple[Any, ...], Any]:
+        """Immutable rows this transaction read, for :class:`CommittedRows` once committed."""
+        out = dict(self._learned)
+        self._learned.clear()
+        return out
+
+    def _immutable(self, key: tuple[Any, ...], sql: str, args: tuple[Any, ...]) -> Any:
+        """A row that never changes once committed: from the shared rows, else read."""
+        found = self._committed.get(key)
+        if found is not None:
+            return found
+        found = self._memo.get(key, _MISSING)
+        if found is _MISSING:
+            found = self._conn.execute(sql, args).fetchone()
+            self._memo[key] = found
+            if found is not None:
+                self._learned[key] = found
+        return found
+
+    def _remembered(self, key: tuple[Any, ...], sql: str, args: tuple[Any, ...]) -> Any:
+        found = self._memo.get(key, _MISSING)
+        if found is _MISSING:
+            found = self._memo[key] = self._conn.execute(sql, args).fetchone()
+        return found
 
     def _insert(self, sql: str, args: tuple[Any, ...], what: str) -> None:
+        self._memo.clear()
         try:
             self._conn.execute(sql, args)
         except apsw.ConstraintError as exc:
@@ -205,10 +248,11 @@ class SqliteAuthorityStore:
 
     def get_repository(self, repository_id: str) -> RepositoryRecord | None:
         """Return the repository or ``None``."""
-        row = self._conn.execute(
+        row = self._remembered(
+            ("repository", repository_id),
             f"{REPOSITORIES.select()} WHERE repository_id = ?",
             (repository_id,),
-        ).fetchone()
+        )
         return None if row is None else REPOSITORIES.from_row(row)
 
     def repositories(
@@ -228,6 +272,7 @@ class SqliteAuthorityStore:
             *POLICIES.insert(record),
             f"policy epoch {record.epoch}",
         )
+        self._memo.clear()
         self._conn.execute(
             "UPDATE authority_repository SET policy_epoch = ?, policy_digest = ? "
             "WHERE repository_id = ?",
@@ -236,15 +281,17 @@ class SqliteAuthorityStore:
 
     def get_policy(self, repository_id: str, epoch: int) -> PolicyRecord | None:
         """Return one policy epoch or ``None``."""
-        row = self._conn.execute(
+        row = self._immutable(
+            ("policy", repository_id, epoch),
             f"{POLICIES.select()} WHERE repository_id = ? AND epoch = ?",
             (repository_id, epoch),
-        ).fetchone()
+        )
         return None if row is None else POLICIES.from_row(row)
 
     # -- profiles and requirements -------------------------------------------------------
     def put_profile(self, record: ProfileRecord) -> None:
         """Insert or replace a profile registration."""
+        self._memo.clear()
         sql, args = PROFILES.insert(
             record,
             suffix="ON CONFLICT(repository_id, profile_id) DO UPDATE SET target = "
@@ -255,14 +302,16 @@ class SqliteAuthorityStore:
 
     def get_profile(self, repository_id: str, profile_id: str) -> ProfileRecord | None:
         """Return the profile or ``None``."""
-        row = self._conn.execute(
+        row = self._remembered(
+            ("profile", repository_id, profile_id),
             f"{PROFILES.select()} WHERE repository_id = ? AND profile_id = ?",
             (repository_id, profile_id),
-        ).fetchone()
+        )
         return None if row is None else PROFILES.from_row(row)
 
     def insert_requirement(self, record: RequirementRecord) -> bool:
         """Install a requirement; return ``False`` if the same digest was already installed."""
+        self._memo.clear()
         self._conn.execute(
             *REQUIREMENTS.insert(
                 record, suffix="ON CONFLICT(repository_id, requirement_digest) DO NOTHING"
@@ -272,36 +321,40 @@ class SqliteAuthorityStore:
 
     def get_requirement(self, repository_id: str, digest: str) -> RequirementRecord | None:
         """Return an installed requirement or ``None``."""
-        row = self._conn.execute(
+        row = self._immutable(
+            ("requirement", repository_id, digest),
             f"{REQUIREMENTS.select()} WHERE repository_id = ? AND requirement_digest = ?",
             (repository_id, digest),
-        ).fetchone()
+        )
         return None if row is None else REQUIREMENTS.from_row(row)
 
     # -- changes and subjects ------------------------------------------------------------
     def insert_subject(self, record: SubjectRecord) -> int:
         """Record a subject (``subject_seq`` is assigned); return its sequence number."""
+        self._memo.clear()
         self._conn.execute(*SUBJECTS.insert(record))
         return int(self._conn.last_insert_rowid())
 
     def get_subject(self, subject_seq: int) -> SubjectRecord | None:
         """Return a subject (superseded or not) or ``None``."""
-        row = self._conn.execute(
+        row = self._remembered(
+            ("subject", subject_seq),
             f"{SUBJECTS.select()} WHERE subject_seq = ?",
             (subject_seq,),
-        ).fetchone()
+        )
         return None if row is None else SUBJECTS.from_row(row)
 
     def latest_subject(
         self, repository_id: str, profile_id: str, change_id: str
     ) -> SubjectRecord | None:
         """Return the newest subject of a Change under a profile, or ``None``."""
-        row = self._conn.execute(
+        row = self._remembered(
+            ("latest", repository_id, profile_id, change_id),
             f"{SUBJECTS.select()} "
             "WHERE repository_id = ? AND profile_id = ? AND change_id = ? "
             "ORDER BY subject_seq DESC LIMIT 1",
             (repository_id, profile_id, change_id),
-        ).fetchone()
+        )
         return None if row is None else SUBJECTS.from_row(row)
 
     def current_subjects(
@@ -354,6 +407,7 @@ class SqliteAuthorityStore:
 
     def supersede_subject(self, subject_seq: int, at_ms: int) -> None:
         """Mark a subject superseded (it stays readable)."""
+        self._memo.clear()
         self._conn.execute(
             "UPDATE authority_subject SET superseded_at_ms = ? "
             "WHERE subject_seq = ? AND superseded_at_ms IS NULL",

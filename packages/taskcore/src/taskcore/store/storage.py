@@ -20,16 +20,19 @@ from __future__ import annotations
 import fcntl
 import importlib
 import os
+import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import apsw
 
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.datadir import JOURNAL_NAME, check_new_journal
+from taskcore.store.groupcommit import GroupCommit
+from taskcore.store.rowcache import CommittedRows
 from taskcore.store.sqlite import Component, SqliteDatabase
 
 if TYPE_CHECKING:
@@ -177,11 +180,34 @@ class JoinedStorage:
 
 
 class SqliteTransaction:
-    """The SQLite transaction object: domain stores bound to one apsw connection."""
+    """The SQLite transaction object: domain stores bound to one apsw connection.
 
-    def __init__(self, conn: apsw.Connection, *, writable: bool) -> None:
+    A storage keeps one per connection and reuses it (and the store objects it made) for
+    every transaction on that connection; :meth:`begin` starts each one.
+    """
+
+    def __init__(
+        self,
+        conn: apsw.Connection,
+        *,
+        writable: bool,
+        committed: CommittedRows | None = None,
+    ) -> None:
         self.conn = conn
         self.writable = writable
+        self._committed = committed
+
+    def begin(self) -> None:
+        """Start a new transaction: forget what the last one memoised."""
+        if "authority" in self.__dict__:
+            self.__dict__["authority"].reset()
+
+    def learned(self) -> dict[tuple[Any, ...], Any]:
+        """Immutable authority rows this transaction read (see ``CommittedRows``)."""
+        if "authority" in self.__dict__:
+            learned: dict[tuple[Any, ...], Any] = self.__dict__["authority"].learned()
+            return learned
+        return {}
 
     @cached_property
     def audit(self) -> AuditStore:
@@ -209,7 +235,7 @@ class SqliteTransaction:
         """Repositories, profiles, requirements, Changes, subjects, enrollments."""
         from taskcore.store.sqlite_authority import SqliteAuthorityStore
 
-        return SqliteAuthorityStore(self.conn)
+        return SqliteAuthorityStore(self.conn, self._committed)
 
     @cached_property
     def journal(self) -> JournalStore:
@@ -241,12 +267,37 @@ class SqliteTransaction:
 
 
 class SqliteStorage:
-    """The embedded default: ``DATA_DIR/journal.sqlite``."""
+    """The embedded default: ``DATA_DIR/journal.sqlite``.
+
+    Write transactions go through one :class:`~taskcore.store.groupcommit.GroupCommit` per
+    storage: concurrent writers of this process each run in their own savepoint of a shared
+    transaction and share its fsync; each returns once the commit covering it is durable.
+    """
+
+    groups_writers = True
+    """Concurrent :meth:`write` calls are queued and grouped here (``Service.write`` adds no
+    lock of its own)."""
 
     def __init__(self, db: SqliteDatabase, *, set_aside: tuple[Path, ...] = ()) -> None:
         self.db = db
+        self.writer = GroupCommit(db)
+        """The group-commit writer every :meth:`write` goes through."""
+        self.committed = CommittedRows()
+        """Immutable authority rows known committed, shared by every transaction."""
+        self._transactions: dict[apsw.Connection, SqliteTransaction] = {}
+        self._transactions_lock = threading.Lock()
         self.set_aside = set_aside
         """Files of an earlier journal moved aside when this one was initialised."""
+
+    def _transaction(self, conn: apsw.Connection, *, writable: bool) -> SqliteTransaction:
+        """The connection's transaction object (one per connection, reused), begun."""
+        tx = self._transactions.get(conn)
+        if tx is None:
+            tx = SqliteTransaction(conn, writable=writable, committed=self.committed)
+            with self._transactions_lock:
+                self._transactions[conn] = tx
+        tx.begin()
+        return tx
 
     @property
     def path(self) -> Path:
@@ -255,15 +306,24 @@ class SqliteStorage:
 
     @contextmanager
     def write(self) -> Iterator[SqliteTransaction]:
-        """A serialized write transaction (``BEGIN IMMEDIATE``), durable on a clean exit."""
-        with self.db.write() as conn:
-            yield SqliteTransaction(conn, writable=True)
+        """A serialized write transaction, durable (fsynced) when the block exits cleanly.
+
+        The block runs in its own savepoint of a ``BEGIN IMMEDIATE`` transaction that other
+        threads' blocks may share (group commit); an exception rolls back this block only.
+        """
+        with self.writer.write() as conn:
+            tx = self._transaction(conn, writable=True)
+            yield tx
+            learned = tx.learned()  # taken while this call still holds the connection
+        self.committed.learn(learned)  # durable now
 
     @contextmanager
     def read(self) -> Iterator[SqliteTransaction]:
         """A read transaction over one consistent snapshot."""
         with self.db.read() as conn:
-            yield SqliteTransaction(conn, writable=False)
+            tx = self._transaction(conn, writable=False)
+            yield tx
+            self.committed.learn(tx.learned())
 
     def ping(self) -> None:
         """Raise ``STORAGE_UNAVAILABLE`` unless storage answers."""
@@ -271,6 +331,9 @@ class SqliteStorage:
 
     def close(self) -> None:
         """Release every connection."""
+        self.writer.close()
+        with self._transactions_lock:
+            self._transactions.clear()
         self.db.close()
 
 

@@ -1,0 +1,278 @@
+"""Group commit: one writer connection per journal, concurrent calls share one fsync.
+
+SQLite admits one writer at a time and, at ``synchronous=FULL``, every ``COMMIT`` waits for
+an fsync. When several threads of one process write at once, most of their time is spent
+queued behind each other's fsyncs. :class:`GroupCommit` lets them share one:
+
+* the threads take turns on one connection; the first opens a write transaction
+  (``BEGIN IMMEDIATE``) and every call runs inside its own ``SAVEPOINT`` in it;
+* a call that succeeds releases its savepoint and, if other calls are waiting for a turn
+  (and the batch is not full), hands the connection to the next one and waits; otherwise it
+  commits the batch: one ``COMMIT``, one fsync for every call in it;
+* a caller's ``write()`` block returns only once the ``COMMIT`` covering its savepoint has
+  returned, so an acknowledged call is durable exactly as before (``synchronous=FULL``);
+* a call that fails rolls back its own savepoint only and gets its own error at once; the
+  calls before and after it in the batch are unaffected. If SQLite itself abandoned the
+  transaction (a full disk, an I/O error), or the ``COMMIT`` fails, every call of the batch
+  gets the typed error and none of them was applied.
+
+A call waits for its turn at most ``busy_timeout_ms`` (then ``BUSY``, as a writer waiting for
+SQLite's own lock would be told); once in a batch it waits for the batch's commit however long
+that takes, since its answer depends on it.
+
+A call's reads inside its block see the writes of the calls before it in the same batch; that
+is the order they commit in, so the outcome is the one serial transactions would have had.
+Readers on other connections see a batch only once it has committed.
+
+>>> import tempfile, pathlib
+>>> from taskcore.store.sqlite import Component, Migration, SqliteDatabase
+>>> notes = Component("notes", (Migration(1, "CREATE TABLE note(id INTEGER PRIMARY KEY)"),))
+>>> db = SqliteDatabase(pathlib.Path(tempfile.mkdtemp()) / "x.sqlite", (notes,), create=True)
+>>> writer = GroupCommit(db)
+>>> with writer.write() as conn:
+...     _ = conn.execute("INSERT INTO note(id) VALUES (1)")
+>>> writer.stats()
+(1, 1)
+>>> db.close()
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import apsw
+
+from taskcore.errors import ErrorCode, TaskError
+
+if TYPE_CHECKING:
+    from taskcore.store.sqlite import SqliteDatabase
+
+__all__ = ["MAX_BATCH_CALLS", "GroupCommit"]
+
+MAX_BATCH_CALLS = 64
+"""At most this many calls share one ``COMMIT`` (so a steady stream still commits)."""
+
+_SAVEPOINT = "group_call"
+
+
+class _Batch:
+    """One shared write transaction: how many calls it holds and how it ended."""
+
+    __slots__ = ("calls", "done", "error")
+
+    def __init__(self) -> None:
+        self.calls = 0
+        """Calls whose savepoint was released into this transaction (awaiting the commit)."""
+        self.done = False
+        self.error: TaskError | None = None
+
+
+class GroupCommit:
+    """The write side of one journal in one process (see the module docstring)."""
+
+    def __init__(self, db: SqliteDatabase, *, max_batch: int = MAX_BATCH_CALLS) -> None:
+        if max_batch < 1:
+            raise ValueError("max_batch must be at least 1")
+        self._db = db
+        self._max_batch = max_batch
+        self._cond = threading.Condition(threading.Lock())
+        self._conn: apsw.Connection | None = None
+        self._busy = False  # a call or a commit holds the connection
+        self._owner: int | None = None  # the thread whose call holds it
+        self._queue: deque[object] = deque()  # calls waiting for a turn, in arrival order
+        self._batch: _Batch | None = None  # the open transaction, if any
+        self._batches = 0
+        self._calls = 0
+
+    @property
+    def db(self) -> SqliteDatabase:
+        """The database this writer commits to."""
+        return self._db
+
+    def waiting(self) -> int:
+        """How many calls are queued for a turn right now."""
+        with self._cond:
+            return len(self._queue)
+
+    def stats(self) -> tuple[int, int]:
+        """``(commits, calls committed)`` so far: calls per fsync is their ratio."""
+        with self._cond:
+            return self._batches, self._calls
+
+    def close(self) -> None:
+        """Forget the writer connection (the database closes it with the others)."""
+        with self._cond:
+            self._conn = None
+
+    # -- one call ---------------------------------------------------------------------------
+    @contextmanager
+    def write(self) -> Iterator[apsw.Connection]:
+        """Run the block in its own savepoint of the shared transaction; return once durable.
+
+        Raises what the block raised (its savepoint rolled back), or the typed storage error
+        that ended the batch (nothing of the batch was applied).
+        """
+        me = threading.get_ident()
+        with self._cond:
+            if self._owner == me:
+                raise TaskError(ErrorCode.INTERNAL, "nested transactions are not supported")
+            ticket = object()
+            self._queue.append(ticket)  # turns are taken in arrival order
+            took = False
+            try:
+                # As long as a writer would wait for SQLite's lock (``busy_timeout_ms``).
+                deadline = time.monotonic() + self._db.busy_timeout_ms / 1000
+                while self._busy or self._queue[0] is not ticket:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise TaskError(
+                            ErrorCode.BUSY, "the journal is busy; retry the same request shortly"
+                        )
+                    self._cond.wait(left)
+                took = True
+            finally:
+                self._queue.remove(ticket)
+                if not took:
+                    self._cond.notify_all()  # the next in line may be waiting on this one
+            self._busy = True
+            self._owner = me
+        try:
+            conn, batch = self._begin()
+        except BaseException:
+            self._release()
+            raise
+        # The first call of a batch needs no savepoint: if it fails, the whole transaction
+        # (holding nothing else) is rolled back. Later calls must not undo earlier ones.
+        savepoint = batch.calls > 0
+        failure: BaseException | None = None
+        if savepoint:
+            try:
+                conn.execute(f"SAVEPOINT {_SAVEPOINT}")
+            except apsw.Error as exc:
+                failure = exc
+        if failure is None:
+            try:
+                yield conn
+            except BaseException as exc:  # rolled back below, then raised unchanged or typed
+                failure = exc
+        if savepoint:
+            alive = self._end_call(conn, failure is None)
+        elif failure is not None:
+            self._db.rollback(conn)
+            alive = False
+        else:
+            alive = not conn.get_autocommit()
+        if failure is None and alive:
+            batch.calls += 1
+        if not alive and batch.error is None and (batch.calls or failure is None):
+            # Calls already in the batch (or this one, which succeeded) were lost with it.
+            reason = failure if isinstance(failure, apsw.Error) else None
+            batch.error = self._typed(conn, reason, "the journal abandoned the transaction")
+        self._finish_turn(conn, batch, wait=failure is None)
+        if failure is not None:
+            raised = self._as_raised(conn, failure)
+            if raised is failure:
+                raise failure
+            raise raised from None
+        if batch.error is not None:
+            err = batch.error  # one exception object per caller (tracebacks are per raise)
+            raise TaskError(err.code, err.message, retry_after=err.retry_after)
+
+    # -- the pieces -------------------------------------------------------------------------
+    def _begin(self) -> tuple[apsw.Connection, _Batch]:
+        conn = self._conn
+        if conn is None:
+            conn = self._conn = self._db.open_connection()
+        batch = self._batch
+        if batch is None:
+            if not conn.get_autocommit():  # never expected: a transaction left open
+                self._db.rollback(conn)
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except apsw.Error as exc:
+                self._db.rollback(conn)
+                raise self._typed(conn, exc, "cannot start a transaction") from None
+            batch = self._batch = _Batch()
+        return conn, batch
+
+    @staticmethod
+    def _end_call(conn: apsw.Connection, ok: bool) -> bool:
+        """Release or roll back the call's savepoint; return whether the batch still lives."""
+        if conn.get_autocommit():
+            return False  # SQLite rolled the whole transaction back (full disk, I/O error)
+        try:
+            if not ok:
+                conn.execute(f"ROLLBACK TO {_SAVEPOINT}")
+            conn.execute(f"RELEASE {_SAVEPOINT}")
+        except apsw.Error:
+            return False
+        return not conn.get_autocommit()
+
+    def _finish_turn(self, conn: apsw.Connection, batch: _Batch, *, wait: bool) -> None:
+        """Hand the connection to a waiting call, or commit the batch; wait when asked."""
+        with self._cond:
+            if (
+                batch.error is None
+                and self._queue
+                and not conn.get_autocommit()
+                and batch.calls < self._max_batch
+                and self._batch is batch
+            ):
+                self._busy = False
+                self._owner = None
+                self._cond.notify_all()
+                if wait:
+                    while not batch.done:
+                        self._cond.wait()
+                return
+            self._owner = None  # still busy: this thread commits
+        error = batch.error
+        if error is None and batch.calls:
+            try:
+                conn.execute("COMMIT")
+            except apsw.Error as exc:
+                error = self._typed(
+                    conn, exc, "the transaction could not commit; nothing was written"
+                )
+        if not conn.get_autocommit():
+            self._db.rollback(conn)  # a failed batch, or one with nothing to commit
+        with self._cond:
+            if error is None and batch.calls:
+                self._batches += 1
+                self._calls += batch.calls
+            batch.error = error
+            batch.done = True
+            self._batch = None
+            self._busy = False
+            self._cond.notify_all()
+
+    def _release(self) -> None:
+        with self._cond:
+            self._busy = False
+            self._owner = None
+            self._cond.notify_all()
+
+    def _typed(self, conn: apsw.Connection, exc: apsw.Error | None, what: str) -> TaskError:
+        typed = None if exc is None else self._db.typed_error(conn, exc)
+        if typed is not None:
+            return typed
+        shown = "" if exc is None else f" ({type(exc).__name__})"
+        return TaskError(ErrorCode.STORAGE_UNAVAILABLE, f"{what}{shown}")
+
+    def _as_raised(self, conn: apsw.Connection, failure: BaseException) -> BaseException:
+        """What the caller of a failed block gets (the rules of ``SqliteDatabase.write``)."""
+        if isinstance(failure, OverflowError):
+            # SQLite integers are signed 64-bit; the contract's are unsigned 64-bit.
+            return TaskError(
+                ErrorCode.OUT_OF_BOUNDS,
+                "an integer is above 2^63-1, the largest value storage can hold; send a "
+                "smaller value",
+            )
+        if isinstance(failure, apsw.Error):
+            return self._db.typed_error(conn, failure) or failure
+        return failure
