@@ -172,7 +172,12 @@ class GroupCommit:
         if not alive and batch.error is None and (batch.calls or failure is None):
             # Calls already in the batch (or this one, which succeeded) were lost with it.
             reason = failure if isinstance(failure, apsw.Error) else None
-            batch.error = self._typed(conn, reason, "the journal abandoned the transaction")
+            batch.error = self._typed(
+                conn,
+                reason,
+                "the journal gave up the transaction this call shared with others; nothing of "
+                "it was written. Retry the same request",
+            )
         self._finish_turn(conn, batch, wait=failure is None)
         if failure is not None:
             raised = self._as_raised(conn, failure)
@@ -237,7 +242,9 @@ class GroupCommit:
                 conn.execute("COMMIT")
             except apsw.Error as exc:
                 error = self._typed(
-                    conn, exc, "the transaction could not commit; nothing was written"
+                    conn,
+                    exc,
+                    "the transaction could not commit; nothing was written. Retry the same request",
                 )
         if not conn.get_autocommit():
             self._db.rollback(conn)  # a failed batch, or one with nothing to commit
