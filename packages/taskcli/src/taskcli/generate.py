@@ -161,7 +161,7 @@ def _default_text(attribute: attrs.Attribute[Any]) -> str | None:
     if isinstance(default, bool):
         return "true" if default else "false"
     if isinstance(default, str):
-        return repr(default) if default == "" else default
+        return default or "empty"
     return str(default)
 
 
