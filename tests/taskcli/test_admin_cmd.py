@@ -55,7 +55,9 @@ def test_list_shows_bindings_and_revoke_marks_a_token(tmp_path):
         "--data-dir",
         data,
     )
-    rows = json.loads(agent_task("admin", "token", "list", "--json", "--data-dir", data).stdout)
+    rows = json.loads(agent_task("admin", "token", "list", "--json", "--data-dir", data).stdout)[
+        "tokens"
+    ]
     assert [(r["workspace"], r["tier"], r["autonomy"], r["name"]) for r in rows] == [
         ("w1", "member", 2, "ci")
     ]
@@ -65,7 +67,7 @@ def test_list_shows_bindings_and_revoke_marks_a_token(tmp_path):
     assert revoked.exit_code == 0
     assert f"revoked {rows[0]['token_id']}" in revoked.stdout
     again = json.loads(agent_task("admin", "token", "list", "--json", "--data-dir", data).stdout)
-    assert again[0]["revoked_at_ms"] is not None
+    assert again["tokens"][0]["revoked_at_ms"] is not None
 
 
 def test_create_without_the_service_journal_is_refused_and_names_the_data_dir(tmp_path):
@@ -96,7 +98,7 @@ def test_the_global_data_dir_reaches_the_command(tmp_path):
     rows = json.loads(
         agent_task("--data-dir", str(data), "admin", "token", "list", "--json").stdout
     )
-    assert [r["workspace"] for r in rows] == ["w"]
+    assert [r["workspace"] for r in rows["tokens"]] == ["w"]
 
 
 def test_list_of_a_missing_data_dir_is_not_found_and_creates_nothing(tmp_path):

@@ -106,13 +106,15 @@ def setup(tmp_path, repo):
 def test_the_operator_sets_up_a_repository_profile_and_enrollment(tmp_path, repo):
     data, req, key, enrolled = setup(tmp_path, repo)
     assert req["created"] is True
-    assert enrolled["registration_epoch"] == 1
-    assert enrolled["verification_key_id"] == key["key_id"]
+    assert enrolled["enrollment"]["registration_epoch"] == 1
+    assert enrolled["enrollment"]["verification_key_id"] == key["key_id"]
     shown = ok(
         "operator", "show", "--repository", "acme", "--registration", "reg-1", "--data-dir", data
     )
     assert shown["collector_profiles"] == []  # enrollment alone grants nothing
-    assert shown["registrations"]["reg-1"][0]["revoked"] is False
+    [registration] = shown["registrations"]
+    assert registration["registration_id"] == "reg-1"
+    assert registration["epochs"][0]["revoked"] is False
 
 
 def test_installing_a_collector_profile_pins_the_probed_runtime(tmp_path, repo):
@@ -141,9 +143,10 @@ def test_installing_a_collector_profile_pins_the_probed_runtime(tmp_path, repo):
         "--data-dir",
         data,
     )
-    assert installed["registration_epoch"] == 1
+    assert installed["profile"]["registration_epoch"] == 1
+    assert installed["profile"]["profile_id"] == "cp-1"
     shown = ok("operator", "show", "--repository", "acme", "--data-dir", data)
-    assert shown["collector_profiles"][0]["current"] is True
+    assert shown["collector_profiles"][0]["superseded_at_ms"] is None
 
 
 PROFILE_ARGS = (
@@ -234,15 +237,15 @@ def test_reenrollment_is_a_new_epoch_and_revocation_is_recorded(tmp_path, repo):
         "--data-dir",
         data,
     )
-    assert again["registration_epoch"] == 2
+    assert again["enrollment"]["registration_epoch"] == 2
     revoked = ok(
         "operator", "revoke", "--registration", "reg-1", "--reason", "rotated", "--data-dir", data
     )
-    assert revoked["registration_epoch"] == 2
+    assert revoked["revocation"]["registration_epoch"] == 2
     shown = ok(
         "operator", "show", "--repository", "acme", "--registration", "reg-1", "--data-dir", data
     )
-    assert [e["revoked"] for e in shown["registrations"]["reg-1"]] == [False, True]
+    assert [e["revoked"] for e in shown["registrations"][0]["epochs"]] == [False, True]
 
 
 def test_a_config_file_registers_task_only_profiles(tmp_path, repo):
@@ -288,7 +291,10 @@ def test_a_config_file_registers_task_only_profiles(tmp_path, repo):
         )
     )
     applied = ok("operator", "apply", str(config), "--data-dir", str(data))
-    assert applied == [{"repository_id": "acme", "profile_id": "default", "generation": 1}]
+    assert applied["workspace"] == "w1"
+    assert [
+        (p["repository_id"], p["profile_id"], p["generation"]) for p in applied["profiles"]
+    ] == [("acme", "default", 1)]
 
 
 def test_a_config_with_an_unknown_field_is_refused(tmp_path):

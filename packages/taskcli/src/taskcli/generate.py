@@ -158,6 +158,8 @@ def _default_text(attribute: attrs.Attribute[Any]) -> str | None:
     default = attribute.default
     if default is attrs.NOTHING or default is None or isinstance(default, attrs.Factory):  # type: ignore[arg-type]
         return None
+    if isinstance(default, enum.Enum):
+        default = default.value
     if isinstance(default, bool):
         return "true" if default else "false"
     if isinstance(default, str):

@@ -138,7 +138,9 @@ _profile_options = (
     click.option("--registration", default=None, help="Registration ID."),
     click.option("--epoch", type=int, default=None, help="Registration epoch (default: newest)."),
     click.option("--arg", "argv", multiple=True, help="One argv item of the command (repeat)."),
-    click.option("--workdir", default=".", show_default=True, help="Working directory in the tree."),
+    click.option(
+        "--workdir", default=".", show_default=True, help="Working directory in the tree."
+    ),
     click.option("--allow-env", multiple=True, help="Environment name passed through (repeat)."),
     click.option("--timeout-ms", type=int, default=600_000, show_default=True),
     click.option(
