@@ -197,12 +197,15 @@ def test_a_command_has_one_parameter_per_field_typed_and_required_as_declared(op
 
 def test_the_first_required_string_is_the_argument():
     get = queue_group.commands["get"].params[0]
-    assert isinstance(get, click.Argument) and get.name == "task_id" and get.required
+    assert isinstance(get, click.Argument)
+    assert get.name == "task_id"
+    assert get.required
     assert queue_group.commands["reorder"].params[0].name == "task_id"
     assert isinstance(queue_group.commands["create"].params[0], click.Argument)
     assert not any(isinstance(p, click.Argument) for p in queue_group.commands["list"].params)
     feed = queue_group.commands["feed"].params[0]
-    assert isinstance(feed, click.Argument) and not feed.required
+    assert isinstance(feed, click.Argument)
+    assert not feed.required
 
 
 def test_verbs_without_hand_written_commands_round_trip_through_the_service(live):

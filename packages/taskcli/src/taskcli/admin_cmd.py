@@ -23,7 +23,7 @@ from taskcli.generate import Call, Shape, command_name, operation_command
 
 __all__ = ["TOKEN_COMMANDS", "TOKEN_PREFIX", "register"]
 
-TOKEN_PREFIX = "operator.token_"
+TOKEN_PREFIX = "operator.token_"  # noqa: S105 - an operation-name prefix, not a secret
 """The token acts, offered here as ``admin token <act>`` (the other acts are ``operator``)."""
 
 TOKEN_COMMANDS: dict[str, str] = {}

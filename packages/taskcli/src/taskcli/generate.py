@@ -125,7 +125,7 @@ def _unwrap(tp: Any) -> Any:
     return tp
 
 
-def _scalar_type(tp: Any, lo: int | None, hi: int | None) -> click.ParamType | None:
+def _scalar_type(tp: Any, lo: int | None, hi: int | None) -> click.ParamType[Any] | None:
     if tp is str:
         return click.STRING
     if tp is int:
@@ -141,7 +141,7 @@ def _scalar_type(tp: Any, lo: int | None, hi: int | None) -> click.ParamType | N
     return None
 
 
-def _kind(tp: Any, lo: int | None, hi: int | None) -> tuple[str, click.ParamType]:
+def _kind(tp: Any, lo: int | None, hi: int | None) -> tuple[str, click.ParamType[Any]]:
     if tp is bool:
         return "flag", click.BOOL
     scalar = _scalar_type(tp, lo, hi)
