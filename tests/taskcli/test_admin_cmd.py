@@ -55,7 +55,9 @@ def test_list_shows_bindings_and_revoke_marks_a_token(tmp_path):
         "--data-dir",
         data,
     )
-    rows = json.loads(agent_task("admin", "token", "list", "--json", "--data-dir", data).stdout)
+    rows = json.loads(agent_task("admin", "token", "list", "--json", "--data-dir", data).stdout)[
+        "tokens"
+    ]
     assert [(r["workspace"], r["tier"], r["autonomy"], r["name"]) for r in rows] == [
         ("w1", "member", 2, "ci")
     ]
@@ -65,7 +67,7 @@ def test_list_shows_bindings_and_revoke_marks_a_token(tmp_path):
     assert revoked.exit_code == 0
     assert f"revoked {rows[0]['token_id']}" in revoked.stdout
     again = json.loads(agent_task("admin", "token", "list", "--json", "--data-dir", data).stdout)
-    assert again[0]["revoked_at_ms"] is not None
+    assert again["tokens"][0]["revoked_at_ms"] is not None
 
 
 def test_create_without_the_service_journal_is_refused_and_names_the_data_dir(tmp_path):
@@ -96,7 +98,7 @@ def test_the_global_data_dir_reaches_the_command(tmp_path):
     rows = json.loads(
         agent_task("--data-dir", str(data), "admin", "token", "list", "--json").stdout
     )
-    assert [r["workspace"] for r in rows] == ["w"]
+    assert [r["workspace"] for r in rows["tokens"]] == ["w"]
 
 
 def test_list_of_a_missing_data_dir_is_not_found_and_creates_nothing(tmp_path):
@@ -154,3 +156,61 @@ def test_a_token_revoked_on_the_host_is_refused_by_the_running_service(tmp_path)
         assert refused.json()["code"] == "TOKEN_REVOKED"
     finally:
         live.stop()
+
+
+def test_json_prints_the_wire_answers_and_the_old_positional_token_id_stays(tmp_path):
+    data = str(_journal(tmp_path))
+    created = agent_task(
+        "admin",
+        "token",
+        "create",
+        "--workspace",
+        "w1",
+        "--tier",
+        "admin",
+        "--json",
+        "--data-dir",
+        data,
+    )
+    issued = json.loads(created.stdout)
+    assert set(issued) == {"workspace", "token", "token_id", "tier", "autonomy"}
+    assert (issued["workspace"], issued["tier"], issued["autonomy"]) == ("w1", "admin", 1)
+    assert TOKEN.fullmatch(issued["token"])
+    agent_task(
+        "admin", "token", "create", "--workspace", "w2", "--tier", "agent", "--data-dir", data
+    )
+    only = json.loads(
+        agent_task(
+            "admin", "token", "list", "--workspace", "w1", "--json", "--data-dir", data
+        ).stdout
+    )
+    assert [r["token_id"] for r in only["tokens"]] == [issued["token_id"]]
+    revoked = agent_task(
+        "admin", "token", "revoke", issued["token_id"], "--json", "--data-dir", data
+    )
+    assert json.loads(revoked.stdout) == {
+        "workspace": "w1",
+        "token_id": issued["token_id"],
+        "was_live": True,
+    }
+    again = agent_task("admin", "token", "revoke", issued["token_id"], "--data-dir", data)
+    assert again.stdout.strip() == f"revoked {issued['token_id']} (it was already revoked)"
+
+
+def test_autonomy_is_bounded_by_the_field_before_anything_runs(tmp_path):
+    data = str(_journal(tmp_path))
+    result = agent_task(
+        "admin",
+        "token",
+        "create",
+        "--workspace",
+        "w",
+        "--tier",
+        "agent",
+        "--autonomy",
+        "4",
+        "--data-dir",
+        data,
+    )
+    assert result.exit_code == 2
+    assert "0<=x<=3" in result.stderr

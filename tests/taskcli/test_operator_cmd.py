@@ -106,13 +106,15 @@ def setup(tmp_path, repo):
 def test_the_operator_sets_up_a_repository_profile_and_enrollment(tmp_path, repo):
     data, req, key, enrolled = setup(tmp_path, repo)
     assert req["created"] is True
-    assert enrolled["registration_epoch"] == 1
-    assert enrolled["verification_key_id"] == key["key_id"]
+    assert enrolled["enrollment"]["registration_epoch"] == 1
+    assert enrolled["enrollment"]["verification_key_id"] == key["key_id"]
     shown = ok(
         "operator", "show", "--repository", "acme", "--registration", "reg-1", "--data-dir", data
     )
     assert shown["collector_profiles"] == []  # enrollment alone grants nothing
-    assert shown["registrations"]["reg-1"][0]["revoked"] is False
+    [registration] = shown["registrations"]
+    assert registration["registration_id"] == "reg-1"
+    assert registration["epochs"][0]["revoked"] is False
 
 
 def test_installing_a_collector_profile_pins_the_probed_runtime(tmp_path, repo):
@@ -141,9 +143,10 @@ def test_installing_a_collector_profile_pins_the_probed_runtime(tmp_path, repo):
         "--data-dir",
         data,
     )
-    assert installed["registration_epoch"] == 1
+    assert installed["profile"]["registration_epoch"] == 1
+    assert installed["profile"]["profile_id"] == "cp-1"
     shown = ok("operator", "show", "--repository", "acme", "--data-dir", data)
-    assert shown["collector_profiles"][0]["current"] is True
+    assert shown["collector_profiles"][0]["superseded_at_ms"] is None
 
 
 PROFILE_ARGS = (
@@ -234,15 +237,15 @@ def test_reenrollment_is_a_new_epoch_and_revocation_is_recorded(tmp_path, repo):
         "--data-dir",
         data,
     )
-    assert again["registration_epoch"] == 2
+    assert again["enrollment"]["registration_epoch"] == 2
     revoked = ok(
         "operator", "revoke", "--registration", "reg-1", "--reason", "rotated", "--data-dir", data
     )
-    assert revoked["registration_epoch"] == 2
+    assert revoked["revocation"]["registration_epoch"] == 2
     shown = ok(
         "operator", "show", "--repository", "acme", "--registration", "reg-1", "--data-dir", data
     )
-    assert [e["revoked"] for e in shown["registrations"]["reg-1"]] == [False, True]
+    assert [e["revoked"] for e in shown["registrations"][0]["epochs"]] == [False, True]
 
 
 def test_a_config_file_registers_task_only_profiles(tmp_path, repo):
@@ -288,7 +291,10 @@ def test_a_config_file_registers_task_only_profiles(tmp_path, repo):
         )
     )
     applied = ok("operator", "apply", str(config), "--data-dir", str(data))
-    assert applied == [{"repository_id": "acme", "profile_id": "default", "generation": 1}]
+    assert applied["workspace"] == "w1"
+    assert [
+        (p["repository_id"], p["profile_id"], p["generation"]) for p in applied["profiles"]
+    ] == [("acme", "default", 1)]
 
 
 def test_a_config_with_an_unknown_field_is_refused(tmp_path):
@@ -374,3 +380,120 @@ def test_enrolling_a_key_that_is_not_hex_is_refused_before_the_data_dir_exists(t
     assert result.exit_code == 3
     assert json.loads(result.stderr)["code"] == "INVALID_VALUE"
     assert not data.exists()
+
+
+# -- the commands are generated from the registry's operator acts ------------------------------
+
+import attrs  # noqa: E402
+from taskcli.admin_cmd import TOKEN_COMMANDS, token_group  # noqa: E402
+from taskcli.generate import flag_name  # noqa: E402
+from taskcli.operator_cmd import OPERATOR_COMMANDS, operator_group  # noqa: E402
+from taskcore.service import Surface, default_registry  # noqa: E402
+from taskcore.wirefield import wire_name  # noqa: E402
+
+OPERATOR_ACTS = default_registry().select(surfaces=(Surface.OPERATOR,))
+
+
+def _command(op):
+    if op.name in OPERATOR_COMMANDS:
+        return operator_group.commands[OPERATOR_COMMANDS[op.name]]
+    return token_group.commands[TOKEN_COMMANDS[op.name]]
+
+
+def test_every_operator_act_of_the_registry_has_a_command():
+    assert {op.name for op in OPERATOR_ACTS} == set(OPERATOR_COMMANDS) | set(TOKEN_COMMANDS)
+    assert not set(OPERATOR_COMMANDS) & set(TOKEN_COMMANDS)
+    assert len(operator_group.commands) == len(OPERATOR_COMMANDS)
+    assert len(token_group.commands) == len(TOKEN_COMMANDS)
+    assert OPERATOR_COMMANDS["operator.apply_config"] == "apply"
+    assert TOKEN_COMMANDS["operator.token_revoke"] == "revoke"
+    for op in OPERATOR_ACTS:
+        assert _command(op).short_help == op.summary
+
+
+@pytest.mark.parametrize("op", OPERATOR_ACTS, ids=lambda op: op.name)
+def test_an_act_command_has_one_parameter_per_field(op):
+    params = {p.name: p for p in _command(op).params}
+    attrs.resolve_types(op.input_type)
+    for field in attrs.fields(op.input_type):
+        param = params[field.name]
+        if isinstance(param, click.Option) and field.name != "profile":
+            assert flag_name(wire_name(field)) in param.opts
+        if field.name not in ("requirement", "profile"):  # another option may supply these
+            assert param.required == (field.default is attrs.NOTHING), field.name
+        if field.type is int or field.type == int | None:
+            assert isinstance(param.type, click.IntRange)
+    assert {"data_dir", "as_json"} <= set(params)
+
+
+def test_the_json_output_is_the_acts_wire_answer(tmp_path, repo):
+    data, *_ = setup(tmp_path, repo)
+    shown = ok(
+        "operator", "show", "--repository", "acme", "--registration", "reg-1", "--data-dir", data
+    )
+    group = click.Group()
+    from taskcli import call_cmd
+
+    call_cmd.register(group)
+    request = json.dumps({"repository_id": "acme", "registrations": ["reg-1"]})
+    called = CliRunner().invoke(
+        group, ["call", "operator.show", "--request", request, "--data-dir", data, "--json"]
+    )
+    assert called.exit_code == 0, called.stderr
+    assert json.loads(called.stdout) == shown
+    # The generated spellings work beside the old ones.
+    same = ok(
+        "operator",
+        "show",
+        "--repository-id",
+        "acme",
+        "--registrations",
+        "reg-1",
+        "--data-dir",
+        data,
+    )
+    assert same == shown
+
+
+def test_readable_output_names_the_next_step(tmp_path, repo):
+    data, _, key, _ = setup(tmp_path, repo)
+    args = ["--repository", "acme", "--step", "tests", "--registration", "reg-2"]
+    args += ["--executor", "ci-host", "--public-key", key["public_key"], "--data-dir", data]
+    enrolled = CliRunner().invoke(load_commands(), ["operator", "enroll", *args])
+    assert enrolled.exit_code == 0, enrolled.stderr
+    lines = enrolled.stdout.splitlines()
+    assert "  registration_epoch: 1" in lines
+    assert any(line.startswith("enrollment grants no receipt") for line in lines)
+    [pin] = [line for line in lines if line.startswith("on a remote collector: ")]
+    assert pin.split()[4:7] == ["agent-task", "collector", "pin-authority"]
+    authority = CliRunner().invoke(load_commands(), ["operator", "authority", "--data-dir", data])
+    assert pin in authority.stdout.splitlines()
+
+
+def test_install_requirement_takes_a_file_or_a_test_step_not_both(tmp_path, repo):
+    data, req, *_ = setup(tmp_path, repo)
+    from taskcore.authority.operator import collector_test_requirement
+    from taskcore.canonical import canonical_json
+
+    path = tmp_path / "requirement.json"
+    path.write_bytes(canonical_json(collector_test_requirement("tests", "from a file")))
+    installed = ok(
+        "operator", "install-requirement", "--repository", "acme", str(path), "--data-dir", data
+    )
+    assert installed["created"] is True
+    assert installed["requirement_digest"] != req["requirement_digest"]
+    both = invoke(
+        "operator",
+        "install-requirement",
+        "--repository",
+        "acme",
+        str(path),
+        "--test-step",
+        "t",
+        "--data-dir",
+        data,
+    )
+    neither = invoke("operator", "install-requirement", "--repository", "acme", "--data-dir", data)
+    for refused in (both, neither):
+        assert refused.exit_code == 3
+        assert json.loads(refused.stderr)["code"] == "BAD_INPUT"

@@ -141,3 +141,168 @@ def test_readable_summary_of_a_claim():
         }
     )
     assert line.splitlines()[0] == "at_1 (v) LEASED fence 2 lease until 1970-01-01T00:00:00Z"
+
+
+# -- the commands are generated from the registry's queue operations --------------------------
+
+import attrs  # noqa: E402
+import click  # noqa: E402
+from taskcli.generate import command_name, flag_name  # noqa: E402
+from taskcli.queue_cmd import command_for, queue_group, queue_operations  # noqa: E402
+from taskcore.queue.operations import QUEUE_VERBS  # noqa: E402
+from taskcore.service import Surface, default_registry  # noqa: E402
+from taskcore.wirefield import wire_name  # noqa: E402
+
+
+def _agenttask_operations():
+    return [
+        op
+        for op in default_registry().select(surfaces=(Surface.QUEUE, Surface.ADMIN))
+        if op.name.startswith("agenttask.")
+    ]
+
+
+def test_every_agenttask_operation_of_the_registry_has_a_command():
+    ops = _agenttask_operations()
+    assert {op.name for op in ops} == {op.name for op in queue_operations()}
+    assert set(QUEUE_VERBS) <= {op.name for op in ops}  # the nineteen
+    for op in ops:
+        assert command_for(op) == command_name(op.name.removeprefix("agenttask."))
+        assert command_for(op) in queue_group.commands, op.name
+    assert len(queue_group.commands) == len(ops)
+    assert {"claim-next", "checkpoint-write", "ext-set-waiting", "rank-by-objective"} <= set(
+        queue_group.commands
+    )
+
+
+@pytest.mark.parametrize("op", _agenttask_operations(), ids=lambda op: op.name)
+def test_a_command_has_one_parameter_per_field_typed_and_required_as_declared(op):
+    command = queue_group.commands[command_for(op)]
+    params = {p.name: p for p in command.params}
+    attrs.resolve_types(op.input_type)
+    for field in attrs.fields(op.input_type):
+        param = params[field.name]
+        required = field.default is attrs.NOTHING
+        assert param.required == required, field.name
+        if not isinstance(param, click.Argument):
+            assert flag_name(wire_name(field)) in param.opts
+        base = field.type if field.type in (str, int, float, bool) else None
+        if base is int:
+            assert isinstance(param.type, click.IntRange)
+        elif base is str:
+            assert param.type is click.STRING
+    fields = {f.name for f in attrs.fields(op.input_type)}
+    assert set(params) - fields == {"url", "token_file", "as_json"}
+
+
+def test_the_first_required_string_is_the_argument():
+    get = queue_group.commands["get"].params[0]
+    assert isinstance(get, click.Argument)
+    assert get.name == "task_id"
+    assert get.required
+    assert queue_group.commands["reorder"].params[0].name == "task_id"
+    assert isinstance(queue_group.commands["create"].params[0], click.Argument)
+    assert not any(isinstance(p, click.Argument) for p in queue_group.commands["list"].params)
+    feed = queue_group.commands["feed"].params[0]
+    assert isinstance(feed, click.Argument)
+    assert not feed.required
+
+
+def test_verbs_without_hand_written_commands_round_trip_through_the_service(live):
+    admin = live.args()
+    registered = _json(
+        agent_task(
+            "queue", "verb-register", "docs.write", "--description", "write docs", "--json", *admin
+        )
+    )
+    assert registered["verb"] == "docs.write"
+    matter = _json(
+        agent_task("queue", "matter-create", "--objective", "ship the docs", "--json", *admin)
+    )
+    parent = _json(agent_task("queue", "create", "docs.write", "--json", *admin))
+    # The old --parent and --matter spellings are aliases of the generated flags.
+    child = _json(
+        agent_task(
+            "queue",
+            "create",
+            "agent.run",
+            "--parent",
+            parent["taskId"],
+            "--matter",
+            matter["matterId"],
+            "--json",
+            *admin,
+        )
+    )
+    same = _json(
+        agent_task(
+            "queue",
+            "create",
+            "agent.run",
+            "--parent-task-id",
+            parent["taskId"],
+            "--matter-id",
+            matter["matterId"],
+            "--json",
+            *admin,
+        )
+    )
+    for task in (child, same):
+        assert task["parentTaskId"] == parent["taskId"]
+        assert task["matterId"] == matter["matterId"]
+    reordered = _json(
+        agent_task("queue", "reorder", child["taskId"], "--priority", "7", "--json", *admin)
+    )
+    assert reordered["priority"] == 7
+    claimed = _json(agent_task("queue", "claim", child["taskId"], "--json", *admin))
+    fence = str(claimed["lease"]["fence"])
+    written = _json(
+        agent_task(
+            "queue",
+            "checkpoint-write",
+            child["taskId"],
+            "--phase-key",
+            "draft",
+            "--state",
+            '{"page": 3}',
+            "--outputs",
+            '["a.md"]',
+            "--fence",
+            fence,
+            "--json",
+            *admin,
+        )
+    )
+    assert written["phaseKey"] == "draft"
+    ext = _json(
+        agent_task(
+            "queue",
+            "ext-create",
+            child["taskId"],
+            "--title",
+            "Docs",
+            "--prompt",
+            "write them",
+            "--source-type",
+            "manual",
+            "--requires-human-review",
+            "--json",
+            *admin,
+        )
+    )
+    assert ext["requiresHumanReview"] is True
+    waiting = _json(
+        agent_task(
+            "queue", "ext-set-waiting", child["taskId"], "--waiting", "true", "--json", *admin
+        )
+    )
+    assert waiting["changed"] is True
+    assert waiting["ext"]["waitingForChildren"] is True
+    listed = _json(agent_task("queue", "list", "--status", "LEASED", "--json", *admin))
+    assert [t["taskId"] for t in listed["tasks"]] == [child["taskId"]]
+
+
+def test_flags_are_checked_before_anything_is_sent(live):
+    assert agent_task("queue", "list", "--status", "SLEEPING", *live.args()).exit_code == 2
+    assert agent_task("queue", "reorder", "at_1", *live.args()).exit_code == 2  # --priority
+    assert agent_task("queue", "release", "at_1", "--fence", "0", *live.args()).exit_code == 2

@@ -9,6 +9,7 @@ printed.
 from __future__ import annotations
 
 import json
+import re
 import signal
 import subprocess
 import time
@@ -100,7 +101,7 @@ def test_a_broken_profile_says_why_and_the_same_revision_is_collected_again(user
     env["AGENT_TASK_DATA_DIR"] = str(user.data)
     # The operator pins an interpreter that has no pytest (-S: no site-packages).
     broken = user.install_profile("pytest-broken", "-S")
-    assert "argv0_resolved" in broken
+    assert json.loads(broken["profile"]["profile"])["recipe"]["argv"][1] == "-S"
     user.run("checkpoint", "retry-me")
     out = user.run("collect", "retry-me", env=env)
     assert "collected: failed" in out.stdout
@@ -136,9 +137,23 @@ def test_a_broken_profile_says_why_and_the_same_revision_is_collected_again(user
 def test_operator_show_names_what_argv0_resolves_to(user):
     shown = user.operator("show", "--repository", "calc")
     assert isinstance(shown, dict)
-    current = [p for p in shown["collector_profiles"] if p["current"]]
-    assert current[0]["argv0"].endswith("python") or "python" in current[0]["argv0"]
-    assert Path(current[0]["argv0_resolved"]).is_absolute()
+    current = [p for p in shown["collector_profiles"] if p["superseded_at_ms"] is None]
+    assert "python" in json.loads(current[0]["profile"])["recipe"]["argv"][0]
+    # The readable answer says what that argv[0] resolves to on this host, probed now.
+    text = user.run(
+        "operator",
+        "show",
+        "--repository",
+        "calc",
+        "--data-dir",
+        str(user.data),
+        env=user.base_env(),
+    ).stdout
+    resolved = re.findall(
+        r"^(\S+): the command's argv\[0\] .* resolves here to '([^']+)'", text, re.M
+    )
+    assert current[0]["profile_id"] in dict(resolved)
+    assert Path(dict(resolved)[current[0]["profile_id"]]).is_absolute()
 
 
 # -- 4. stop hooks name what blocks ---------------------------------------------------------------
@@ -231,7 +246,8 @@ def test_a_remote_collector_with_only_a_clone_qualifies_a_change(user, tmp_path)
     )
     assert "AGENT_TASK_DATA_DIR" not in env
     public = user.run("collector", "keygen", env=env).stdout.strip()
-    enrolled = user.operator(
+    enrolled = user.run(
+        "operator",
         "enroll",
         "--repository",
         "calc",
@@ -243,8 +259,10 @@ def test_a_remote_collector_with_only_a_clone_qualifies_a_change(user, tmp_path)
         "laptop-1",
         "--public-key",
         public,
-    )
-    assert isinstance(enrolled, dict)
+        "--data-dir",
+        str(user.data),
+        env=user.base_env(),
+    ).stdout
     recipe = ["--arg", user_python(), "--arg", "-m", "--arg", "pytest", "--arg", "-q"]
     recipe += ["--arg", "-p", "--arg", "no:cacheprovider"]
     limits = ["--allow-env", "PYTEST_DISABLE_PLUGIN_AUTOLOAD", "--timeout-ms", "120000"]
@@ -268,9 +286,9 @@ def test_a_remote_collector_with_only_a_clone_qualifies_a_change(user, tmp_path)
         "--runtime-identity",
         probe["runtime_identity_sha256"],
     )
-    pin = enrolled["pin_on_a_remote_collector"].split()
-    assert pin[:3] == ["agent-task", "collector", "pin-authority"]
-    user.run(*pin[1:], env=env)
+    pin = user.printed(enrolled, "on a remote collector: ")
+    assert pin[:2] == ["collector", "pin-authority"]
+    user.run(*pin, env=env)
     # The agent commits and checkpoints on the service host's work tree ...
     user.commit(
         "tests/test_more.py",

@@ -2,23 +2,32 @@
 
 Each is one ``operator.token_*`` operation on the journal in ``--data-dir``, called in
 process (the operator is on the service host) and audited once like every call; nothing
-here goes over the network. ``create`` prints the new bearer token alone on stdout,
-so a script can capture it; only its hash is stored.
+here goes over the network. The commands are generated from the operations' input types
+(:mod:`taskcli.generate`) and print the operation's wire answer with ``--json``. ``create``
+prints the new bearer token alone on stdout, so a script can capture it; only its hash is
+stored.
 """
 
 from __future__ import annotations
 
 import datetime
-from pathlib import Path
+import json
+from collections.abc import Callable
 from typing import Any
 
 import click
-from taskcore import MAX_AUTONOMY, Tier
-from taskcore.operator_ops import OperatorDesk, TokenRow
+from taskcore.operator_ops import OperatorDesk, operator_registry
 
-from taskcli.common import data_dir_option, emit, json_option, resolve_data_dir, run
+from taskcli.common import data_dir_option, resolve_data_dir
+from taskcli.generate import Call, Shape, command_name, operation_command
 
-__all__ = ["register"]
+__all__ = ["TOKEN_COMMANDS", "TOKEN_PREFIX", "register"]
+
+TOKEN_PREFIX = "operator.token_"  # noqa: S105 - an operation-name prefix, not a secret
+"""The token acts, offered here as ``admin token <act>`` (the other acts are ``operator``)."""
+
+TOKEN_COMMANDS: dict[str, str] = {}
+"""``operator.token_<act>`` -> its ``agent-task admin token`` command."""
 
 
 @click.group("admin")
@@ -37,97 +46,66 @@ def _when(ms: int | None) -> str:
     return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%MZ")
 
 
-def _row(record: TokenRow) -> dict[str, Any]:
-    return {
-        "token_id": record.token_id,
-        "name": record.name,
-        "workspace": record.workspace,
-        "tier": record.tier,
-        "autonomy": record.autonomy,
-        "created_at_ms": record.created_at_ms,
-        "revoked_at_ms": record.revoked_at_ms,
-    }
+def _table(answer: Any) -> str:
+    head = f"{'TOKEN ID':<16}  {'WORKSPACE':<16}  {'TIER':<6}  AUT  {'CREATED':<17}  {'REVOKED':<17}  NAME"
+    lines = [head]
+    for r in answer["tokens"]:
+        lines.append(
+            f"{r['token_id']:<16}  {r['workspace'][:16]:<16}  {r['tier']:<6}  "
+            f"{r['autonomy']:>3}  {_when(r['created_at_ms']):<17}  "
+            f"{_when(r['revoked_at_ms']):<17}  {r['name']}"
+        )
+    return "\n".join(lines)
 
 
-@token_group.command("create")
-@click.option("--workspace", required=True, help="Workspace the token is bound to.")
-@click.option(
-    "--tier", type=click.Choice([t.wire for t in Tier]), required=True, help="Permission tier."
-)
-@click.option(
-    "--autonomy",
-    type=click.IntRange(0, MAX_AUTONOMY),
-    default=1,
-    show_default=True,
-    help="Autonomy level (0 read only .. 3 destructive).",
-)
-@click.option("--name", default="", help="A label for people.")
-@data_dir_option
-def create_command(
-    workspace: str, tier: str, autonomy: int, name: str, data_dir: Path | None
-) -> None:
-    """Create a token and print it (alone, on stdout). It is shown only this once.
-
-    The data dir must be the running service's (a missing journal is refused, never created:
-    a token in another journal would be unknown to the service).
-    """
-
-    def act() -> str:
-        with OperatorDesk(resolve_data_dir(data_dir)) as desk:
-            issued = desk.call(
-                "operator.token_create",
-                {"workspace": workspace, "tier": tier, "autonomy": autonomy, "name": name},
-            )
-        return str(issued.token)
-
-    click.echo(run(False, act))
-
-
-@token_group.command("list")
-@click.option("--workspace", default=None, help="Only tokens of this workspace.")
-@data_dir_option
-@json_option
-def list_command(workspace: str | None, data_dir: Path | None, as_json: bool) -> None:
-    """List tokens (ids and bindings; secrets are never stored)."""
-
-    def act() -> list[dict[str, Any]]:
-        with OperatorDesk(resolve_data_dir(data_dir)) as desk:
-            listed = desk.call("operator.token_list", {"workspace": workspace})
-        return [_row(r) for r in listed.tokens]
-
-    rows = run(as_json, act)
-
-    def table(items: list[dict[str, Any]]) -> str:
-        head = f"{'TOKEN ID':<16}  {'WORKSPACE':<16}  {'TIER':<6}  AUT  {'CREATED':<17}  {'REVOKED':<17}  NAME"
-        lines = [head]
-        for r in items:
-            lines.append(
-                f"{r['token_id']:<16}  {r['workspace'][:16]:<16}  {r['tier']:<6}  "
-                f"{r['autonomy']:>3}  {_when(r['created_at_ms']):<17}  "
-                f"{_when(r['revoked_at_ms']):<17}  {r['name']}"
-            )
-        return "\n".join(lines)
-
-    emit(rows, as_json, table)
-
-
-@token_group.command("revoke")
-@click.argument("token_id")
-@data_dir_option
-@json_option
-def revoke_command(token_id: str, data_dir: Path | None, as_json: bool) -> None:
-    """Revoke a token by id; its next request is refused."""
-
-    def act() -> bool:
-        with OperatorDesk(resolve_data_dir(data_dir)) as desk:
-            return bool(desk.call("operator.token_revoke", {"token_id": token_id}).was_live)
-
-    was_live = run(as_json, act)
-    emit(
-        {"token_id": token_id, "revoked": True, "was_live": was_live},
-        as_json,
-        lambda _: f"revoked {token_id}" + ("" if was_live else " (it was already revoked)"),
+def _revoked(answer: Any) -> str:
+    return f"revoked {answer['token_id']}" + (
+        "" if answer["was_live"] else " (it was already revoked)"
     )
+
+
+_RENDER: dict[str, Callable[[Any], str]] = {
+    "operator.token_create": lambda answer: str(answer["token"]),
+    "operator.token_list": _table,
+    "operator.token_revoke": _revoked,
+}
+_HELP = {
+    "operator.token_create": "Create a token and print it (alone, on stdout). It is shown only "
+    "this once.\n\nThe data dir must be the running service's (a missing journal is refused, "
+    "never created: a token in another journal would be unknown to the service). --json "
+    "prints the whole answer.\n\n(operator.token_create)",
+}
+
+
+def _call(name: str) -> Call:
+    def call(body: dict[str, Any], options: dict[str, Any]) -> Any:
+        with OperatorDesk(resolve_data_dir(options["data_dir"])) as desk:
+            return desk.answer(name, json.dumps(body, ensure_ascii=False).encode("utf-8"))
+
+    return call
+
+
+def _generate(group: click.Group) -> None:
+    for op in operator_registry():
+        if not op.name.startswith(TOKEN_PREFIX):
+            continue
+        name = command_name(op.name.removeprefix(TOKEN_PREFIX))
+        shape = Shape(argument="token_id") if op.name == "operator.token_revoke" else Shape()
+        group.add_command(
+            operation_command(
+                op,
+                name,
+                _call(op.name),
+                shape=shape,
+                render=_RENDER.get(op.name),
+                options=(data_dir_option,),
+                help_text=_HELP.get(op.name),
+            )
+        )
+        TOKEN_COMMANDS[op.name] = name
+
+
+_generate(token_group)
 
 
 def register(group: click.Group) -> None:

@@ -3,7 +3,10 @@
 Every command is one ``operator.*`` operation on the journal in ``--data-dir``, called in
 process through :class:`taskcore.operator_ops.AuthorityAdmin` (the operator sits on the
 service host): checked, run in one transaction and audited once like every call, refused
-ones included. No network door offers these operations, so no request body can name a path. See
+ones included. No network door offers these operations, so no request body can name a path.
+The commands are generated from the operations' input types (:mod:`taskcli.generate`), with
+the flag spellings they always had as aliases, and print the operation's wire answer
+(``--json``: as is; else readably, with what a person checks next). See
 ``docs/operator.md`` for the whole set-up, in order:
 
 1. ``register-repository`` a git work tree (or ``apply`` an ``agent_task_profiles`` config);
@@ -18,24 +21,30 @@ ones included. No network door offers these operations, so no request body can n
 
 from __future__ import annotations
 
-from pathlib import Path
+import json
+from collections.abc import Callable
 from typing import Any
 
 import click
 from taskcore import TaskError
-from taskcore.authority import decode_requirement
-from taskcore.authority.config import decode_config
 from taskcore.authority.operator import collector_test_requirement, runtime_here
+from taskcore.canonical import canonical_json
 from taskcore.codec import default_codec
 from taskcore.collector.sandbox import isolation_policy
 from taskcore.contract import CommandCollectorProfile, CommandRecipe, decode_collector_profile
 from taskcore.errors import ErrorCode
-from taskcore.operator_ops import AuthorityAdmin
+from taskcore.operator_ops import AuthorityAdmin, operator_registry
+from taskcore.service import Operation
 
+from taskcli.admin_cmd import TOKEN_PREFIX
 from taskcli.collector_cmd import isolation_options
-from taskcli.common import data_dir_option, emit, human, json_option, resolve_data_dir, run
+from taskcli.common import data_dir_option, human, resolve_data_dir
+from taskcli.generate import Call, Shape, command_name, operation_command
 
-__all__ = ["register"]
+__all__ = ["OPERATOR_COMMANDS", "operator_group", "register"]
+
+Compose = Callable[[AuthorityAdmin, dict[str, Any], dict[str, Any]], dict[str, Any]]
+"""Fills a request from a command's own options (a local convenience, e.g. a probe)."""
 
 
 @click.group("operator")
@@ -43,449 +52,250 @@ def operator_group() -> None:
     """Operator acts on the authority (run on the service host, against --data-dir)."""
 
 
-def _admin(data_dir: Path | None, *, create: bool = False) -> AuthorityAdmin:
-    """The operator's acts on the data dir; only the first acts (register, apply) create it."""
-    return AuthorityAdmin(resolve_data_dir(data_dir), create=create)
+def _tree(value: Any) -> Any:
+    return json.loads(canonical_json(value))
 
 
-def _read(path: Path, limit: int = 1 << 20) -> bytes:
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(limit + 1)
-    except OSError as exc:
-        raise TaskError(ErrorCode.BAD_INPUT, f"cannot read {path}: {exc.strerror}") from None
-    if len(data) > limit:
-        raise TaskError(ErrorCode.PAYLOAD_TOO_LARGE, f"{path} is larger than {limit} bytes")
-    return data
+# -- how the commands spell the acts (presentation; the fields are operator_types') ----------
 
+_NAMES = {"operator.apply_config": "apply"}
+"""Command names other than the act's own (``apply_config`` -> ``apply``)."""
 
-# -- repositories, requirements, profiles ----------------------------------------------------
+_CREATES = frozenset({"operator.register_repository", "operator.apply_config"})
+"""The acts that may create the data dir (the first acts of a set-up)."""
 
-
-@operator_group.command("register-repository")
-@click.option("--workspace", required=True, help="Workspace whose tokens may use it.")
-@click.option("--repository", required=True, help="Repository ID.")
-@click.argument("path", type=click.Path(file_okay=False, path_type=Path))
-@data_dir_option
-@json_option
-def register_repository_command(
-    workspace: str, repository: str, path: Path, data_dir: Path | None, as_json: bool
-) -> None:
-    """Register the git work tree at PATH (absolute) as REPOSITORY of WORKSPACE."""
-
-    def act() -> dict[str, Any]:
-        with _admin(data_dir, create=True) as admin:
-            record = admin.register_repository(
-                workspace=workspace, repository_id=repository, work_tree=path
-            )
-        return {
-            "repository_id": record.repository_id,
-            "workspace": record.workspace,
-            "work_tree": record.work_tree,
-            "policy_epoch": record.policy_epoch,
+_REPOSITORY = {"repository_id": ("--repository",)}
+_SHAPES: dict[str, Shape] = {
+    "operator.register_repository": Shape(argument="work_tree", aliases=_REPOSITORY),
+    "operator.install_requirement": Shape(
+        argument="requirement",
+        argument_required=False,
+        files=frozenset({"requirement"}),
+        optional=frozenset({"requirement"}),
+        aliases=_REPOSITORY,
+    ),
+    "operator.register_profile": Shape(
+        aliases={
+            **_REPOSITORY,
+            "profile_id": ("--profile",),
+            "requirement_digest": ("--requirement",),
         }
+    ),
+    "operator.apply_config": Shape(argument="config", files=frozenset({"config"})),
+    "operator.enroll": Shape(
+        aliases={
+            **_REPOSITORY,
+            "registration_id": ("--registration",),
+            "executor_id": ("--executor",),
+            "step_id": ("--step",),
+        }
+    ),
+    "operator.install_collector_profile": Shape(
+        names={"profile": ("--file",)},
+        files=frozenset({"profile"}),
+        optional=frozenset({"profile"}),
+    ),
+    "operator.revoke": Shape(
+        aliases={"registration_id": ("--registration",), "registration_epoch": ("--epoch",)}
+    ),
+    "operator.show": Shape(aliases={**_REPOSITORY, "registrations": ("--registration",)}),
+}
 
-    emit(run(as_json, act), as_json)
+
+# -- install-requirement: a FILE, or one required TEST step (--test-step) ------------------
 
 
-@operator_group.command("install-requirement")
-@click.option("--repository", required=True, help="Repository ID.")
-@click.option(
-    "--test-step",
-    default=None,
-    metavar="STEP",
-    help="Install one required TEST step STEP, satisfied only by a collector.",
+_requirement_options = (
+    click.option(
+        "--test-step",
+        default=None,
+        metavar="STEP",
+        help="Install one required TEST step STEP, satisfied only by a collector.",
+    ),
+    click.option("--summary", default="The tests pass on the exact revision.", show_default=True),
 )
-@click.option("--summary", default="The tests pass on the exact revision.", show_default=True)
-@click.argument("file", required=False, type=click.Path(dir_okay=False, path_type=Path))
-@data_dir_option
-@json_option
-def install_requirement_command(
-    repository: str,
-    test_step: str | None,
-    summary: str,
-    file: Path | None,
-    data_dir: Path | None,
-    as_json: bool,
-) -> None:
-    """Install a WorkflowRequirement from FILE (JSON), or a TEST step with --test-step."""
-
-    def act() -> dict[str, Any]:
-        if (file is None) == (test_step is None):
-            raise TaskError(ErrorCode.BAD_INPUT, "give a requirement FILE or --test-step, not both")
-        requirement = (
-            collector_test_requirement(test_step, summary)
-            if test_step is not None
-            else decode_requirement(_read(file))  # type: ignore[arg-type]
-        )
-        with _admin(data_dir) as admin:
-            installed = admin.install_requirement(repository_id=repository, requirement=requirement)
-        return {
-            "repository_id": repository,
-            "requirement_id": requirement.requirement_id,
-            "requirement_digest": installed.requirement_digest,
-            "plan_digest": installed.plan_digest,
-            "created": installed.created,
-        }
-
-    emit(run(as_json, act), as_json)
 
 
-@operator_group.command("register-profile")
-@click.option("--repository", required=True, help="Repository ID.")
-@click.option("--profile", required=True, help="Workflow (task) profile ID.")
-@click.option("--target", required=True, help="Protected target, e.g. main.")
-@click.option("--requirement", required=True, help="Installed requirement digest (64 hex).")
-@data_dir_option
-@json_option
-def register_profile_command(
-    repository: str,
-    profile: str,
-    target: str,
-    requirement: str,
-    data_dir: Path | None,
-    as_json: bool,
-) -> None:
-    """Register a task-only profile pinning a target and an installed requirement."""
-
-    def act() -> dict[str, Any]:
-        with _admin(data_dir) as admin:
-            record = admin.register_profile(
-                repository_id=repository,
-                profile_id=profile,
-                target=target,
-                requirement_digest=requirement,
-            )
-        return {
-            "repository_id": record.repository_id,
-            "profile_id": record.profile_id,
-            "target": record.target,
-            "requirement_digest": record.requirement_digest,
-            "generation": record.generation,
-        }
-
-    emit(run(as_json, act), as_json)
+def _compose_requirement(
+    admin: AuthorityAdmin, body: dict[str, Any], options: dict[str, Any]
+) -> dict[str, Any]:
+    test_step, summary = options["test_step"], options["summary"]
+    if ("requirement" in body) == (test_step is not None):
+        raise TaskError(ErrorCode.BAD_INPUT, "give a requirement FILE or --test-step, not both")
+    if test_step is not None:
+        body["requirement"] = _tree(collector_test_requirement(test_step, summary))
+    return body
 
 
-# -- the agent_task_profiles config file ------------------------------------------------------
+# -- install-collector-profile: --file, or a command recipe built here -----------------------
 
 
-@operator_group.command("apply")
-@click.argument("config", type=click.Path(dir_okay=False, path_type=Path))
-@data_dir_option
-@json_option
-def apply_command(config: Path, data_dir: Path | None, as_json: bool) -> None:
-    """Apply a strict version-1 agent_task_profiles CONFIG (JSON) to --data-dir.
-
-    Requirements must be installed first (the entries pin their digests).
-    """
-
-    def act() -> list[dict[str, Any]]:
-        parsed = decode_config(_read(config))
-        with _admin(data_dir, create=True) as admin:
-            applied = admin.apply_config(parsed)
-        return [
-            {
-                "repository_id": record.repository_id,
-                "profile_id": record.profile_id,
-                "generation": record.generation,
-            }
-            for record in applied
-        ]
-
-    emit(run(as_json, act), as_json)
-
-
-# -- enrollment, collector profiles, revocation ------------------------------------------------
-
-
-@operator_group.command("enroll")
-@click.option("--repository", required=True, help="Repository ID.")
-@click.option("--step", required=True, help="Step the key may collect for.")
-@click.option("--registration", required=True, help="Registration ID (epochs count per ID).")
-@click.option("--executor", required=True, help="Executor ID (e.g. the collector host).")
-@click.option("--public-key", required=True, help="Ed25519 public key, 64 hex.")
-@data_dir_option
-@json_option
-def enroll_command(
-    repository: str,
-    step: str,
-    registration: str,
-    executor: str,
-    public_key: str,
-    data_dir: Path | None,
-    as_json: bool,
-) -> None:
-    """Enroll a collector's public key for one repository and step (a new epoch each time)."""
-
-    def act() -> dict[str, Any]:
-        with _admin(data_dir, create=False) as admin:
-            enrollment = admin.enroll(
-                registration_id=registration,
-                executor_id=executor,
-                repository_id=repository,
-                step_id=step,
-                public_key=public_key,
-            )
-            identity = admin.authority_identity()
-        return {
-            "registration_id": enrollment.registration_id,
-            "registration_epoch": enrollment.registration_epoch,
-            "executor_id": enrollment.executor_id,
-            "verification_key_id": enrollment.verification_key_id,
-            "note": "enrollment grants no receipt; install a collector profile for this epoch",
-            **_authority(identity),
-        }
-
-    emit(run(as_json, act), as_json)
+_profile_options = (
+    click.option("--profile-id", default=None, help="ID of the new (immutable) collector profile."),
+    click.option("--repository", default=None, help="Repository ID."),
+    click.option("--profile", "workflow_profile", default=None, help="Workflow (task) profile ID."),
+    click.option("--step", default=None, help="Step ID."),
+    click.option("--registration", default=None, help="Registration ID."),
+    click.option("--epoch", type=int, default=None, help="Registration epoch (default: newest)."),
+    click.option("--arg", "argv", multiple=True, help="One argv item of the command (repeat)."),
+    click.option(
+        "--workdir", default=".", show_default=True, help="Working directory in the tree."
+    ),
+    click.option("--allow-env", multiple=True, help="Environment name passed through (repeat)."),
+    click.option("--timeout-ms", type=int, default=600_000, show_default=True),
+    click.option(
+        "--output-limit",
+        type=int,
+        default=1 << 20,
+        show_default=True,
+        help="Retained output bound, bytes.",
+    ),
+    click.option(
+        "--runtime-identity",
+        default=None,
+        help="Pinned runtime identity (64 hex); default: probe this machine now.",
+    ),
+    isolation_options,
+)
 
 
-def _authority(identity: Any) -> dict[str, Any]:
-    return {
-        "authority_public_key": identity.public_key,
-        "authority_key_id": identity.key_id,
-        "audience": identity.audience,
-        "pin_on_a_remote_collector": (
-            "agent-task collector pin-authority --public-key "
-            f"{identity.public_key} --audience {identity.audience}"
-        ),
+def _compose_profile(
+    admin: AuthorityAdmin, body: dict[str, Any], options: dict[str, Any]
+) -> dict[str, Any]:
+    """The collector profile of the recipe options, pinning this machine's probed runtime."""
+    if "profile" in body:
+        return body
+    given = {
+        "--profile-id": options["profile_id"],
+        "--repository": options["repository"],
+        "--profile": options["workflow_profile"],
+        "--step": options["step"],
+        "--registration": options["registration"],
+        "--arg": options["argv"],
     }
+    missing = [flag for flag, value in given.items() if not value]
+    if missing:
+        raise TaskError(ErrorCode.BAD_INPUT, f"give --file, or {', '.join(missing)}")
+    recipe = default_codec().structure(
+        {
+            "argv": list(options["argv"]),
+            "working_directory": options["workdir"],
+            "environment_allowlist": list(options["allow_env"]),
+            "timeout_ms": options["timeout_ms"],
+            "output_limit_bytes": options["output_limit"],
+        },
+        CommandRecipe,
+    )
+    profile = admin.command_collector_profile(
+        profile_id=options["profile_id"],
+        repository_id=options["repository"],
+        workflow_profile_id=options["workflow_profile"],
+        step_id=options["step"],
+        registration_id=options["registration"],
+        recipe=recipe,
+        registration_epoch=options["epoch"],
+        runtime_identity=options["runtime_identity"],
+        isolation=isolation_policy(options["isolation"]),
+    )
+    body["profile"] = _tree(profile)
+    return body
 
 
-@operator_group.command("authority")
-@data_dir_option
-@json_option
-def authority_command(data_dir: Path | None, as_json: bool) -> None:
-    """Print the authority's descriptor-signing key and audience (what a remote collector pins)."""
-
-    def act() -> dict[str, Any]:
-        with _admin(data_dir, create=False) as admin:
-            return _authority(admin.authority_identity())
-
-    emit(run(as_json, act), as_json)
+# -- readable answers: the wire answer, then what the operator checks next -------------------
 
 
-@operator_group.command("install-collector-profile")
-@click.option(
-    "--file",
-    "file",
-    default=None,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="A CollectorProfile JSON (command or finite_review); else the options below.",
-)
-@click.option("--profile-id", default=None, help="ID of the new (immutable) collector profile.")
-@click.option("--repository", default=None, help="Repository ID.")
-@click.option("--profile", default=None, help="Workflow (task) profile ID.")
-@click.option("--step", default=None, help="Step ID.")
-@click.option("--registration", default=None, help="Registration ID.")
-@click.option("--epoch", type=int, default=None, help="Registration epoch (default: newest).")
-@click.option("--arg", "argv", multiple=True, help="One argv item of the command (repeat).")
-@click.option("--workdir", default=".", show_default=True, help="Working directory in the tree.")
-@click.option("--allow-env", multiple=True, help="Environment name passed through (repeat).")
-@click.option("--timeout-ms", type=int, default=600_000, show_default=True)
-@click.option(
-    "--output-limit",
-    type=int,
-    default=1 << 20,
-    show_default=True,
-    help="Retained output bound, bytes.",
-)
-@click.option(
-    "--runtime-identity",
-    default=None,
-    help="Pinned runtime identity (64 hex); default: probe this machine now.",
-)
-@isolation_options
-@data_dir_option
-@json_option
-def install_collector_profile_command(
-    file: Path | None,
-    profile_id: str | None,
-    repository: str | None,
-    profile: str | None,
-    step: str | None,
-    registration: str | None,
-    epoch: int | None,
-    argv: tuple[str, ...],
-    workdir: str,
-    allow_env: tuple[str, ...],
-    timeout_ms: int,
-    output_limit: int,
-    runtime_identity: str | None,
-    isolation: dict[str, Any],
-    data_dir: Path | None,
-    as_json: bool,
-) -> None:
-    """Install an immutable collector profile pinning a recipe and the runtime identity.
-
-    Installing is a separate act from enrollment; a newer profile for the same repository,
-    workflow profile and step supersedes the older one. The isolation options pin the
-    sandbox the command requires (see docs/collector.md); without them the profile pins
-    whatever sandbox this machine gives now, through the probed runtime identity.
-    """
-
-    def act() -> dict[str, Any]:
-        with _admin(data_dir) as admin:
-            if file is not None:
-                collector_profile = decode_collector_profile(_read(file))
-            else:
-                missing = [
-                    name
-                    for name, value in (
-                        ("--profile-id", profile_id),
-                        ("--repository", repository),
-                        ("--profile", profile),
-                        ("--step", step),
-                        ("--registration", registration),
-                    )
-                    if not value
-                ]
-                if not (argv and profile_id and repository and profile and step and registration):
-                    raise TaskError(
-                        ErrorCode.BAD_INPUT,
-                        f"give --file, or {', '.join(missing + ([] if argv else ['--arg']))}",
-                    )
-                recipe = default_codec().structure(
-                    {
-                        "argv": list(argv),
-                        "working_directory": workdir,
-                        "environment_allowlist": list(allow_env),
-                        "timeout_ms": timeout_ms,
-                        "output_limit_bytes": output_limit,
-                    },
-                    CommandRecipe,
-                )
-                collector_profile = admin.command_collector_profile(
-                    profile_id=profile_id,
-                    repository_id=repository,
-                    workflow_profile_id=profile,
-                    step_id=step,
-                    registration_id=registration,
-                    recipe=recipe,
-                    registration_epoch=epoch,
-                    runtime_identity=runtime_identity,
-                    isolation=isolation_policy(isolation),
-                )
-            record = admin.install_collector_profile(collector_profile)
-        out: dict[str, Any] = {
-            "profile_id": record.profile_id,
-            "digest": record.digest,
-            "repository_id": record.repository_id,
-            "workflow_profile_id": record.workflow_profile_id,
-            "step_id": record.step_id,
-            "registration_id": record.registration_id,
-            "registration_epoch": record.registration_epoch,
-        }
-        if isinstance(collector_profile, CommandCollectorProfile):
-            here = runtime_here(
-                collector_profile.recipe,
-                collector_profile.runtime_identity_sha256,
-                isolation=collector_profile.isolation,
-            )
-            out.update(
-                argv=list(collector_profile.recipe.argv),
-                argv0_resolved=here.executable,
-                sandbox=here.sandbox,
-                runtime_identity_sha256=collector_profile.runtime_identity_sha256,
-                runtime_matches_this_host=here.matches,
-            )
-        return out
-
-    def render(out: dict[str, Any]) -> str:
-        text = human(out)
-        if "argv0_resolved" in out:
-            text += (
-                f"\nthe command's argv[0] {out['argv'][0]!r} resolves here to "
-                f"{out['argv0_resolved']!r} (sandbox {out['sandbox']}); check that this is "
-                "the interpreter with your test tools installed"
-            )
-        return text
-
-    emit(run(as_json, act), as_json, render)
+def _pin_line(authority: dict[str, Any]) -> str:
+    return (
+        "on a remote collector: agent-task collector pin-authority --public-key "
+        f"{authority['public_key']} --audience {authority['audience']}"
+    )
 
 
-@operator_group.command("revoke")
-@click.option("--registration", required=True, help="Registration ID.")
-@click.option("--epoch", type=int, default=None, help="Epoch to revoke (default: newest).")
-@click.option("--reason", required=True, help="Why (one line, for the audit).")
-@data_dir_option
-@json_option
-def revoke_command(
-    registration: str, epoch: int | None, reason: str, data_dir: Path | None, as_json: bool
-) -> None:
-    """Revoke an enrollment epoch: its evidence, even retained earlier, stops counting."""
-
-    def act() -> dict[str, Any]:
-        with _admin(data_dir) as admin:
-            revocation = admin.revoke(
-                registration_id=registration, reason=reason, registration_epoch=epoch
-            )
-        return {
-            "registration_id": revocation.registration_id,
-            "registration_epoch": revocation.registration_epoch,
-            "revoked_at_ms": revocation.revoked_at_ms,
-        }
-
-    emit(run(as_json, act), as_json)
+def _runtime_line(view: dict[str, Any]) -> str | None:
+    """What a command profile's argv[0] resolves to here, probed now (not part of the act)."""
+    try:
+        body = decode_collector_profile(str(view["profile"]).encode("utf-8"))
+        if not isinstance(body, CommandCollectorProfile):
+            return None
+        here = runtime_here(body.recipe, body.runtime_identity_sha256, isolation=body.isolation)
+    except TaskError as err:
+        return f"{view['profile_id']}: cannot probe its runtime here ({err.describe()})"
+    return (
+        f"{view['profile_id']}: the command's argv[0] {body.recipe.argv[0]!r} resolves here to "
+        f"{here.executable!r} (sandbox {here.sandbox}; runtime matches this host: "
+        f"{'yes' if here.matches else 'no'}); check that this is the interpreter with your "
+        "test tools installed"
+    )
 
 
-@operator_group.command("show")
-@click.option("--repository", required=True, help="Repository ID.")
-@click.option("--registration", multiple=True, help="Also list these registrations' epochs.")
-@data_dir_option
-@json_option
-def show_command(
-    repository: str, registration: tuple[str, ...], data_dir: Path | None, as_json: bool
-) -> None:
-    """Show a repository's registration, collector profiles and enrollment epochs."""
+def _with_lines(text: str, lines: list[str | None]) -> str:
+    return "\n".join([text, *(line for line in lines if line)])
 
-    def act() -> dict[str, Any]:
-        with _admin(data_dir, create=False) as admin:
-            view = admin.overview(repository, registration)
-        repo = view.repository
-        profiles = []
-        for p in view.collector_profiles:
-            row: dict[str, Any] = {
-                "profile_id": p.profile_id,
-                "step_id": p.step_id,
-                "workflow_profile_id": p.workflow_profile_id,
-                "registration": f"{p.registration_id}@{p.registration_epoch}",
-                "current": p.superseded_at_ms is None,
-                "kind": p.kind,
-            }
-            body = decode_collector_profile(p.profile)
-            if isinstance(body, CommandCollectorProfile):
-                here = runtime_here(
-                    body.recipe, body.runtime_identity_sha256, isolation=body.isolation
-                )
-                row.update(
-                    argv=list(body.recipe.argv),
-                    argv0=body.recipe.argv[0],
-                    argv0_resolved=here.executable,
-                    runtime_matches_this_host=here.matches,
-                )
-            profiles.append(row)
-        return {
-            "repository_id": repo.repository_id,
-            "workspace": repo.workspace,
-            "work_tree": repo.work_tree,
-            "policy_epoch": repo.policy_epoch,
-            "collector_profiles": profiles,
-            "registrations": {
-                reg: [
-                    {
-                        "epoch": e.epoch,
-                        "step_id": e.step_id,
-                        "verification_key_id": e.verification_key_id,
-                        "revoked": e.revoked,
-                    }
-                    for e in epochs
-                ]
-                for reg, epochs in ((r.registration_id, r.epochs) for r in view.registrations)
-            },
-        }
 
-    emit(run(as_json, act), as_json)
+def _render_enrolled(answer: Any) -> str:
+    note = "enrollment grants no receipt; install a collector profile for this epoch"
+    return _with_lines(human(answer), [note, _pin_line(answer["authority"])])
+
+
+def _render_authority(answer: Any) -> str:
+    return _with_lines(human(answer), [_pin_line(answer)])
+
+
+def _render_installed(answer: Any) -> str:
+    return _with_lines(human(answer), [_runtime_line(answer["profile"])])
+
+
+def _render_overview(answer: Any) -> str:
+    return _with_lines(
+        human(answer), [_runtime_line(view) for view in answer["collector_profiles"]]
+    )
+
+
+_EXTRAS: dict[str, tuple[tuple[Callable[[Any], Any], ...], Compose]] = {
+    "operator.install_requirement": (_requirement_options, _compose_requirement),
+    "operator.install_collector_profile": (_profile_options, _compose_profile),
+}
+_RENDER: dict[str, Callable[[Any], str]] = {
+    "operator.enroll": _render_enrolled,
+    "operator.authority": _render_authority,
+    "operator.install_collector_profile": _render_installed,
+    "operator.show": _render_overview,
+}
+
+
+def _caller(name: str, compose: Compose | None) -> Call:
+    def call(body: dict[str, Any], options: dict[str, Any]) -> Any:
+        directory = resolve_data_dir(options.pop("data_dir"))
+        with AuthorityAdmin(directory, create=name in _CREATES) as admin:
+            if compose is not None:
+                body = compose(admin, body, options)
+            return admin.answer(name, json.dumps(body, ensure_ascii=False).encode("utf-8"))
+
+    return call
+
+
+def _command(op: Operation[Any, Any]) -> click.Command:
+    extras, compose = _EXTRAS.get(op.name, ((), None))
+    return operation_command(
+        op,
+        OPERATOR_COMMANDS[op.name],
+        _caller(op.name, compose),
+        shape=_SHAPES.get(op.name, Shape()),
+        render=_RENDER.get(op.name),
+        options=(*extras, data_dir_option),
+    )
+
+
+OPERATOR_COMMANDS: dict[str, str] = {
+    op.name: _NAMES.get(op.name, command_name(op.name.removeprefix("operator.")))
+    for op in operator_registry()
+    if not op.name.startswith(TOKEN_PREFIX)
+}
+"""``operator.<act>`` -> its ``agent-task operator`` command (token acts are ``admin token``)."""
+
+for _op in operator_registry():
+    if _op.name in OPERATOR_COMMANDS:
+        operator_group.add_command(_command(_op))
 
 
 def register(group: click.Group) -> None:

@@ -1,22 +1,27 @@
-"""``agent-task queue ...``: friendly commands for the everyday queue verbs.
+"""``agent-task queue ...``: one command per ``agenttask.*`` operation, generated.
 
-Each builds the verb's JSON request from flags and prints the answer readably (``--json``
-for programs). Anything not covered here is reachable with ``agent-task call agenttask.X``.
+Each command is :func:`taskcli.generate.operation_command` of an operation the queue module
+registers (``agenttask.claimNext`` -> ``queue claim-next``): one flag per field of its input
+type, the first field positional when it is a required string (``queue get TASK_ID``). The
+request goes to ``POST /v/{verb}``; the answer is printed readably (``--json`` for programs).
+``agent-task call agenttask.X --request ...`` takes the same request as one JSON body.
 """
 
 from __future__ import annotations
 
 import datetime
 import json
-from pathlib import Path
 from typing import Any
 
+import attrs
 import click
-from taskcore.codec import parse_json
+from taskcore.queue import operations
+from taskcore.service import Operation, Registry
 
-from taskcli.common import ServiceClient, client_options, emit, human, json_option, run
+from taskcli.common import ServiceClient, client_options, human
+from taskcli.generate import Call, Shape, command_name, operation_command
 
-__all__ = ["readable", "register"]
+__all__ = ["command_for", "queue_group", "queue_operations", "readable", "register"]
 
 
 def _iso(ms: Any) -> str:
@@ -54,24 +59,44 @@ def readable(answer: Any) -> str:
     return human(answer)
 
 
-def _send(
-    url: str, token_file: Path | None, verb: str, body: dict[str, Any], as_json: bool
-) -> None:
-    def act() -> Any:
+def _sender(verb: str) -> Call:
+    def call(body: dict[str, Any], options: dict[str, Any]) -> Any:
         data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        return ServiceClient(url, token_file).verb(verb, data)
+        return ServiceClient(options["url"], options["token_file"]).verb(verb, data)
 
-    emit(run(as_json, act), as_json, readable)
+    return call
 
 
-def _json_value(text: str | None, as_json: bool) -> Any:
-    if text is None:
+# How the commands spell some fields (presentation; the fields are the input types'):
+# the field taken positionally when it is not the first required string (the default), and
+# the flag spellings of the hand-written commands these replaced.
+_ARGUMENT: dict[str, str | None] = {"agenttask.feed": "task_id"}
+_ALIASES: dict[str, dict[str, tuple[str, ...]]] = {
+    "agenttask.create": {"parent_task_id": ("--parent",), "matter_id": ("--matter",)},
+}
+
+
+def queue_operations() -> tuple[Operation[Any, Any], ...]:
+    """The operations the queue module registers (the nineteen verbs, gate.apply, admin verbs)."""
+    registry = Registry()
+    operations.register(registry)
+    return tuple(registry)
+
+
+def command_for(op: Operation[Any, Any]) -> str:
+    """The command name of a queue operation: ``agenttask.claimNext`` -> ``claim-next``."""
+    return command_name(op.name.removeprefix("agenttask."))
+
+
+def _argument(op: Operation[Any, Any]) -> str | None:
+    """The positional field: the first one, when it is a required string (``queue get TASK_ID``)."""
+    if op.name in _ARGUMENT:
+        return _ARGUMENT[op.name]
+    first = next(iter(attrs.fields(op.input_type)), None)
+    if first is None or first.default is not attrs.NOTHING:
         return None
-    return run(as_json, lambda: parse_json(text))
-
-
-def _prune(body: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in body.items() if v is not None}
+    attrs.resolve_types(op.input_type)
+    return first.name if first.type is str else None
 
 
 @click.group("queue")
@@ -79,120 +104,22 @@ def queue_group() -> None:
     """The agent task queue (agenttask.* verbs)."""
 
 
-@queue_group.command("claim-next")
-@click.option("--verb", default=None, help="Only tasks of this carrier verb (e.g. agent.run).")
-@client_options
-@json_option
-def claim_next(verb: str | None, url: str, token_file: Path | None, as_json: bool) -> None:
-    """Claim the next queued task this token may run: highest priority first, then oldest.
-
-    (agenttask.claimNext)
-    """
-    _send(url, token_file, "agenttask.claimNext", _prune({"verb": verb}), as_json)
-
-
-@queue_group.command("checkpoint")
-@click.argument("task_id")
-@click.option(
-    "--status",
-    type=click.Choice(["DONE", "FAILED"]),
-    default=None,
-    help="Finish the task (terminal checkpoint).",
-)
-@click.option(
-    "--checkpoint", "state", default=None, metavar="JSON", help="Durable agent state to persist."
-)
-@click.option("--last-error", default=None, help="Why it failed.")
-@click.option("--fence", type=int, default=None, help="Fence from the claim's lease handle.")
-@client_options
-@json_option
-def checkpoint(
-    task_id: str,
-    status: str | None,
-    state: str | None,
-    last_error: str | None,
-    fence: int | None,
-    url: str,
-    token_file: Path | None,
-    as_json: bool,
-) -> None:
-    """Persist state and renew the lease, or finish the task (agenttask.checkpoint)."""
-    body = _prune(
-        {
-            "taskId": task_id,
-            "checkpoint": _json_value(state, as_json),
-            "status": status,
-            "lastError": last_error,
-            "fence": fence,
-        }
-    )
-    _send(url, token_file, "agenttask.checkpoint", body, as_json)
+def _generate() -> None:
+    for op in queue_operations():
+        shape = Shape(argument=_argument(op), aliases=_ALIASES.get(op.name, {}))
+        queue_group.add_command(
+            operation_command(
+                op,
+                command_for(op),
+                _sender(op.name),
+                shape=shape,
+                render=readable,
+                options=(client_options,),
+            )
+        )
 
 
-@queue_group.command("create")
-@click.argument("verb")
-@click.option("--payload", default=None, metavar="JSON", help="Task payload.")
-@click.option("--parent", "parent_task_id", default=None, help="Parent task id.")
-@click.option("--matter", "matter_id", default=None, help="Matter id.")
-@client_options
-@json_option
-def create(
-    verb: str,
-    payload: str | None,
-    parent_task_id: str | None,
-    matter_id: str | None,
-    url: str,
-    token_file: Path | None,
-    as_json: bool,
-) -> None:
-    """Queue a task for carrier VERB (agenttask.create)."""
-    body = _prune(
-        {
-            "verb": verb,
-            "payload": _json_value(payload, as_json),
-            "parentTaskId": parent_task_id,
-            "matterId": matter_id,
-        }
-    )
-    _send(url, token_file, "agenttask.create", body, as_json)
-
-
-def _by_id(name: str, verb: str, summary: str) -> None:
-    @queue_group.command(name, help=f"{summary} ({verb}).")
-    @click.argument("task_id")
-    @client_options
-    @json_option
-    def command(task_id: str, url: str, token_file: Path | None, as_json: bool) -> None:
-        _send(url, token_file, verb, {"taskId": task_id}, as_json)
-
-
-_by_id("get", "agenttask.get", "Show one task")
-_by_id("feed", "agenttask.feed", "Show a task's status and checkpoint")
-_by_id("cancel", "agenttask.cancel", "Cancel a non-terminal task")
-_by_id("requeue", "agenttask.requeue", "Return a FAILED task to the queue")
-
-
-@queue_group.command("release")
-@click.argument("task_id")
-@click.option("--fence", type=int, default=None, help="Fence from the claim's lease handle.")
-@client_options
-@json_option
-def release(
-    task_id: str, fence: int | None, url: str, token_file: Path | None, as_json: bool
-) -> None:
-    """Give a held lease back; the task returns to the queue (agenttask.release)."""
-    _send(
-        url, token_file, "agenttask.release", _prune({"taskId": task_id, "fence": fence}), as_json
-    )
-
-
-@queue_group.command("list")
-@click.option("--status", default=None, help="Only tasks in this status.")
-@client_options
-@json_option
-def list_tasks(status: str | None, url: str, token_file: Path | None, as_json: bool) -> None:
-    """List the workspace's tasks (agenttask.list)."""
-    _send(url, token_file, "agenttask.list", _prune({"status": status}), as_json)
+_generate()
 
 
 def register(group: click.Group) -> None:

@@ -40,7 +40,7 @@ from taskcore.authority.config import OperatorConfig, apply_config, decode_confi
 from taskcore.authority.requirement import WorkflowRequirement, decode_requirement
 from taskcore.canonical import canonical_json
 from taskcore.clock import Clock
-from taskcore.codec import dumps
+from taskcore.codec import decode, dumps
 from taskcore.collector.admin import install_collector_profile
 from taskcore.collector.authority_key import ensure_authority_key
 from taskcore.collector.records import runtime_identity_digest
@@ -110,6 +110,7 @@ __all__ = [
     "RegistrationView",
     "RepositoryOverview",
     "TokenRow",
+    "operator_registry",
     "register",
 ]
 
@@ -417,6 +418,16 @@ def register(registry: Registry) -> None:
         )
 
 
+def operator_registry() -> Registry:
+    """A registry of the ``operator.*`` operations alone (what the operator commands list)."""
+    registry = Registry()
+    register(registry)
+    return registry
+
+
+_OPERATOR_REGISTRY = operator_registry()
+
+
 class OperatorDesk:
     """The operator's front door on a data directory: ``call`` an ``operator.*`` operation.
 
@@ -458,7 +469,17 @@ class OperatorDesk:
         return self.service.invoke(OPERATOR_ACTOR, name, dict(request or {}), door=self.door)
 
     def answer(self, name: str, raw: bytes) -> Any:
-        """Run ``name`` on raw JSON for the operator; return its answer (``agent-task call``)."""
+        """Run ``name`` on raw JSON for the operator; return its wire answer (a JSON value).
+
+        What ``agent-task call operator.<act>`` and the generated ``operator``/``admin token``
+        commands print. Without a journal (and without ``create``) the request is decoded
+        first, so malformed input is refused as such before the missing journal is (there is
+        nowhere to audit either refusal, and nothing is created).
+        """
+        if self._service is None and not self.create:
+            op = _OPERATOR_REGISTRY.get(name)
+            if op is not None and not (self.data_dir / JOURNAL_FILENAME).exists():
+                decode(op.input_type, raw)
         return self.service.dispatch(OPERATOR_ACTOR, name, raw, door=self.door).json()
 
     def __enter__(self) -> Self:

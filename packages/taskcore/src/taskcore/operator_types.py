@@ -9,7 +9,7 @@ act concerned, so the front door audits the operator's act there
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import attrs
 
@@ -54,6 +54,7 @@ __all__ = [
 _ID = r"[A-Za-z0-9._-]{1,128}"
 _REPO = REPOSITORY_ID  # one identifier or OWNER/NAME, never "." or ".."
 _TEXT = r"[^\x00-\x1f\x7f]*"
+_HEX64 = r"[0-9a-f]{64}"
 
 
 # -- inputs ------------------------------------------------------------------------------------
@@ -63,45 +64,47 @@ _TEXT = r"[^\x00-\x1f\x7f]*"
 class RegisterRepositoryIn:
     """``operator.register_repository``: a git work tree (absolute path) of a workspace."""
 
-    workspace: str = wire_field(pattern=_ID)
-    repository_id: str = wire_field(pattern=_REPO)
-    work_tree: str = wire_field(min_len=1, max_len=4096, pattern=_TEXT)
+    workspace: str = wire_field(pattern=_ID, doc="workspace whose tokens may use it")
+    repository_id: str = wire_field(pattern=_REPO, doc="repository ID (NAME or OWNER/NAME)")
+    work_tree: str = wire_field(
+        min_len=1, max_len=4096, pattern=_TEXT, doc="absolute path of the git work tree"
+    )
 
 
 @attrs.frozen(kw_only=True)
 class InstallRequirementIn:
     """``operator.install_requirement``: a WorkflowRequirement (strictly decoded)."""
 
-    repository_id: str = wire_field(pattern=_REPO)
-    requirement: dict[str, Any] = wire_field()
+    repository_id: str = wire_field(pattern=_REPO, doc="repository ID")
+    requirement: dict[str, Any] = wire_field(doc="a WorkflowRequirement object")
 
 
 @attrs.frozen(kw_only=True)
 class RegisterProfileIn:
     """``operator.register_profile``: a task profile pinning a target and a requirement."""
 
-    repository_id: str = wire_field(pattern=_REPO)
-    profile_id: str = wire_field(max_len=128)
-    target: str = wire_field(max_len=256)
-    requirement_digest: str = wire_field(max_len=64)
+    repository_id: str = wire_field(pattern=_REPO, doc="repository ID")
+    profile_id: str = wire_field(max_len=128, doc="workflow (task) profile ID")
+    target: str = wire_field(max_len=256, doc="protected target, e.g. main")
+    requirement_digest: str = wire_field(max_len=64, doc="installed requirement digest (64 hex)")
 
 
 @attrs.frozen(kw_only=True)
 class ApplyConfigIn:
     """``operator.apply_config``: a version-1 ``agent_task_profiles`` config."""
 
-    config: dict[str, Any] = wire_field()
+    config: dict[str, Any] = wire_field(doc="a strict version-1 agent_task_profiles config")
 
 
 @attrs.frozen(kw_only=True)
 class EnrollIn:
     """``operator.enroll``: an Ed25519 public key for one repository and step (a new epoch)."""
 
-    registration_id: str = wire_field(max_len=128)
-    executor_id: str = wire_field(max_len=128)
-    repository_id: str = wire_field(pattern=_REPO)
-    step_id: str = wire_field(max_len=128)
-    public_key: str = wire_field(max_len=64)
+    registration_id: str = wire_field(max_len=128, doc="registration ID (epochs count per ID)")
+    executor_id: str = wire_field(max_len=128, doc="executor ID (e.g. the collector host)")
+    repository_id: str = wire_field(pattern=_REPO, doc="repository ID")
+    step_id: str = wire_field(max_len=128, doc="step the key may collect for")
+    public_key: str = wire_field(pattern=_HEX64, doc="Ed25519 public key, 64 lowercase hex")
 
 
 @attrs.frozen(kw_only=True)
@@ -113,48 +116,54 @@ class NoIn:
 class InstallCollectorProfileIn:
     """``operator.install_collector_profile``: a CollectorProfile (strictly decoded)."""
 
-    profile: dict[str, Any] = wire_field()
+    profile: dict[str, Any] = wire_field(doc="a CollectorProfile object (command or finite_review)")
 
 
 @attrs.frozen(kw_only=True)
 class RevokeIn:
     """``operator.revoke``: one enrollment epoch (the newest without ``registration_epoch``)."""
 
-    registration_id: str = wire_field(max_len=128)
-    reason: str = wire_field(max_len=1024, pattern=_TEXT)
-    registration_epoch: int | None = wire_field(default=None, lo=1)
+    registration_id: str = wire_field(max_len=128, doc="registration ID")
+    reason: str = wire_field(max_len=1024, pattern=_TEXT, doc="why (one line, for the audit)")
+    registration_epoch: int | None = wire_field(
+        default=None, lo=1, doc="epoch to revoke (default: the newest)"
+    )
 
 
 @attrs.frozen(kw_only=True)
 class ShowIn:
     """``operator.show``: a repository and the registrations whose epochs to list."""
 
-    repository_id: str = wire_field(pattern=_REPO)
-    registrations: tuple[str, ...] = wire_field(default=(), max_len=64, item_max_len=128)
+    repository_id: str = wire_field(pattern=_REPO, doc="repository ID")
+    registrations: tuple[str, ...] = wire_field(
+        default=(), max_len=64, item_max_len=128, doc="also list these registrations' epochs"
+    )
 
 
 @attrs.frozen(kw_only=True)
 class TokenCreateIn:
     """``operator.token_create``: a token of any workspace (the secret is answered once)."""
 
-    workspace: str = wire_field(pattern=_ID)
-    tier: str = wire_field(pattern=r"agent|member|admin")
-    autonomy: int = wire_field(default=1, lo=0, hi=MAX_AUTONOMY)
-    name: str = wire_field(default="", max_len=128, pattern=_TEXT)
+    workspace: str = wire_field(pattern=_ID, doc="workspace the token is bound to")
+    tier: Literal["agent", "member", "admin"] = wire_field(doc="permission tier")
+    autonomy: int = wire_field(
+        default=1, lo=0, hi=MAX_AUTONOMY, doc="autonomy level (0 read only .. 3 destructive)"
+    )
+    name: str = wire_field(default="", max_len=128, pattern=_TEXT, doc="a label for people")
 
 
 @attrs.frozen(kw_only=True)
 class TokenListIn:
     """``operator.token_list``: every token (of one workspace), oldest first."""
 
-    workspace: str | None = wire_field(default=None, pattern=_ID)
+    workspace: str | None = wire_field(default=None, pattern=_ID, doc="only this workspace's")
 
 
 @attrs.frozen(kw_only=True)
 class TokenRevokeIn:
     """``operator.token_revoke``: revoke a token by id (any workspace)."""
 
-    token_id: str = wire_field(max_len=128)
+    token_id: str = wire_field(max_len=128, doc="the token's id")
 
 
 # -- outputs -------------------------------------------------------------------------------------

@@ -251,7 +251,8 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             idempotent=False,
             mcp=True,
             handler=_claim_next_handler,
-            description="Highest priority, then oldest, among QUEUED tasks and expired leases "
+            description="The highest priority first, then the oldest, among QUEUED tasks and "
+            "expired leases "
             "whose autonomy ceiling admits the caller; optionally one carrier verb. Concurrent "
             "callers each win a different task.",
         ),
