@@ -121,7 +121,7 @@ _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.queue.operations",
     "taskcore.gate.operations",
     "taskcore.workflow.operations",
-    "taskcore.collector.operations",
+    "taskcore.evidence.collector_operations",
     "taskcore.observe.operations",
     "taskcore.evidence.operations",
     "taskcore.operator_ops",
@@ -628,7 +628,7 @@ class Service:
             data_dir, create=True, busy_timeout_ms=config_obj.busy_timeout_ms, init=init
         )
         # The authority's descriptor-signing key is made with the data dir it belongs to.
-        from taskcore.collector.authority_key import ensure_authority_key
+        from taskcore.evidence.authority_key import ensure_authority_key
 
         ensure_authority_key(config_obj.data_dir)
         return cls(storage, config=config_obj, clock=clock, registry=registry)

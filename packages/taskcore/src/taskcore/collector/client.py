@@ -43,16 +43,15 @@ import attrs
 
 from taskcore.authority.gitrev import git_revision, work_tree_state
 from taskcore.codec import default_codec
-from taskcore.collector.authority_key import verify_descriptor
 from taskcore.collector.collect import collect_command
-from taskcore.collector.descriptor import CollectorDescriptor
 from taskcore.collector.nextstep import Advice, CommandOptions, advise
 from taskcore.collector.preflight import check_profile_here
-from taskcore.collector.records import ExecutionRecord
 from taskcore.collector.runtime import Progress
 from taskcore.collector.state import AttemptState, CollectorKey, CollectorState, PinnedAuthority
-from taskcore.collector.wire import run_summary
 from taskcore.contract import CommandCollectorProfile, decode_collector_profile
+from taskcore.contract.collector_descriptor import CollectorDescriptor, verify_descriptor
+from taskcore.contract.collector_records import ExecutionRecord
+from taskcore.contract.collector_wire import run_summary
 from taskcore.errors import ErrorCode, ErrorKind, TaskError
 from taskcore.limits import COLLECTOR_RENEW_MIN_MS
 from taskcore.workflow.reads import open_reader

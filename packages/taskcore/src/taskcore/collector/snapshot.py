@@ -31,7 +31,7 @@ from taskcore.authority.gitrev import (
     revision_listing,
     revision_of_listing,
 )
-from taskcore.collector.records import SnapshotEvidence
+from taskcore.contract.collector_records import SnapshotEvidence
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import GIT_TIMEOUT_SECONDS
 

@@ -13,22 +13,22 @@ from taskcore.authority import revoke_executor
 from taskcore.authority.gitrev import git_revision
 from taskcore.canonical import canonical_json
 from taskcore.codec import default_codec
-from taskcore.collector.admin import install_collector_profile
 from taskcore.collector.collect import collect_command
-from taskcore.collector.descriptor import (
+from taskcore.collector.state import CollectorState
+from taskcore.contract.collector_descriptor import (
     CollectorDescriptor,
     build_execution_request,
     request_bytes,
 )
-from taskcore.collector.records import SandboxMode
-from taskcore.collector.state import CollectorState
-from taskcore.collector.transfer import decode_transfer, encode_transfer
+from taskcore.contract.collector_records import SandboxMode
+from taskcore.contract.collector_transfer import decode_transfer, encode_transfer
 from taskcore.digest import sha256_hex
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence.profiles import install_collector_profile
 from taskcore.service import Route, Service
 from taskcore.signing import generate_seed, public_key_hex
 
-from .conftest import commit_file, head, recipe
+from tests.taskcore.collector.conftest import commit_file, head, recipe
 
 
 class Flow:
@@ -405,7 +405,7 @@ def test_a_request_that_is_not_the_pinned_one_is_refused(flow):
     request = build_execution_request(descriptor.binding, profile)
     decoded = decode_transfer(flow.collect(descriptor))
     records = (canonical_json(request), decoded.records[1])
-    from taskcore.collector.transfer import RecordType, record_entries
+    from taskcore.contract.collector_transfer import RecordType, record_entries
 
     entries = record_entries(
         ((RecordType.EXECUTION_REQUEST, records[0]), (RecordType.EXECUTION_RECORD, records[1]))
