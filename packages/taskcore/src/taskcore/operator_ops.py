@@ -42,7 +42,6 @@ from taskcore.canonical import canonical_json
 from taskcore.clock import Clock
 from taskcore.codec import dumps
 from taskcore.collector.runtime import probe_runtime
-from taskcore.collector.state import key_id_for
 from taskcore.contract import (
     CollectorProfile,
     CommandCollectorProfile,
@@ -95,6 +94,7 @@ from taskcore.service import (
     ServiceConfig,
     Surface,
 )
+from taskcore.signing import key_id_for
 from taskcore.store import open_storage
 from taskcore.store.authority_api import ProfileRecord, RepositoryRecord
 from taskcore.store.storage import JOURNAL_FILENAME

@@ -129,7 +129,7 @@ def read_counter(path: Path) -> int:
 
 def write_counter(path: Path, value: int) -> None:
     """Durably store ``value`` (0 removes the file); :class:`CounterError` when it cannot."""
-    from taskcore.collector.state import durable_write  # only when a counter is written
+    from taskcore.durable import durable_write  # only when a counter is written
 
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)

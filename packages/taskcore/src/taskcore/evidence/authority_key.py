@@ -34,11 +34,11 @@ from typing import Final
 
 import attrs
 
-from taskcore.collector.state import durable_write, key_id_for
 from taskcore.contract.collector_descriptor import CollectorDescriptor, descriptor_digest
 from taskcore.digest import is_hex64
+from taskcore.durable import durable_write
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.signing import generate_seed, public_key_hex, sign_digest
+from taskcore.signing import generate_seed, key_id_for, public_key_hex, sign_digest
 
 __all__ = [
     "AUTHORITY_KEY_FILE",
