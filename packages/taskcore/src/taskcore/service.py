@@ -54,12 +54,7 @@ from taskcore.audit import AGGREGATED_DIGEST, ANONYMOUS, AuditLog, input_digest
 from taskcore.auth import authenticate_in
 from taskcore.clock import Clock, SystemClock
 from taskcore.codec import Codec, dumps
-from taskcore.envelope import (
-    Route,
-    WorkflowCall,
-    call_workflow,
-    wrap_workflow,
-)
+from taskcore.envelope import Route, WorkflowCall, call_workflow, wrap_workflow
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.names import WORKFLOW_PREFIX
 from taskcore.ratelimit import RateLimiter, RateLimits

@@ -21,25 +21,14 @@ from taskcore.contract.collector_descriptor import (
     build_execution_request,
     request_bytes,
 )
-from taskcore.contract.collector_transfer import (
-    OriginGrant,
-)
-from taskcore.contract.collector_wire import (
-    CollectorClaimRequest,
-    DescriptorRequest,
-)
+from taskcore.contract.collector_transfer import OriginGrant
+from taskcore.contract.collector_wire import CollectorClaimRequest, DescriptorRequest
 from taskcore.digest import sha256_hex
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence.profiles import binding_of, current_profile
-from taskcore.evidence.receipts import (
-    grant_generation,
-    registration_problem,
-)
+from taskcore.evidence.receipts import grant_generation, registration_problem
 from taskcore.store.authority_api import SubjectRecord
-from taskcore.store.journal_api import (
-    AttemptRecord,
-    TaskRecord,
-)
+from taskcore.store.journal_api import AttemptRecord, TaskRecord
 from taskcore.store.storage import Storage
 from taskcore.workflow.guard import GuardAction
 from taskcore.workflow.journal import WorkflowJournal
@@ -51,9 +40,7 @@ from taskcore.workflow.lookups import (
     subject_of,
     task_in_route,
 )
-from taskcore.workflow.states import (
-    AttemptState,
-)
+from taskcore.workflow.states import AttemptState
 
 __all__ = [
     "collector_claim",

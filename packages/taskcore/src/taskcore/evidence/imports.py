@@ -43,30 +43,17 @@ from taskcore.contract.collector_transfer import (
     decode_record,
     decode_transfer,
 )
-from taskcore.contract.collector_wire import (
-    UploadOutcome,
-    run_summary,
-)
+from taskcore.contract.collector_wire import UploadOutcome, run_summary
 from taskcore.digest import domain_digest, request_domain
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence import forge
 from taskcore.evidence.claim import pinned_binding
 from taskcore.evidence.profiles import current_profile
-from taskcore.evidence.receipts import (
-    COLLECTOR_COMPLETION,
-    grant_generation,
-    origin_problem,
-)
-from taskcore.limits import (
-    COLLECTOR_ENVELOPE_MAX_BYTES,
-)
+from taskcore.evidence.receipts import COLLECTOR_COMPLETION, grant_generation, origin_problem
+from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES
 from taskcore.store.authority_api import SubjectRecord
 from taskcore.store.collector_api import CollectorProfileRecord, TransferRecord
-from taskcore.store.journal_api import (
-    AttemptRecord,
-    RequestRecord,
-    TaskRecord,
-)
+from taskcore.store.journal_api import AttemptRecord, RequestRecord, TaskRecord
 from taskcore.store.storage import Storage, Transaction
 from taskcore.workflow.guard import GuardAction
 from taskcore.workflow.lookups import (
@@ -77,10 +64,7 @@ from taskcore.workflow.lookups import (
     subject_of,
     task_in_route,
 )
-from taskcore.workflow.states import (
-    AttemptState,
-    Event,
-)
+from taskcore.workflow.states import AttemptState, Event
 from taskcore.workflow.transition import check, transition
 
 __all__ = [

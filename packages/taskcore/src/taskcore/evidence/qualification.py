@@ -9,19 +9,9 @@ from __future__ import annotations
 
 from taskcore.authority.subjects import check_current
 from taskcore.clock import Clock
-from taskcore.contract import (
-    GraphStatus,
-    WorkflowProgression,
-    WorkflowTask,
-)
-from taskcore.contract.collector_records import (
-    ExecutionRecord,
-)
-from taskcore.contract.collector_transfer import (
-    TransferKind,
-    decode_record,
-    decode_transfer,
-)
+from taskcore.contract import GraphStatus, WorkflowProgression, WorkflowTask
+from taskcore.contract.collector_records import ExecutionRecord
+from taskcore.contract.collector_transfer import TransferKind, decode_record, decode_transfer
 from taskcore.contract.collector_wire import (
     NextStep,
     QualificationFailure,
@@ -44,22 +34,12 @@ from taskcore.limits import (
     RUN_FAILURES_MAX,
 )
 from taskcore.store.authority_api import SubjectRecord
-from taskcore.store.journal_api import (
-    TaskRecord,
-)
+from taskcore.store.journal_api import TaskRecord
 from taskcore.store.storage import Storage, Transaction
 from taskcore.workflow.guard import GuardAction
 from taskcore.workflow.journal import unresolved_prior_task
-from taskcore.workflow.lookups import (
-    Caller,
-    decode_body,
-    dependency_complete,
-    route_view,
-)
-from taskcore.workflow.states import (
-    AttemptState,
-    TaskState,
-)
+from taskcore.workflow.lookups import Caller, decode_body, dependency_complete, route_view
+from taskcore.workflow.states import AttemptState, TaskState
 
 __all__ = [
     "qualification",

@@ -37,13 +37,8 @@ from taskcore.contract import (
     WorkflowTask,
     WorkflowTaskAttempt,
 )
-from taskcore.contract.collector_records import (
-    SandboxMode,
-)
-from taskcore.contract.collector_transfer import (
-    OriginGrant,
-    decode_transfer,
-)
+from taskcore.contract.collector_records import SandboxMode
+from taskcore.contract.collector_transfer import OriginGrant, decode_transfer
 from taskcore.contract.collector_wire import (
     FinalizeOutcome,
     FinalizeRequest,
@@ -54,24 +49,13 @@ from taskcore.contract.collector_wire import (
 from taskcore.digest import RECEIPT_DOMAIN, domain_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence import forge
-from taskcore.limits import (
-    COLLECTOR_ENVELOPE_MAX_BYTES,
-    FINALIZE_TRANSFERS_MAX,
-)
+from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES, FINALIZE_TRANSFERS_MAX
 from taskcore.store.authority_api import SubjectRecord
 from taskcore.store.collector_api import ReceiptRecord, TransferRecord
-from taskcore.store.journal_api import (
-    AttemptRecord,
-    TaskRecord,
-)
+from taskcore.store.journal_api import AttemptRecord, TaskRecord
 from taskcore.store.storage import Storage, Transaction
 from taskcore.workflow.guard import GuardAction
-from taskcore.workflow.lookups import (
-    COMPLETION_CHECKS,
-    Caller,
-    decode_body,
-    route_view,
-)
+from taskcore.workflow.lookups import COMPLETION_CHECKS, Caller, decode_body, route_view
 
 __all__ = [
     "COLLECTOR_COMPLETION",

@@ -20,7 +20,7 @@ to the domain-separated digest of its exact canonical bytes and kind
 byte for byte, after the current authorization check and even if the subject or enrollment
 went stale since; the same ID with any changed field, another kind or another route is
 ``IDEMPOTENCY_CONFLICT``. A refused request binds nothing: its ID stays free, and retrying it
-re-evaluates it. Status and the other reads consume no request
+re-evaluates it. Status and the other reads consume no request ID.
 
 The class is composed by concern: :mod:`~taskcore.workflow.journal_checkpoints`,
 :mod:`~taskcore.workflow.journal_claims`, :mod:`~taskcore.workflow.journal_attempts`,

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from taskcore.authority.enrollment import current_registration
-from taskcore.authority.subjects import (
-    check_current,
-)
+from taskcore.authority.subjects import check_current
 from taskcore.canonical import canonical_json
 from taskcore.contract import (
     FenceSupersession,
@@ -25,14 +23,9 @@ from taskcore.workflow.lookups import (
     subject_of,
     task_in_route,
 )
-from taskcore.workflow.states import (
-    AttemptState,
-    Event,
-)
+from taskcore.workflow.states import AttemptState, Event
 from taskcore.workflow.transition import check, transition
-from taskcore.workflow.types import (
-    MutationOutcome,
-)
+from taskcore.workflow.types import MutationOutcome
 
 __all__ = [
     "AttemptsMixin",

@@ -14,31 +14,15 @@ from contextlib import contextmanager
 
 from taskcore.clock import Clock, SystemClock
 from taskcore.codec import Codec, default_codec
-from taskcore.contract import (
-    WorkflowTask,
-)
+from taskcore.contract import WorkflowTask
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import LEASE_MAX_MS
-from taskcore.store.journal_api import (
-    RequestRecord,
-    TaskRecord,
-    TransitionRecord,
-)
+from taskcore.store.journal_api import RequestRecord, TaskRecord, TransitionRecord
 from taskcore.store.storage import Storage, Transaction
 from taskcore.workflow.guard import GuardAction
-from taskcore.workflow.lookups import (
-    Caller,
-    decode_body,
-    dependency_complete,
-)
-from taskcore.workflow.states import (
-    AttemptState,
-    TaskState,
-    observe_attempt,
-)
-from taskcore.workflow.types import (
-    TaskSummary,
-)
+from taskcore.workflow.lookups import Caller, decode_body, dependency_complete
+from taskcore.workflow.states import AttemptState, TaskState, observe_attempt
+from taskcore.workflow.types import TaskSummary
 
 __all__ = [
     "JournalBase",

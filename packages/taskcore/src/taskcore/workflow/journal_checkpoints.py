@@ -9,31 +9,15 @@ from taskcore.authority.subjects import (
     subject_references,
 )
 from taskcore.canonical import canonical_json
-from taskcore.contract import (
-    CAPABILITY,
-    SUPPORTED_SCHEMA_VERSIONS,
-)
+from taskcore.contract import CAPABILITY, SUPPORTED_SCHEMA_VERSIONS
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.store.journal_api import (
-    TaskRecord,
-)
+from taskcore.store.journal_api import TaskRecord
 from taskcore.workflow.derive import derive_tasks
 from taskcore.workflow.guard import GuardAction
 from taskcore.workflow.journal_base import JournalBase
-from taskcore.workflow.lookups import (
-    Caller,
-    retry_refusal,
-    route_view,
-    to_subject_view,
-)
-from taskcore.workflow.states import (
-    TaskState,
-)
-from taskcore.workflow.types import (
-    CapabilitiesResponse,
-    CheckpointRequest,
-    CheckpointResponse,
-)
+from taskcore.workflow.lookups import Caller, retry_refusal, route_view, to_subject_view
+from taskcore.workflow.states import TaskState
+from taskcore.workflow.types import CapabilitiesResponse, CheckpointRequest, CheckpointResponse
 
 __all__ = [
     "CheckpointsMixin",

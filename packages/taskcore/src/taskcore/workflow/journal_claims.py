@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from taskcore.authority.enrollment import current_registration
-from taskcore.authority.subjects import (
-    check_current,
-)
+from taskcore.authority.subjects import check_current
 from taskcore.canonical import canonical_json
 from taskcore.contract import (
     TaskClaimRequest,
@@ -16,9 +14,7 @@ from taskcore.contract import (
 )
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence import forge
-from taskcore.store.journal_api import (
-    AttemptRecord,
-)
+from taskcore.store.journal_api import AttemptRecord
 from taskcore.workflow.guard import GuardAction
 from taskcore.workflow.journal_base import JournalBase
 from taskcore.workflow.lookups import (
@@ -33,14 +29,9 @@ from taskcore.workflow.lookups import (
     task_in_route,
     unresolved_prior_task,
 )
-from taskcore.workflow.states import (
-    AttemptState,
-    Event,
-)
+from taskcore.workflow.states import AttemptState, Event
 from taskcore.workflow.transition import check, transition
-from taskcore.workflow.types import (
-    ClaimOutcome,
-)
+from taskcore.workflow.types import ClaimOutcome
 
 __all__ = [
     "ClaimsMixin",

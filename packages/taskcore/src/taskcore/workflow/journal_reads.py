@@ -30,10 +30,7 @@ from taskcore.contract import (
 from taskcore.digest import sha256_hex
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import REFERENCE_BODY_MAX_BYTES
-from taskcore.store.journal_api import (
-    AttemptRecord,
-    TaskRecord,
-)
+from taskcore.store.journal_api import AttemptRecord, TaskRecord
 from taskcore.store.storage import Transaction
 from taskcore.workflow.guard import GuardAction
 from taskcore.workflow.journal_base import JournalBase

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 from taskcore.authority.enrollment import current_registration
-from taskcore.authority.subjects import (
-    check_current,
-)
+from taskcore.authority.subjects import check_current
 from taskcore.canonical import canonical_json
 from taskcore.contract import (
     AssertionOutcome,
@@ -23,9 +21,7 @@ from taskcore.contract import (
     verify_observation,
 )
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.store.journal_api import (
-    AssertionRecord,
-)
+from taskcore.store.journal_api import AssertionRecord
 from taskcore.workflow.guard import GuardAction
 from taskcore.workflow.journal_base import JournalBase
 from taskcore.workflow.lookups import (
@@ -38,14 +34,9 @@ from taskcore.workflow.lookups import (
     subject_of,
     task_in_route,
 )
-from taskcore.workflow.states import (
-    AttemptState,
-    Event,
-)
+from taskcore.workflow.states import AttemptState, Event
 from taskcore.workflow.transition import check, transition
-from taskcore.workflow.types import (
-    ResultOutcome,
-)
+from taskcore.workflow.types import ResultOutcome
 
 __all__ = [
     "ResultsMixin",

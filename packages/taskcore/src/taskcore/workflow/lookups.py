@@ -18,33 +18,17 @@ import attrs
 from taskcore.actors import Actor
 from taskcore.authority.enrollment import registration_is_current
 from taskcore.authority.requirement import RepositoryPolicy
-from taskcore.authority.subjects import (
-    AuthorityView,
-    check_current,
-    load_route,
-)
+from taskcore.authority.subjects import AuthorityView, check_current, load_route
 from taskcore.codec import default_codec
-from taskcore.contract import (
-    AgentIdentity,
-    TaskResultAssertion,
-    WorkflowTask,
-)
+from taskcore.contract import AgentIdentity, TaskResultAssertion, WorkflowTask
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import RETAINED_SUBJECT_SCAN_MAX
 from taskcore.store.authority_api import SubjectRecord
-from taskcore.store.journal_api import (
-    AssertionRecord,
-    TaskRecord,
-)
+from taskcore.store.journal_api import AssertionRecord, TaskRecord
 from taskcore.store.storage import Transaction
 from taskcore.workflow.guard import AuthorizationGuard, GuardAction, GuardRequest
-from taskcore.workflow.states import (
-    UNRESOLVED_TASK_STATES,
-    TaskState,
-)
-from taskcore.workflow.types import (
-    SubjectView,
-)
+from taskcore.workflow.states import UNRESOLVED_TASK_STATES, TaskState
+from taskcore.workflow.types import SubjectView
 
 __all__ = [
     "COMPLETION_CHECKS",
