@@ -43,13 +43,13 @@ from taskcore.authority import (
 from taskcore.authority.gitrev import git_revision
 from taskcore.authority.operator import collector_test_requirement
 from taskcore.clock import SystemClock
-from taskcore.collector.admin import install_collector_profile
 from taskcore.collector.client import collect_once
-from taskcore.collector.records import runtime_identity_digest
 from taskcore.collector.runtime import probe_runtime
 from taskcore.collector.state import CollectorState, key_id_for
 from taskcore.contract import CommandCollectorProfile, CommandRecipe
+from taskcore.contract.collector_records import runtime_identity_digest
 from taskcore.evidence.landing_install import HookSettings, install_hook
+from taskcore.evidence.profiles import install_collector_profile
 from taskcore.service import Service
 from taskcore.store import open_storage
 from taskhttp.app import create_app

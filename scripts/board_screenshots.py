@@ -24,7 +24,7 @@ from taskcore.collector.state import CollectorState  # noqa: E402
 from taskhttp import BackgroundServer, create_app  # noqa: E402
 
 from tests.taskcore.collector.conftest import Authority, commit_file, git, recipe  # noqa: E402
-from tests.taskcore.collector.test_authority import Flow  # noqa: E402
+from tests.taskcore.evidence.flow import Flow  # noqa: E402
 
 OUT = ROOT / "docs" / "board"
 CHROMIUM = os.environ.get("AGENT_TASK_CHROMIUM", "/usr/bin/chromium")

@@ -10,11 +10,11 @@ from taskcore.actors import Tier
 from taskcore.auth import issue_token
 from taskcore.authority.operator import collector_test_requirement
 from taskcore.clock import SystemClock
-from taskcore.collector.admin import install_collector_profile
-from taskcore.collector.records import runtime_identity_digest
 from taskcore.collector.runtime import probe_runtime
 from taskcore.collector.state import CollectorState, key_id_for
 from taskcore.contract import CommandCollectorProfile, CommandRecipe
+from taskcore.contract.collector_records import runtime_identity_digest
+from taskcore.evidence.profiles import install_collector_profile
 from taskcore.service import Service
 from taskhttp.app import create_app
 from taskhttp.server import BackgroundServer

@@ -19,7 +19,7 @@ from taskcore.store.sqlite_gate import GateIndexDatabase
 
 import tests.taskcore.collector.conftest as collector_fixtures
 from tests.taskcore.collector.conftest import commit_file, recipe
-from tests.taskcore.collector.test_authority import Flow
+from tests.taskcore.evidence.flow import Flow
 from tests.taskcore.queue.support import ADMIN, START_MS, WORKER, Door
 
 CONFIG = RetentionConfig()

@@ -8,7 +8,6 @@ from taskcore.clock import FakeClock
 from taskcore.codec import wire_field
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.service import (
-    WORKFLOW_PREFIX,
     CallContext,
     CommitThenRefuse,
     Door,
@@ -18,8 +17,6 @@ from taskcore.service import (
     Service,
     Surface,
     TxMode,
-    default_registry,
-    portable_tool_name,
 )
 from taskcore.store.audit_api import AuditEvent
 from taskcore.testing import op as make_op
@@ -294,38 +291,6 @@ def test_concurrent_calls_each_audit_once(service):
     assert service.audit_count(operation="demo.note") == 80
 
 
-def test_registry_refuses_duplicates_malformed_names_and_misnamed_workflow_ops():
-    reg = Registry()
-    reg.register(_op("demo.a", lambda c, r: {}))
-    with pytest.raises(ValueError, match="twice"):
-        reg.register(_op("demo.a", lambda c, r: {}))
-    with pytest.raises(ValueError, match="malformed"):
-        reg.register(_op("Demo a", lambda c, r: {}))
-    with pytest.raises(ValueError, match="workflow"):
-        reg.register(_op("claim", lambda c, r: {}, surface=Surface.WORKFLOW))
-
-
-def test_registry_select_filters_by_surface_door_tool_and_input_kind():
-    reg = _registry()
-    assert [o.name for o in reg.select(surfaces=[Surface.WORKFLOW])] == [
-        "workflow.echo",
-        "workflow.upload",
-    ]
-    assert [o.name for o in reg.select(mcp=True)] == ["demo.tool"]
-    assert [o.name for o in reg.select(raw_input=True)] == ["demo.raw", "workflow.upload"]
-    assert reg.get("workflow.echo").local_name == "echo"
-    assert reg.get("workflow.echo").mcp_tool
-    assert not reg.get("workflow.upload").mcp_tool
-    assert not reg.get("demo.admin").mcp_tool
-
-
-def test_default_registry_names_are_unique_and_workflow_ops_are_prefixed():
-    reg = default_registry()
-    for op in reg.select(surfaces=[Surface.WORKFLOW]):
-        assert op.name.startswith(WORKFLOW_PREFIX)
-    assert len(reg.names()) == len(reg)
-
-
 def test_commit_then_refuse_keeps_the_effect_and_audits_the_refusal_once(service):
     assert (
         _code(service.dispatch, AGENT, "demo.keep", b'{"text": "kept"}') is ErrorCode.LEASE_RUNAWAY
@@ -340,33 +305,6 @@ def test_commit_then_refuse_keeps_the_effect_and_audits_the_refusal_once(service
 def test_commit_then_refuse_from_an_own_transaction_handler(service):
     assert _code(service.dispatch, AGENT, "demo.keep_own", b'{"text": "x"}') is ErrorCode.CONFLICT
     assert service.audit_count(operation="demo.keep_own") == 1
-
-
-def test_portable_tool_names_are_one_rule_and_reversible():
-    assert portable_tool_name("agenttask.checkpoint.write") == "agenttask_checkpoint_write"
-    reg = Registry()
-    reg.register(_op("demo.tool", lambda c, r: {}, mcp=True))
-    reg.register(_op("workflow.echo", lambda c, r: {}, surface=Surface.WORKFLOW))
-    assert reg.get("demo.tool").tool_name == "demo_tool"
-    assert reg.get("workflow.echo").tool_name == "echo"
-    assert reg.for_tool("demo_tool") is reg.get("demo.tool")
-    assert reg.for_tool("demo.tool") is reg.get("demo.tool")
-    assert reg.for_tool("echo", [Surface.WORKFLOW]) is reg.get("workflow.echo")
-    assert reg.for_tool("echo", [Surface.QUEUE]) is None
-    assert reg.for_tool("demo_nope") is None
-    with pytest.raises(ValueError, match="maps to the tool name 'demo_tool'"):
-        reg.register(_op("demo_tool", lambda c, r: {}))
-    with pytest.raises(ValueError, match="must match"):
-        reg.register(_op("demo." + "x" * 70, lambda c, r: {}, mcp=True))
-    # off MCP a long name is fine: only tools must fit the pattern
-    reg.register(_op("demo." + "x" * 70, lambda c, r: {}))
-
-
-def test_operation_admits_by_tier_and_autonomy():
-    op = _op("demo.sensitive", lambda c, r: {}, min_tier=Tier.MEMBER, risk=RiskClass.SENSITIVE)
-    assert op.admits(Actor(token_id="t", workspace="w", tier=Tier.MEMBER, autonomy=2))
-    assert not op.admits(Actor(token_id="t", workspace="w", tier=Tier.MEMBER, autonomy=1))
-    assert not op.admits(Actor(token_id="t", workspace="w", tier=Tier.AGENT, autonomy=3))
 
 
 def test_unknown_operation_hints_name_the_listing_of_the_door(service):

@@ -5,8 +5,6 @@ from __future__ import annotations
 import pytest
 from taskcore.authority.operator import collector_test_requirement
 from taskcore.clock import FakeClock
-from taskcore.collector.descriptor import collector_profile_digest
-from taskcore.collector.records import runtime_identity_digest
 from taskcore.collector.runtime import probe_runtime
 from taskcore.collector.state import key_id_for
 from taskcore.contract import (
@@ -16,6 +14,8 @@ from taskcore.contract import (
     GraphStatus,
     WorkflowProgression,
 )
+from taskcore.contract.collector_descriptor import collector_profile_digest
+from taskcore.contract.collector_records import runtime_identity_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.operator_ops import AuthorityAdmin
 from taskcore.signing import public_key_hex

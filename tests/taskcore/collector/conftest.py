@@ -9,18 +9,18 @@ from pathlib import Path
 
 import pytest
 from taskcore.authority.gitrev import git_revision
-from taskcore.collector.descriptor import (
+from taskcore.collector.runtime import probe_runtime
+from taskcore.collector.state import CollectorState
+from taskcore.contract.collector import CommandCollectorProfile, CommandRecipe, IsolationPolicy
+from taskcore.contract.collector_descriptor import (
     CollectorDescriptor,
     PinnedBinding,
     build_execution_request,
     collector_profile_digest,
     request_bytes,
 )
-from taskcore.collector.records import SandboxMode, runtime_identity_digest
-from taskcore.collector.runtime import probe_runtime
-from taskcore.collector.state import CollectorState
-from taskcore.collector.transfer import OriginGrant
-from taskcore.contract.collector import CommandCollectorProfile, CommandRecipe, IsolationPolicy
+from taskcore.contract.collector_records import SandboxMode, runtime_identity_digest
+from taskcore.contract.collector_transfer import OriginGrant
 from taskcore.contract.common import ExecutorBinding
 from taskcore.digest import sha256_hex
 
@@ -287,8 +287,8 @@ class Live:
     ):
         from taskcore.actors import Tier
         from taskcore.auth import issue_token
-        from taskcore.collector.admin import install_collector_profile
         from taskcore.collector.runtime import detect_sandbox
+        from taskcore.evidence.profiles import install_collector_profile
         from taskcore.service import Service
 
         self.authority = authority

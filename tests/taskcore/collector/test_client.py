@@ -26,7 +26,7 @@ from taskcore.collector.client import (
     reconcile_change,
     retry_uploads,
 )
-from taskcore.collector.descriptor import CollectorDescriptor
+from taskcore.contract.collector_descriptor import CollectorDescriptor
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store import open_storage
 
@@ -428,7 +428,7 @@ def test_a_runtime_that_is_not_the_pinned_one_is_refused_before_the_claim(
 ):
     live = Live(authority, state, tmp_path)
     try:
-        from taskcore.collector.admin import install_collector_profile
+        from taskcore.evidence.profiles import install_collector_profile
 
         pinned = authority.profile(recipe("echo ok"), profile_id="cp-elsewhere")
         install_collector_profile(
@@ -599,8 +599,8 @@ def test_a_failed_run_is_retried_on_the_same_revision_with_checkpoint_retry(
         assert "No module named pytest" in run["stderr_tail"]
         assert out["next_command"] == "agent-task checkpoint c1"
         # The operator fixes the profile; the same commit is checkpointed again as a retry.
-        from taskcore.collector.admin import install_collector_profile
         from taskcore.collector.runtime import detect_sandbox
+        from taskcore.evidence.profiles import install_collector_profile
 
         fixed = authority.profile(recipe("echo ok"), profile_id="cp-2", sandbox=detect_sandbox())
         install_collector_profile(authority.storage, live.clock, profile=fixed)
@@ -676,7 +676,7 @@ def test_remote_collection_without_a_pinned_authority_claims_nothing(live, tmp_p
 
 
 def test_remote_collection_verifies_the_descriptor_and_runs_on_the_clone(live, tmp_path):
-    from taskcore.collector.authority_key import load_authority_key
+    from taskcore.evidence.authority_key import load_authority_key
 
     live.state.pin_authority(
         public_key=load_authority_key(live.data_dir).public_key, audience=_audience(live)
@@ -688,7 +688,7 @@ def test_remote_collection_verifies_the_descriptor_and_runs_on_the_clone(live, t
 
 
 def test_a_descriptor_not_signed_by_the_pinned_key_is_refused_and_released(live, tmp_path):
-    from taskcore.collector.authority_key import ensure_authority_key
+    from taskcore.evidence.authority_key import ensure_authority_key
 
     impostor = ensure_authority_key(tmp_path / "impostor")
     live.state.pin_authority(public_key=impostor.public_key, audience=_audience(live))

@@ -5,14 +5,14 @@ from pathlib import Path
 
 import pytest
 from taskcore.collector.collect import attempt_state_for, collect_command
-from taskcore.collector.records import (
+from taskcore.contract.collector_records import (
     ExecutionOutcome,
     ExecutionRecord,
     ExecutionRequest,
     SandboxMode,
     check_execution_record,
 )
-from taskcore.collector.transfer import decode_record, decode_transfer
+from taskcore.contract.collector_transfer import decode_record, decode_transfer
 from taskcore.errors import ErrorCode, TaskError
 
 from .conftest import commit_file, recipe

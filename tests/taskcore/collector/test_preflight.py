@@ -5,12 +5,12 @@ from __future__ import annotations
 import attrs
 import pytest
 from taskcore.collector import sandbox
-from taskcore.collector.admin import install_collector_profile
 from taskcore.collector.client import qualification
 from taskcore.collector.preflight import check_before_claim
-from taskcore.collector.records import SandboxMode
 from taskcore.contract.collector import DEFAULT_ISOLATION, NetworkAccess
+from taskcore.contract.collector_records import SandboxMode
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence.profiles import install_collector_profile
 
 from .conftest import Live, recipe
 

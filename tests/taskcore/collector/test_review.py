@@ -7,7 +7,6 @@ import json
 import attrs
 import pytest
 from taskcore.canonical import canonical_json
-from taskcore.collector.descriptor import PinnedBinding
 from taskcore.collector.review import (
     MemoryReviewJournal,
     RecordedTransport,
@@ -17,8 +16,9 @@ from taskcore.collector.review import (
     run_finite_review,
     validate_review_record,
 )
-from taskcore.collector.transfer import decode_record
 from taskcore.contract.collector import FiniteReviewCollectorProfile, TransportBasis
+from taskcore.contract.collector_descriptor import PinnedBinding
+from taskcore.contract.collector_transfer import decode_record
 from taskcore.digest import sha256_hex
 from taskcore.errors import ErrorCode, TaskError
 

@@ -6,10 +6,14 @@ import sys
 
 import attrs
 import pytest
-from taskcore.collector.records import ExecutionOutcome, SandboxMode, runtime_identity_digest
 from taskcore.collector.runtime import probe_runtime, run_recipe
 from taskcore.collector.sandbox import netns_available
 from taskcore.contract.collector import DEFAULT_ISOLATION, CommandRecipe, NetworkAccess
+from taskcore.contract.collector_records import (
+    ExecutionOutcome,
+    SandboxMode,
+    runtime_identity_digest,
+)
 from taskcore.errors import ErrorCode, TaskError
 
 from .conftest import recipe

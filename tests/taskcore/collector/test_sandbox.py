@@ -24,16 +24,6 @@ import attrs
 import pytest
 from taskcore.collector import sandbox
 from taskcore.collector.collect import collect_command
-from taskcore.collector.records import (
-    ExecutionOutcome,
-    ExecutionRecord,
-    FilesystemView,
-    Limit,
-    LimitMechanism,
-    SandboxMode,
-    check_execution_record,
-    runtime_identity_digest,
-)
 from taskcore.collector.runtime import probe_runtime, run_recipe
 from taskcore.collector.sandbox import (
     bwrap_available,
@@ -44,13 +34,23 @@ from taskcore.collector.sandbox import (
     protected_paths,
 )
 from taskcore.collector.state import CollectorState
-from taskcore.collector.transfer import decode_record, decode_transfer
 from taskcore.contract.collector import (
     DEFAULT_ISOLATION,
     CommandRecipe,
     IsolationPolicy,
     NetworkAccess,
 )
+from taskcore.contract.collector_records import (
+    ExecutionOutcome,
+    ExecutionRecord,
+    FilesystemView,
+    Limit,
+    LimitMechanism,
+    SandboxMode,
+    check_execution_record,
+    runtime_identity_digest,
+)
+from taskcore.contract.collector_transfer import decode_record, decode_transfer
 from taskcore.errors import ErrorCode, TaskError
 
 from .conftest import Live, commit_file, recipe

@@ -4,9 +4,10 @@ import os
 import stat
 
 import pytest
-from taskcore.collector.state import CollectorState, durable_write, key_id_for
+from taskcore.collector.state import CollectorState
+from taskcore.durable import durable_write
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.signing import public_key_hex
+from taskcore.signing import key_id_for, public_key_hex
 
 
 def test_a_new_state_directory_is_owner_private(tmp_path):
@@ -111,12 +112,6 @@ def test_retained_transfer_bytes_are_never_replaced(tmp_path):
         attempt.retain_transfer(b"second")
     assert err.value.code is ErrorCode.ALREADY_EXISTS
     assert attempt.read_transfer() == b"first"
-
-
-def test_durable_write_leaves_no_temporary_file(tmp_path):
-    durable_write(tmp_path / "f", b"data")
-    assert sorted(os.listdir(tmp_path)) == ["f"]
-    assert (tmp_path / "f").read_bytes() == b"data"
 
 
 def test_a_damaged_key_file_is_an_integrity_failure_not_a_traceback(tmp_path):

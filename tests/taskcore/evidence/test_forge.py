@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 from taskcore.auth import parse_token, revoke_token
 from taskcore.authority import enroll_executor, revoke_executor
-from taskcore.collector.admin import install_collector_profile
 from taskcore.collector.state import key_id_for
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence.forge import (
@@ -17,6 +16,7 @@ from taskcore.evidence.forge import (
     status_for_receipt,
     withdraw_published,
 )
+from taskcore.evidence.profiles import install_collector_profile
 from taskcore.signing import generate_seed, public_key_hex
 from taskcore.store.sqlite_forge import SqliteForgeStore
 

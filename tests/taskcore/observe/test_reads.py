@@ -6,7 +6,7 @@ import pytest
 from taskcore import ErrorCode
 
 from tests.taskcore.collector.conftest import recipe
-from tests.taskcore.collector.test_authority import Flow
+from tests.taskcore.evidence.flow import Flow
 from tests.taskcore.queue.support import ADMIN, MEMBER, OUTSIDER, WORKER, WORKER2
 
 # -- audit feed -------------------------------------------------------------------------------

@@ -4,8 +4,8 @@ import threading
 
 import pytest
 from taskcore.auth import FIRST_ADMIN_TOKEN_FILENAME
-from taskcore.collector.authority_key import AUTHORITY_KEY_FILE
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence.authority_key import AUTHORITY_KEY_FILE
 from taskcore.store import open_storage
 from taskcore.store.datadir import JOURNAL_NAME, check_new_journal, prior_state
 

@@ -17,11 +17,11 @@ from typing import Any, TypeVar
 
 import click
 from taskcore.codec import default_codec
-from taskcore.collector.records import runtime_identity_digest
 from taskcore.collector.runtime import probe_runtime
 from taskcore.collector.sandbox import isolation_policy
 from taskcore.collector.state import CollectorState, collector_status
 from taskcore.contract import CommandRecipe, NetworkAccess, SandboxMode
+from taskcore.contract.collector_records import runtime_identity_digest
 
 from taskcli.common import emit, json_option, run
 

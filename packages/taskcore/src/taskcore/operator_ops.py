@@ -41,11 +41,7 @@ from taskcore.authority.requirement import WorkflowRequirement, decode_requireme
 from taskcore.canonical import canonical_json
 from taskcore.clock import Clock
 from taskcore.codec import decode, dumps
-from taskcore.collector.admin import install_collector_profile
-from taskcore.collector.authority_key import ensure_authority_key
-from taskcore.collector.records import runtime_identity_digest
 from taskcore.collector.runtime import probe_runtime
-from taskcore.collector.state import key_id_for
 from taskcore.contract import (
     CollectorProfile,
     CommandCollectorProfile,
@@ -55,8 +51,11 @@ from taskcore.contract import (
     IsolationPolicy,
     decode_collector_profile,
 )
+from taskcore.contract.collector_records import runtime_identity_digest
 from taskcore.digest import is_hex64
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence.authority_key import ensure_authority_key
+from taskcore.evidence.profiles import install_collector_profile
 from taskcore.operator_types import (
     ApplyConfigIn,
     AuthorityIdentity,
@@ -95,6 +94,7 @@ from taskcore.service import (
     ServiceConfig,
     Surface,
 )
+from taskcore.signing import key_id_for
 from taskcore.store import open_storage
 from taskcore.store.authority_api import ProfileRecord, RepositoryRecord
 from taskcore.store.storage import JOURNAL_FILENAME

@@ -12,12 +12,13 @@ the audit count always equals the call count; a transport that refuses a request
 reaches dispatch (too large, wrong media type) reports it through :meth:`Service.refuse`.
 Adapters enumerate :meth:`Registry.select` and translate; they hold no logic of their own.
 
-Workflow operations are registered as ``workflow.<op>`` and reached through one envelope,
-``{"operation": "<op>", "request": {...}}``, with the repository and profile taken from the
-URL (:class:`Route`); :meth:`Service.call_workflow` decodes the envelope and wraps the result
-as ``{"capability", "schema_version", "operation", "result"}``.
+Workflow operations are registered as ``workflow.<op>`` and reached through one envelope
+(:mod:`taskcore.envelope`: :class:`Route`, :meth:`Service.call_workflow`). What an operation
+is and the registry live in :mod:`taskcore.registry`; this module re-exports their names, so
+``from taskcore.service import Operation, Registry, Route, ...`` keeps working.
 
 >>> import tempfile, attrs
+>>> from taskcore.actors import Actor, RiskClass, Tier
 >>> from taskcore.clock import FakeClock
 >>> from taskcore.codec import wire_field
 >>> @attrs.frozen(kw_only=True)
@@ -39,37 +40,54 @@ as ``{"capability", "schema_version", "operation", "result"}``.
 from __future__ import annotations
 
 import contextlib
-import enum
-import importlib
 import json
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import attrs
 
-from taskcore.actors import Actor, RiskClass, Tier
+from taskcore.actors import Actor
 from taskcore.audit import AGGREGATED_DIGEST, ANONYMOUS, AuditLog, input_digest
 from taskcore.auth import authenticate_in
 from taskcore.clock import Clock, SystemClock
-from taskcore.codec import Codec, dumps, wire_field
+from taskcore.codec import Codec, dumps
+from taskcore.envelope import Route, WorkflowCall, call_workflow, wrap_workflow
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import AUDIT_VERB_MAX_CHARS, REQUEST_BODY_MAX_BYTES
 from taskcore.names import WORKFLOW_PREFIX
 from taskcore.ratelimit import RateLimiter, RateLimits
-from taskcore.store.storage import JoinedStorage, SqliteStorage, Storage, Transaction, open_storage
+from taskcore.registry import (
+    MCP_TOOL_NAME_PATTERN,
+    WORKFLOW_OPERATION_PATTERN,
+    CallContext,
+    CallObserved,
+    CommitThenRefuse,
+    Door,
+    Handler,
+    Operation,
+    RawJson,
+    Registry,
+    Response,
+    Surface,
+    TxMode,
+    audit_subject,
+    audit_workspace,
+    default_registry,
+    portable_tool_name,
+)
+from taskcore.store.storage import SqliteStorage, Storage, Transaction, open_storage
 
 __all__ = [
     "MCP_TOOL_NAME_PATTERN",
+    "WORKFLOW_OPERATION_PATTERN",
     "WORKFLOW_PREFIX",
     "CallContext",
     "CallObserved",
     "CommitThenRefuse",
     "Door",
+    "Handler",
     "Operation",
     "RawJson",
     "Registry",
@@ -85,129 +103,6 @@ __all__ = [
     "default_registry",
     "portable_tool_name",
 ]
-
-I = TypeVar("I")  # noqa: E741 - conventional name for an input type variable
-O = TypeVar("O")  # noqa: E741 - conventional name for an output type variable
-
-_OPERATION_NAME = re.compile(r"[a-z][A-Za-z0-9_.]{0,127}")
-_ROUTE_SEGMENT = re.compile(r"[A-Za-z0-9._-]{1,128}")
-
-WORKFLOW_OPERATION_PATTERN = r"[a-z][a-z0-9_]{0,63}"
-"""The spelling of ``operation`` in the workflow envelope (``claim``, ``collector_upload``)."""
-
-MCP_TOOL_NAME_PATTERN = r"[a-zA-Z0-9_-]{1,64}"
-"""The tool names every MCP client accepts (Claude Desktop and claude.ai withhold all of a
-server's tools when one name fails it; the OpenAI API refuses the others)."""
-
-
-def portable_tool_name(name: str) -> str:
-    """The MCP tool name of an operation's local name: the one rule is ``.`` -> ``_``.
-
-    HTTP (``POST /v/agenttask.cancel``), the audit log and the CLI keep the dotted names the
-    seeds spell; only MCP tool names are mapped. The registry refuses an operation whose
-    mapped name collides with another's or (for an MCP tool) fails
-    :data:`MCP_TOOL_NAME_PATTERN`, so the mapping is reversible.
-
-    >>> portable_tool_name("agenttask.checkpoint.write")
-    'agenttask_checkpoint_write'
-    >>> portable_tool_name("session_gate")
-    'session_gate'
-    """
-    return name.replace(".", "_")
-
-
-# Modules that contribute operations: each exports ``register(registry)``.
-_OPERATION_MODULES: tuple[str, ...] = (
-    "taskcore.queue.operations",
-    "taskcore.donegate.operations",
-    "taskcore.workflow.operations",
-    "taskcore.collector.operations",
-    "taskcore.observe.operations",
-    "taskcore.evidence.operations",
-    "taskcore.operator_ops",
-)
-
-
-class Surface(enum.Enum):
-    """Which family an operation belongs to; adapters route by it."""
-
-    QUEUE = "queue"
-    WORKFLOW = "workflow"
-    ADMIN = "admin"
-    GATE = "gate"
-    OPERATOR = "operator"
-
-
-class Door(enum.Enum):
-    """Which transport a call came through (recorded for capability checks)."""
-
-    HTTP = "http"
-    MCP = "mcp"
-    CLI = "cli"
-    IN_PROCESS = "in_process"
-    BOARD = "board"
-
-
-class TxMode(enum.Enum):
-    """How the handler runs: inside the call's write transaction, or managing its own.
-
-    ``WRITE`` handlers share one ``BEGIN IMMEDIATE`` transaction with the audit event, so the
-    effect and its audit commit together (an operation with slow work to do first, such as
-    reading git, gives it to :attr:`Operation.prepare`, which runs before that transaction
-    opens). ``OWN`` handlers (long reads that must not hold the writer: a landing check, an
-    operator read of retained transfer bytes, the done gate's own index) open their own
-    read transactions; their audit event is appended after they return.
-    """
-
-    WRITE = "write"
-    OWN = "own"
-
-
-def _check_route_segment(value: str, what: str) -> None:
-    if _ROUTE_SEGMENT.fullmatch(value) is None or value in (".", ".."):
-        raise TaskError(
-            ErrorCode.INVALID_VALUE,
-            f"the {what} in the URL must match [A-Za-z0-9._-]{{1,128}} and not be '.' or '..'",
-        )
-
-
-@attrs.frozen(kw_only=True)
-class Route:
-    """Values the transport takes from the URL, never from the body (workflow operations).
-
-    ``repository`` is one identifier or ``OWNER/NAME``; ``profile`` is one identifier.
-    Identifiers match ``[A-Za-z0-9._-]{1,128}`` and are never ``.`` or ``..``; anything else
-    is refused with ``INVALID_VALUE`` when the route is built.
-
-    >>> Route(repository="acme/widgets", profile="default").repository
-    'acme/widgets'
-    >>> Route(repository="../etc", profile="p")
-    Traceback (most recent call last):
-    taskcore.errors.TaskError: the repository in the URL must match [A-Za-z0-9._-]{1,128} and not be '.' or '..'
-    """
-
-    repository: str = attrs.field()
-    profile: str = attrs.field()
-
-    @repository.validator
-    def _check_repository(self, _: attrs.Attribute[str], value: str) -> None:
-        parts = value.split("/") if isinstance(value, str) else [""]
-        if len(parts) > 2:
-            parts = [""]
-        for part in parts:
-            _check_route_segment(part, "repository")
-
-    @profile.validator
-    def _check_profile(self, _: attrs.Attribute[str], value: str) -> None:
-        _check_route_segment(value if isinstance(value, str) else "", "profile")
-
-
-@attrs.frozen(kw_only=True)
-class WorkflowCall:
-    """The workflow endpoint's request envelope: one operation and its request object."""
-
-    operation: str = wire_field(max_len=64, pattern=WORKFLOW_OPERATION_PATTERN)
-    request: dict[str, Any] = wire_field()
 
 
 @attrs.frozen(kw_only=True)
@@ -230,332 +125,8 @@ class ServiceConfig:
     session_gate_workspaces: frozenset[str] | None = frozenset()
 
 
-@attrs.frozen
-class RawJson:
-    """A handler result that is already encoded (a retained outcome returned byte for byte)."""
-
-    body: bytes
-
-
-@attrs.frozen
-class CommitThenRefuse:
-    """A handler result: keep what the transaction wrote, yet answer the caller with ``error``.
-
-    For refusals that must leave a trace, such as the lease runaway guard that requeues the
-    task and refuses the renewal: the effects and the audit event (with the error's code)
-    commit together in the call's one transaction, then ``error`` is raised to the caller.
-    """
-
-    error: TaskError
-
-
-@attrs.frozen
-class Response:
-    """A successful call: the exact response bytes."""
-
-    body: bytes
-
-    def json(self) -> Any:
-        """Parse the body."""
-        return json.loads(self.body)
-
-
-@attrs.frozen(kw_only=True)
-class CallContext:
-    """What a handler gets besides its decoded input."""
-
-    service: Service
-    actor: Actor
-    tx: Transaction | None
-    route: Route | None
-    door: Door
-    raw_digest: str
-
-    @property
-    def clock(self) -> Clock:
-        """The service clock."""
-        return self.service.clock
-
-    @property
-    def now_ms(self) -> int:
-        """The current time in milliseconds."""
-        return self.service.clock.now_ms()
-
-    def transaction(self) -> Transaction:
-        """The open transaction (handlers with ``TxMode.OWN`` have none)."""
-        if self.tx is None:
-            raise TaskError(ErrorCode.INTERNAL, "this operation manages its own transactions")
-        return self.tx
-
-    @property
-    def storage(self) -> Storage:
-        """The storage a handler's domain code should use.
-
-        Inside the call's transaction it is that transaction (:class:`JoinedStorage`: its
-        ``write()`` and ``read()`` neither begin nor commit), so everything the handler
-        calls commits with the call's audit event; for ``prepare`` and ``TxMode.OWN``
-        handlers, which run outside it, the service's storage.
-        """
-        if self.tx is None:
-            return self.service.storage
-        return JoinedStorage(self.tx)
-
-
-Handler = Callable[[CallContext, Any], Any]
-
-
-@attrs.frozen(kw_only=True)
-class CallObserved:
-    """What a call observer sees once per call: never the input, the actor or the result.
-
-    ``operation`` is a registered name, or ``"unknown"`` for a name the registry does not
-    hold (callers choose those, so they must not become metric labels). ``door`` is ``None``
-    for a refusal a transport reported through :meth:`Service.refuse`. ``code`` is ``"OK"``
-    or the error's wire code; ``seconds`` the time spent in the front door.
-    """
-
-    operation: str
-    door: Door | None
-    code: str
-    seconds: float
-
-
-def audit_subject(request: Any, result: Any = None) -> str | None:
-    """The task a call named, for its audit event: ``taskId`` of the input, else of the result.
-
-    >>> class In: task_id = "at_1"
-    >>> audit_subject(In())
-    'at_1'
-    >>> audit_subject(None) is None
-    True
-    """
-    for source in (request, result, getattr(result, "task", None)):
-        for attr in ("task_id", "agent_task_id"):
-            value = getattr(source, attr, None)
-            if isinstance(value, str) and value:
-                return value[:AUDIT_VERB_MAX_CHARS]
-    return None
-
-
-def audit_workspace(result: Any) -> str:
-    """The workspace an act of an actor without one names: its result's ``workspace``.
-
-    The local operator belongs to no workspace; its acts are audited under the workspace
-    they act on, so that workspace's audit feed shows them.
-
-    >>> class Out: workspace = "acme"
-    >>> audit_workspace(Out()), audit_workspace(None)
-    ('acme', '')
-    """
-    value = getattr(result, "workspace", None)
-    return value if isinstance(value, str) else ""
-
-
-@attrs.frozen(kw_only=True)
-class Operation(Generic[I, O]):
-    """One registered operation: its name, types, who may call it and the handler.
-
-    ``input_type`` is an attrs wire type decoded strictly from JSON, or ``bytes`` for an
-    operation that takes a raw body (the collector upload): its handler gets the bytes as
-    they arrived, bounded by ``max_input_bytes``. ``output_type`` is an attrs class used for
-    documentation and schemas, or ``None`` when the output is a free-form JSON object
-    described by ``summary``. ``mcp`` says whether the queue MCP endpoint offers it as a
-    tool (workflow operations are offered on the workspace MCP endpoint unless ``doors``
-    leaves out MCP). ``route_required`` operations take repository and profile from the URL.
-    ``description`` is the longer text tools and ``/openapi.json`` show after ``summary``.
-    See :attr:`mcp_tool` for exactly which operations MCP offers.
-
-    ``prepare`` (``TxMode.WRITE`` only) is the first phase of a two-phase operation: it runs
-    with the decoded input before the call's transaction opens (``ctx.tx`` is ``None``; it
-    may read in a transaction of its own and do slow work such as reading git), and the
-    handler then gets its result instead of the input, inside the call's transaction. A
-    refusal in either phase is audited once. ``hold`` is entered after ``prepare`` and
-    before the transaction opens, and held until it commits: the workflow operations take
-    the actor/workspace guard there (the seed's lock order: guard, then transaction).
-    """
-
-    name: str
-    summary: str
-    input_type: type[I]
-    output_type: type[O] | None
-    min_tier: Tier
-    risk: RiskClass
-    idempotent: bool
-    mcp: bool
-    surface: Surface
-    handler: Callable[[CallContext, I], Any]
-    tx: TxMode = TxMode.WRITE
-    prepare: Callable[[CallContext, I], Any] | None = None
-    hold: Callable[[CallContext], AbstractContextManager[None]] | None = None
-    route_required: bool = False
-    max_input_bytes: int = REQUEST_BODY_MAX_BYTES
-    doors: frozenset[Door] = frozenset(Door)
-    description: str = ""
-
-    @property
-    def min_autonomy(self) -> int:
-        """The smallest autonomy level allowed to call this operation (fixed by its risk)."""
-        return self.risk.min_autonomy
-
-    @property
-    def raw_input(self) -> bool:
-        """Whether the handler takes the raw request bytes instead of a decoded JSON object."""
-        return self.input_type is bytes
-
-    @property
-    def local_name(self) -> str:
-        """The name a route or tool uses: ``claim`` for ``workflow.claim``, else the full name.
-
-        >>> op = Operation(name="workflow.claim", summary="", input_type=bytes, output_type=None,
-        ...     min_tier=Tier.AGENT, risk=RiskClass.WRITE, idempotent=False, mcp=False,
-        ...     surface=Surface.WORKFLOW, handler=lambda ctx, req: None)
-        >>> op.local_name
-        'claim'
-        """
-        if self.surface is Surface.WORKFLOW:
-            return self.name.removeprefix(WORKFLOW_PREFIX)
-        return self.name
-
-    @property
-    def tool_name(self) -> str:
-        """The MCP tool name: :func:`portable_tool_name` of :attr:`local_name`.
-
-        >>> op = Operation(name="agenttask.claimNext", summary="", input_type=bytes,
-        ...     output_type=None, min_tier=Tier.AGENT, risk=RiskClass.WRITE, idempotent=False,
-        ...     mcp=True, surface=Surface.QUEUE, handler=lambda ctx, req: None)
-        >>> op.tool_name
-        'agenttask_claimNext'
-        """
-        return portable_tool_name(self.local_name)
-
-    def admits(self, actor: Actor) -> bool:
-        """Whether ``actor``'s tier and autonomy reach this operation (what a door may list).
-
-        The front door still checks both on every call (and a presented approval grant can
-        lift the autonomy bound for one call); this only decides what to offer.
-        """
-        return actor.tier >= self.min_tier and actor.autonomy >= self.min_autonomy
-
-    @property
-    def mcp_tool(self) -> bool:
-        """Whether an MCP endpoint offers this operation as a tool (listed and callable).
-
-        Queue and done-gate operations are tools when ``mcp`` is set; workflow operations are
-        tools on the workspace endpoint unless they take raw bytes (the upload stays on its
-        HTTP route); admin operations never are. ``doors`` must include MCP in every case.
-        """
-        if Door.MCP not in self.doors or self.raw_input:
-            return False
-        if self.surface is Surface.WORKFLOW:
-            return True
-        return self.mcp and self.surface in (Surface.QUEUE, Surface.GATE)
-
-    @property
-    def description_text(self) -> str:
-        """``summary`` followed by ``description`` (when there is one)."""
-        return f"{self.summary}\n\n{self.description}".strip() if self.description else self.summary
-
-
-class Registry:
-    """The operations every door enumerates. Names are unique; order is registration order."""
-
-    def __init__(self) -> None:
-        self._ops: dict[str, Operation[Any, Any]] = {}
-        self._tools: dict[str, str] = {}
-        self._lock = threading.Lock()
-
-    def register(self, op: Operation[Any, Any]) -> None:
-        """Add ``op``; a duplicate or malformed name is a programming error.
-
-        So is a tool name (:attr:`Operation.tool_name`) that another operation already maps
-        to, or an MCP tool whose name does not match :data:`MCP_TOOL_NAME_PATTERN`.
-        """
-        if _OPERATION_NAME.fullmatch(op.name) is None:
-            raise ValueError(f"operation name {op.name!r} is malformed")
-        if op.surface is Surface.WORKFLOW and (
-            not op.name.startswith(WORKFLOW_PREFIX)
-            or re.fullmatch(WORKFLOW_OPERATION_PATTERN, op.local_name) is None
-        ):
-            raise ValueError(f"workflow operation {op.name!r} must be named 'workflow.<op>'")
-        if op.mcp_tool and re.fullmatch(MCP_TOOL_NAME_PATTERN, op.tool_name) is None:
-            raise ValueError(
-                f"MCP tool name {op.tool_name!r} of {op.name!r} must match {MCP_TOOL_NAME_PATTERN}"
-            )
-        with self._lock:
-            if op.name in self._ops:
-                raise ValueError(f"operation {op.name!r} is registered twice")
-            if op.tool_name in self._tools:
-                raise ValueError(
-                    f"operation {op.name!r} maps to the tool name {op.tool_name!r} of "
-                    f"{self._tools[op.tool_name]!r}"
-                )
-            self._ops[op.name] = op
-            self._tools[op.tool_name] = op.name
-
-    def get(self, name: str) -> Operation[Any, Any] | None:
-        """Return the operation called ``name``, or ``None``."""
-        return self._ops.get(name)
-
-    def for_tool(
-        self, tool_name: str, surfaces: Iterable[Surface] | None = None
-    ) -> Operation[Any, Any] | None:
-        """Return the operation an MCP tool name stands for (of ``surfaces``), or ``None``.
-
-        The listed name is the portable one (``agenttask_cancel``); ``tools/call`` also
-        accepts the operation's own dotted spelling (``agenttask.cancel``, the seed's "MCP
-        tool agenttask.cancel"), which is never listed. Both resolve to one operation: tool
-        names are unique and never contain a dot.
-        """
-        op = self._ops.get(self._tools.get(tool_name, tool_name))
-        wanted = None if surfaces is None else frozenset(surfaces)
-        if op is None or (wanted is not None and op.surface not in wanted):
-            return None
-        return op
-
-    def __iter__(self) -> Iterator[Operation[Any, Any]]:
-        return iter(list(self._ops.values()))
-
-    def __len__(self) -> int:
-        return len(self._ops)
-
-    def names(self, surface: Surface | None = None) -> tuple[str, ...]:
-        """Return operation names (of one surface), sorted."""
-        return tuple(sorted(o.name for o in self._ops.values() if surface in (None, o.surface)))
-
-    def select(
-        self,
-        *,
-        surfaces: Iterable[Surface] | None = None,
-        door: Door | None = None,
-        mcp: bool | None = None,
-        raw_input: bool | None = None,
-    ) -> tuple[Operation[Any, Any], ...]:
-        """Return the operations a door offers, sorted by name.
-
-        ``surfaces`` keeps those families, ``door`` those reachable through it, ``mcp`` those
-        whose ``mcp`` flag matches and ``raw_input`` those taking raw bytes (or JSON).
-        """
-        wanted = None if surfaces is None else frozenset(surfaces)
-        out = [
-            op
-            for op in self._ops.values()
-            if (wanted is None or op.surface in wanted)
-            and (door is None or door in op.doors)
-            and (mcp is None or op.mcp is mcp)
-            and (raw_input is None or op.raw_input is raw_input)
-        ]
-        return tuple(sorted(out, key=lambda o: o.name))
-
-
-def default_registry() -> Registry:
-    """Build the registry with every operation taskcore ships."""
-    registry = Registry()
-    for module_name in _OPERATION_MODULES:
-        importlib.import_module(module_name).register(registry)
-    return registry
-
-
 _input_digest = input_digest
+
 
 _NEED_BEARER = "send 'Authorization: Bearer <token>'"
 
@@ -628,7 +199,7 @@ class Service:
             data_dir, create=True, busy_timeout_ms=config_obj.busy_timeout_ms, init=init
         )
         # The authority's descriptor-signing key is made with the data dir it belongs to.
-        from taskcore.collector.authority_key import ensure_authority_key
+        from taskcore.evidence.authority_key import ensure_authority_key
 
         ensure_authority_key(config_obj.data_dir)
         return cls(storage, config=config_obj, clock=clock, registry=registry)
@@ -839,56 +410,13 @@ class Service:
         door: Door = Door.IN_PROCESS,
         operation: str | None = None,
     ) -> Response:
-        """Run one workflow envelope ``{"operation", "request"}`` for ``route``.
-
-        ``principal`` is a bearer token (authenticated here) or an already authenticated
-        actor. With ``operation`` given, ``raw`` is that operation's own input rather than an
-        envelope (the collector upload route passes the transfer bytes this way). The success
-        body is ``{"capability", "schema_version", "operation", "result"}``; the result bytes
-        are embedded unchanged (retained outcomes stay byte exact). Every refusal, including a
-        malformed envelope, is audited once.
-        """
-        digest = _input_digest(raw)
-        name = "workflow" if operation is None else WORKFLOW_PREFIX + operation
-        if isinstance(principal, Actor):
-            actor = principal
-        else:
-            try:
-                actor = self.authenticate(principal)
-            except TaskError as err:
-                self._audit_refusal(ANONYMOUS, "", name, digest, err)
-                raise
-        if operation is None:
-            try:
-                envelope = self.codec.decode(WorkflowCall, b"" if raw is None else raw)
-            except TaskError as err:
-                self._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
-                raise
-            operation, raw = envelope.operation, envelope.request
-        response = self.dispatch(
-            actor,
-            WORKFLOW_PREFIX + operation,
-            raw,
-            route=route,
-            door=door,
-            surfaces=(Surface.WORKFLOW,),
-            _digest=digest,
-        )
-        return Response(self.wrap_workflow(operation, response.body))
+        """Run one workflow envelope for ``route`` (:func:`taskcore.envelope.call_workflow`)."""
+        return call_workflow(self, principal, raw, route=route, door=door, operation=operation)
 
     @staticmethod
     def wrap_workflow(operation: str, result: bytes) -> bytes:
-        """Return the workflow success body naming the capability around ``result`` bytes.
-
-        >>> Service.wrap_workflow("status", b'{"state":"claimed"}')
-        b'{"capability":"agentscm.agent-workflow-tasks/v1","schema_version":1,"operation":"status","result":{"state":"claimed"}}'
-        """
-        from taskcore.contract.common import CAPABILITY, SCHEMA_VERSION
-
-        head = dumps(
-            {"capability": CAPABILITY, "schema_version": SCHEMA_VERSION, "operation": operation}
-        )
-        return head[:-1] + b',"result":' + result + b"}"
+        """The workflow success body around ``result`` (:func:`taskcore.envelope.wrap_workflow`)."""
+        return wrap_workflow(operation, result)
 
     def _check(
         self,

@@ -20,10 +20,12 @@ import re
 import nacl.exceptions
 import nacl.signing
 
+from taskcore.digest import require_hex64, sha256_hex
 from taskcore.errors import ErrorCode, TaskError
 
 __all__ = [
     "generate_seed",
+    "key_id_for",
     "public_key_hex",
     "sign_bytes",
     "sign_digest",
@@ -87,3 +89,13 @@ def verify_bytes(public_key: str, message: bytes, signature: str) -> None:
 def verify_digest(public_key: str, digest_hex: str, signature: str) -> None:
     """Verify ``signature`` over the raw bytes of ``digest_hex``; return nothing or raise."""
     verify_bytes(public_key, _key_bytes(digest_hex, "digest"), signature)
+
+
+def key_id_for(public_key: str) -> str:
+    """Return the verification key ID of a public key: ``ed25519-`` and 16 hex of its SHA-256.
+
+    >>> key_id_for("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")
+    'ed25519-21fe31dfa154a261'
+    """
+    require_hex64(public_key, "the public key")
+    return "ed25519-" + sha256_hex(bytes.fromhex(public_key))[:16]

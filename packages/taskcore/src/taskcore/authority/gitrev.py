@@ -1,4 +1,4 @@
-r"""The immutable revision of a git commit, and the read-only git helpers the authority uses.
+r"""The immutable revision of a git commit, and the git plumbing both sides of the wire use.
 
 The seed's "immutable revision" is, for us, a SHA-256 of a commit's *content*, never its
 SHA-1 object name alone. :func:`git_revision` spells it out (``docs/git-mapping.md`` is the
@@ -62,14 +62,18 @@ __all__ = [
     "RevisionEntry",
     "WorkTreeState",
     "check_object_name",
+    "git_argv",
+    "git_env",
     "git_revision",
     "head_revision",
     "is_git_work_tree",
+    "ls_tree",
     "read_blob_at",
     "resolve_commit",
     "revision_entries",
     "revision_listing",
     "revision_of_listing",
+    "run_git",
     "work_tree_state",
 ]
 
@@ -87,7 +91,13 @@ _REGULAR_MODES: Final = frozenset({b"100644", b"100755"})
 _CHUNK: Final = 1 << 16
 
 
-def _env() -> dict[str, str]:
+def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment every git call runs with: no ``GIT_*`` from outside, no system config.
+
+    No user or system configuration may change what git reports (replace refs, pathspec
+    magic, prompts, locale); ``extra`` adds variables a caller needs (a ref-update
+    identity).
+    """
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env.update(
         {
@@ -98,10 +108,12 @@ def _env() -> dict[str, str]:
             "LC_ALL": "C",
         }
     )
+    env.update(extra or {})
     return env
 
 
-def _argv(work_tree: Path, *args: str, lockless: bool = False) -> list[str]:
+def git_argv(work_tree: Path, *args: str, lockless: bool = False) -> list[str]:
+    """``git -C work_tree -c core.fsmonitor=false args`` (``--no-optional-locks`` if lockless)."""
     head = ["git", "--no-optional-locks"] if lockless else ["git"]
     return [*head, "-C", str(work_tree), "-c", "core.fsmonitor=false", *args]
 
@@ -113,14 +125,15 @@ def _unavailable(what: str) -> TaskError:
     )
 
 
-def _run(
+def run_git(
     work_tree: Path, *args: str, ok_codes: Iterable[int] = (0,)
 ) -> subprocess.CompletedProcess[bytes]:
+    """Run one read-only git command; ``STORAGE_UNAVAILABLE`` when git cannot answer."""
     try:
         done = subprocess.run(  # noqa: S603 - fixed argv, no shell
-            _argv(work_tree, *args),
+            git_argv(work_tree, *args),
             capture_output=True,
-            env=_env(),
+            env=git_env(),
             timeout=GIT_TIMEOUT_SECONDS,
             check=False,
         )
@@ -154,7 +167,7 @@ def is_git_work_tree(path: Path | str) -> bool:
     if not path.is_dir():
         return False
     try:
-        done = _run(path, "rev-parse", "--show-toplevel", ok_codes=(0, 128))
+        done = run_git(path, "rev-parse", "--show-toplevel", ok_codes=(0, 128))
     except TaskError:
         return False
     if done.returncode != 0:
@@ -169,7 +182,7 @@ def resolve_commit(work_tree: Path | str, commit: str) -> str:
     Only a full object name is accepted (see :func:`check_object_name`); nothing is fetched.
     """
     check_object_name(commit)
-    done = _run(Path(work_tree), "cat-file", "-t", commit, ok_codes=(0, 128))
+    done = run_git(Path(work_tree), "cat-file", "-t", commit, ok_codes=(0, 128))
     if done.returncode != 0:
         raise TaskError(
             ErrorCode.NOT_FOUND,
@@ -203,8 +216,9 @@ class RevisionEntry:
         )
 
 
-def _ls_tree(work_tree: Path, commit: str) -> list[tuple[bytes, bytes, str, bytes]]:
-    done = _run(work_tree, "ls-tree", "-r", "-z", "--full-tree", commit)
+def ls_tree(work_tree: Path, commit: str) -> list[tuple[bytes, bytes, str, bytes]]:
+    """Every leaf of ``commit``'s tree as ``(mode, type, object name, path)`` (bounded)."""
+    done = run_git(work_tree, "ls-tree", "-r", "-z", "--full-tree", commit)
     out: list[tuple[bytes, bytes, str, bytes]] = []
     for record in done.stdout.split(b"\x00"):
         if not record:
@@ -238,11 +252,11 @@ def _blob_sha256s(work_tree: Path, oids: list[str]) -> dict[str, str]:
         return {}
     try:
         proc = subprocess.Popen(  # noqa: S603 - fixed argv, no shell
-            _argv(work_tree, "cat-file", "--batch"),
+            git_argv(work_tree, "cat-file", "--batch"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=_env(),
+            env=git_env(),
         )
     except FileNotFoundError:
         raise _unavailable("git is not installed") from None
@@ -286,7 +300,7 @@ def revision_entries(work_tree: Path | str, commit: str) -> tuple[RevisionEntry,
     """Return the listing entries of ``commit``, sorted by the raw bytes of their paths."""
     work_tree = Path(work_tree)
     resolve_commit(work_tree, commit)
-    leaves = _ls_tree(work_tree, commit)
+    leaves = ls_tree(work_tree, commit)
     for mode, kind, _oid, _path in leaves:
         if _LEAF_MODES.get(mode) != kind:
             raise _unavailable(f"unexpected tree entry mode {mode.decode('ascii', 'replace')}")
@@ -345,11 +359,11 @@ def work_tree_state(work_tree: Path | str) -> WorkTreeState:
     neither refreshes nor writes the index.
     """
     work_tree = Path(work_tree)
-    head_run = _run(work_tree, "rev-parse", "--verify", "-q", "HEAD^{commit}", ok_codes=(0, 1))
+    head_run = run_git(work_tree, "rev-parse", "--verify", "-q", "HEAD^{commit}", ok_codes=(0, 1))
     head = head_run.stdout.decode("ascii").strip() or None if head_run.returncode == 0 else None
     try:
         done = subprocess.run(  # noqa: S603 - fixed argv, no shell
-            _argv(
+            git_argv(
                 work_tree,
                 "status",
                 "--porcelain=v1",
@@ -359,7 +373,7 @@ def work_tree_state(work_tree: Path | str) -> WorkTreeState:
                 lockless=True,
             ),
             capture_output=True,
-            env=_env(),
+            env=git_env(),
             timeout=GIT_TIMEOUT_SECONDS,
             check=False,
         )
@@ -424,7 +438,7 @@ def read_blob_at(work_tree: Path | str, commit: str, path: str, *, max_bytes: in
     """
     work_tree = Path(work_tree)
     check_object_name(commit)
-    done = _run(work_tree, "ls-tree", "-z", "-l", "--full-tree", commit, "--", path)
+    done = run_git(work_tree, "ls-tree", "-z", "-l", "--full-tree", commit, "--", path)
     records = [r for r in done.stdout.split(b"\x00") if r]
     match = None
     for record in records:
@@ -439,7 +453,7 @@ def read_blob_at(work_tree: Path | str, commit: str, path: str, *, max_bytes: in
     size = int(match[3])
     if size > max_bytes:
         return BlobRead(status=BlobStatus.TOO_LARGE, size=size)
-    blob = _run(work_tree, "cat-file", "blob", oid)
+    blob = run_git(work_tree, "cat-file", "blob", oid)
     if len(blob.stdout) != size:
         raise _unavailable("git returned a blob of the wrong size")
     return BlobRead(status=BlobStatus.AVAILABLE, size=size, data=blob.stdout)

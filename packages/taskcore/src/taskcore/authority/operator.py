@@ -15,7 +15,6 @@ from __future__ import annotations
 import attrs
 
 from taskcore.authority.requirement import RequirementStep, WorkflowRequirement
-from taskcore.collector.records import runtime_identity_digest
 from taskcore.collector.runtime import probe_runtime
 from taskcore.contract import (
     ActionClass,
@@ -26,6 +25,7 @@ from taskcore.contract import (
     TaskCriterion,
     WorkflowProgression,
 )
+from taskcore.contract.collector_records import runtime_identity_digest
 
 __all__ = ["RuntimeHere", "collector_test_requirement", "runtime_here"]
 

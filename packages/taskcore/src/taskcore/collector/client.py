@@ -17,7 +17,9 @@ over an in-process :class:`taskcore.Service`). taskcore itself never imports an 
 * :func:`finalize_if_ready` and :func:`qualification` ask the authority.
 
 What happens along the way is reported as :data:`CollectEvent` values to a ``notify``
-callback; printing them is the caller's business.
+callback; printing them is the caller's business. The protocol, the events and the
+single calls are :mod:`taskcore.collector.client_calls`, the checks around a claim
+:mod:`taskcore.collector.client_checks`; this module re-exports their names.
 
 >>> class Scripted:  # answers qualification with next = none
 ...     def workflow(self, repository, profile, op, body):
@@ -31,31 +33,56 @@ True
 from __future__ import annotations
 
 import contextlib
-import json
 import secrets
 import shlex
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any
 
 import attrs
 
-from taskcore.authority.gitrev import git_revision, work_tree_state
+from taskcore.authority.gitrev import work_tree_state
 from taskcore.codec import default_codec
-from taskcore.collector.authority_key import verify_descriptor
+from taskcore.collector.client_calls import (
+    TRANSIENT_KINDS,
+    Checking,
+    Claimed,
+    Claiming,
+    CollectEvent,
+    Collecting,
+    Finalizing,
+    Recorded,
+    Released,
+    RenewalFailed,
+    Running,
+    Uploading,
+    WorkflowClient,
+    advice_of,
+    finalize_if_ready,
+    ignore_event,
+    mutation_body,
+    qualification,
+    release_attempt,
+    renewing_ticker,
+    request_body,
+    result_of,
+    upload_retained,
+)
+from taskcore.collector.client_checks import (
+    RemoteSubject,
+    check_before_claim,
+    check_before_claim_remote,
+    check_local_authority,
+    check_remote_descriptor,
+)
 from taskcore.collector.collect import collect_command
-from taskcore.collector.descriptor import CollectorDescriptor
-from taskcore.collector.nextstep import Advice, CommandOptions, advise
-from taskcore.collector.preflight import check_profile_here
-from taskcore.collector.records import ExecutionRecord
-from taskcore.collector.runtime import Progress
-from taskcore.collector.state import AttemptState, CollectorKey, CollectorState, PinnedAuthority
-from taskcore.collector.wire import run_summary
-from taskcore.contract import CommandCollectorProfile, decode_collector_profile
-from taskcore.errors import ErrorCode, ErrorKind, TaskError
+from taskcore.collector.nextstep import CommandOptions, advise
+from taskcore.collector.state import CollectorState
+from taskcore.contract.collector_descriptor import CollectorDescriptor
+from taskcore.contract.collector_wire import run_summary
+from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import COLLECTOR_RENEW_MIN_MS
-from taskcore.workflow.reads import open_reader
 
 __all__ = [
     "Checking",
@@ -85,171 +112,6 @@ __all__ = [
     "retry_uploads",
     "upload_retained",
 ]
-
-
-class WorkflowClient(Protocol):
-    """The service calls the collector's client flows need.
-
-    ``workflow`` sends the envelope ``{"operation": op, "request": <body>}`` to the workflow
-    route of ``repository``/``profile`` and returns the decoded success body (``{"capability",
-    "schema_version", "operation", "result"}``); ``upload`` sends raw transfer bytes to the
-    collector upload route and returns the same kind of body. Both raise
-    :class:`~taskcore.errors.TaskError` for a refusal, an unreachable service or a malformed
-    answer.
-    """
-
-    def workflow(self, repository: str, profile: str, op: str, body: bytes) -> Any:
-        """Run workflow operation ``op`` with the JSON request ``body``."""
-        ...
-
-    def upload(self, repository: str, profile: str, data: bytes) -> Any:
-        """Upload the signed transfer ``data``."""
-        ...
-
-
-# -- what the flow reports ----------------------------------------------------------------------
-
-
-@attrs.frozen(kw_only=True)
-class Checking:
-    """Running the local checks before claiming step ``step_id``."""
-
-    step_id: str
-
-
-@attrs.frozen(kw_only=True)
-class Claiming:
-    """About to claim the collector task ``task_id`` of step ``step_id``."""
-
-    step_id: str
-    task_id: str
-
-
-@attrs.frozen(kw_only=True)
-class Claimed:
-    """The claim committed: attempt ``attempt_id``, leased until ``lease_expires_at_ms``."""
-
-    attempt_id: str
-    lease_expires_at_ms: int
-
-
-@attrs.frozen(kw_only=True)
-class Released:
-    """A failure after the claim; attempt ``attempt_id`` was reconciled (claimable again)."""
-
-    attempt_id: str
-    error: str
-
-
-@attrs.frozen(kw_only=True)
-class Collecting:
-    """The checks passed; running ``argv`` on ``commit``."""
-
-    commit: str
-    argv: tuple[str, ...]
-
-
-@attrs.frozen(kw_only=True)
-class Running:
-    """A progress tick while the command runs."""
-
-    progress: Progress
-
-
-@attrs.frozen(kw_only=True)
-class RenewalFailed:
-    """A lease renewal was refused or failed; the run continues."""
-
-    error: TaskError = attrs.field(eq=False)
-
-
-@attrs.frozen(kw_only=True)
-class Recorded:
-    """The command finished; its record is signed and retained."""
-
-    record: ExecutionRecord
-
-
-@attrs.frozen(kw_only=True)
-class Uploading:
-    """About to upload the retained transfer."""
-
-
-@attrs.frozen(kw_only=True)
-class Finalizing:
-    """Every required task is collected; about to finalize the receipt."""
-
-
-CollectEvent = (
-    Checking
-    | Claiming
-    | Claimed
-    | Collecting
-    | Running
-    | RenewalFailed
-    | Recorded
-    | Released
-    | Uploading
-    | Finalizing
-)
-"""What :func:`collect_once` reports to its ``notify`` callback, in order."""
-
-
-def _ignore(_: CollectEvent) -> None:
-    return None
-
-
-def _body(value: dict[str, Any]) -> bytes:
-    return json.dumps(value).encode("utf-8")
-
-
-def _result(answer: Any) -> Any:
-    return answer["result"]
-
-
-# -- asking ---------------------------------------------------------------------------------------
-
-
-def qualification(
-    client: WorkflowClient, *, repository: str, profile: str, change: str
-) -> dict[str, Any]:
-    """Return the read-only qualification answer for ``change``'s current subject.
-
-    >>> class Echo:
-    ...     def workflow(self, repository, profile, op, body):
-    ...         return {"result": {"op": op, "request": json.loads(body)}}
-    ...     def upload(self, repository, profile, data): ...
-    >>> qualification(Echo(), repository="acme", profile="default", change="c1")
-    {'op': 'qualification', 'request': {'version': 1, 'change_id': 'c1'}}
-    """
-    answer: dict[str, Any] = _result(
-        client.workflow(
-            repository, profile, "qualification", _body({"version": 1, "change_id": change})
-        )
-    )
-    return answer
-
-
-def finalize_if_ready(
-    client: WorkflowClient,
-    *,
-    repository: str,
-    profile: str,
-    change: str,
-    notify: Callable[[CollectEvent], None] = _ignore,
-) -> dict[str, Any]:
-    """Finalize ``change``'s receipt if qualification says so; return the qualification after."""
-    answer = qualification(client, repository=repository, profile=profile, change=change)
-    if answer["next"]["operation"] == "collector_finalize":
-        notify(Finalizing())
-        client.workflow(
-            repository, profile, "collector_finalize", _body({"version": 1, "change_id": change})
-        )
-        answer = qualification(client, repository=repository, profile=profile, change=change)
-    return answer
-
-
-# -- checkpoint -----------------------------------------------------------------------------------
 
 
 def clean_head(workspace: Path) -> str:
@@ -291,322 +153,10 @@ def checkpoint(
     body: dict[str, Any] = {"version": 1, "change_id": change, "commit": commit, "context": context}
     if retry:
         body["retry"] = True
-    answer: dict[str, Any] = _result(
-        client.workflow(repository, profile, "checkpoint", _body(body))
+    answer: dict[str, Any] = result_of(
+        client.workflow(repository, profile, "checkpoint", request_body(body))
     )
     return answer
-
-
-# -- collect --------------------------------------------------------------------------------------
-
-
-_TRANSIENT_KINDS: Final = frozenset(
-    {ErrorKind.UNAVAILABLE, ErrorKind.RATE_LIMITED, ErrorKind.INTERNAL, ErrorKind.UNAUTHENTICATED}
-)
-"""Upload failures worth retrying with the same bytes; any other refusal is final."""
-
-
-def _no_journal(err: TaskError, data_dir: Path) -> TaskError:
-    if err.code is ErrorCode.NOT_FOUND:
-        return TaskError(
-            ErrorCode.NOT_FOUND,
-            f"there is no authority journal in {str(data_dir)[:300]}: same-host collection needs "
-            "the service's own data dir (--data-dir or AGENT_TASK_DATA_DIR); a collector on "
-            "another machine uses --clone (remote mode). Nothing was claimed",
-        )
-    return err
-
-
-def check_before_claim(
-    data_dir: Path,
-    key: CollectorKey,
-    *,
-    state: CollectorState,
-    repository: str,
-    profile: str,
-    change: str,
-    step_id: str,
-    revision: str | None,
-) -> Path:
-    """Every local check a same-host collection can make before it claims; return the work tree.
-
-    Against the local authority in ``data_dir`` (opened read-only): the repository is
-    registered there (``BINDING_MISMATCH``), its latest subject of ``change`` has the revision
-    qualification reported (``SUBJECT_STALE``), a current collector profile serves the step
-    (``COLLECTOR_PROFILE_CHANGED``) for an epoch whose enrolled key is this collector's
-    (``EXECUTOR_NOT_ENROLLED``); then this machine can run the profile as pinned, its sandbox
-    and exposure included (:func:`~taskcore.collector.preflight.check_profile_here`:
-    ``ISOLATION_UNAVAILABLE``, ``INVALID_VALUE``, ``RUNTIME_MISMATCH``) and the commit's revision is the subject's (``REVISION_MISMATCH``).
-    Nothing is claimed when any of these fails.
-    """
-    try:
-        storage = open_reader(data_dir)
-    except TaskError as err:
-        raise _no_journal(err, data_dir) from None
-    try:
-        with storage.read() as tx:
-            record = tx.authority.get_repository(repository)
-            if record is None:
-                raise TaskError(
-                    ErrorCode.BINDING_MISMATCH,
-                    f"the local authority in {str(data_dir)[:300]} does not know repository "
-                    f"{repository!r}: same-host collection needs the service's own data dir "
-                    "(--data-dir or AGENT_TASK_DATA_DIR). Nothing was claimed",
-                )
-            subject = tx.authority.latest_subject(repository, profile, change)
-            if subject is None or subject.revision != revision:
-                raise TaskError(
-                    ErrorCode.SUBJECT_STALE,
-                    "the local authority's subject of this Change is not the one the service "
-                    "reports; is --data-dir the service's data dir? Nothing was claimed",
-                )
-            installed = tx.collector.current_profile(repository, profile, step_id)
-            if installed is None:
-                raise TaskError(
-                    ErrorCode.COLLECTOR_PROFILE_CHANGED,
-                    f"no collector profile is installed for step {step_id!r}; the operator "
-                    "installs one with 'agent-task operator install-collector-profile'. "
-                    "Nothing was claimed",
-                )
-            collector_profile = decode_collector_profile(json.loads(installed.body))
-            enrolled = {
-                e.registration_epoch: e for e in tx.authority.enrollments(installed.registration_id)
-            }.get(installed.registration_epoch)
-    finally:
-        storage.close()
-    if enrolled is None or enrolled.public_key != key.public_key:
-        raise TaskError(
-            ErrorCode.EXECUTOR_NOT_ENROLLED,
-            f"this collector's key {key.key_id} is not the key enrolled for registration "
-            f"{installed.registration_id}@{installed.registration_epoch}; use the state directory "
-            "of the enrolled key (--state-dir) or enroll this key. Nothing was claimed",
-        )
-    if not isinstance(collector_profile, CommandCollectorProfile):
-        raise TaskError(
-            ErrorCode.INVALID_VALUE,
-            "the step is served by a finite-review profile, which this build does not run. "
-            "Nothing was claimed",
-        )
-    work_tree = Path(record.work_tree)
-    check_profile_here(collector_profile, state=state, work_tree=work_tree, data_dir=data_dir)
-    if git_revision(work_tree, subject.commit) != subject.revision:
-        raise TaskError(
-            ErrorCode.REVISION_MISMATCH,
-            "the registered work tree does not give the subject's revision for its commit. "
-            "Nothing was claimed",
-        )
-    return work_tree
-
-
-@attrs.frozen(kw_only=True)
-class RemoteSubject:
-    """What a remote collection checked before its claim: the trusted authority and subject."""
-
-    authority: PinnedAuthority
-    commit: str
-    revision: str
-
-
-def check_before_claim_remote(
-    client: WorkflowClient,
-    state: CollectorState,
-    clone: Path,
-    *,
-    repository: str,
-    profile: str,
-    change: str,
-    revision: str | None,
-) -> RemoteSubject:
-    """The local checks of a remote collection (no data dir) before it claims anything.
-
-    The collector must have pinned an authority (``NOT_FOUND`` otherwise, naming the command);
-    the service's current subject of ``change`` (``requirements``) must be the one
-    qualification reported (``SUBJECT_STALE``); the clone must hold its commit (``NOT_FOUND``:
-    fetch first) and the revision function over that commit in the clone must give the
-    subject's revision (``REVISION_MISMATCH``).
-    """
-    pinned = state.pinned_authority()
-    if pinned is None:
-        raise TaskError(
-            ErrorCode.NOT_FOUND,
-            "this collector trusts no authority yet: run 'agent-task collector pin-authority "
-            "--public-key KEY --audience AUDIENCE' with the values 'agent-task operator enroll' "
-            "(or 'agent-task operator authority') printed. Nothing was claimed",
-        )
-    answer = _result(
-        client.workflow(
-            repository, profile, "requirements", _body({"version": 1, "change_id": change})
-        )
-    )
-    subject = answer.get("subject")
-    if not subject or not subject.get("current") or subject.get("revision") != revision:
-        raise TaskError(
-            ErrorCode.SUBJECT_STALE,
-            "the service's current subject is not the one qualification reported; ask again. "
-            "Nothing was claimed",
-        )
-    commit = str(subject["commit"])
-    try:
-        local = git_revision(clone, commit)
-    except TaskError as err:
-        if err.code is ErrorCode.NOT_FOUND:
-            raise TaskError(
-                ErrorCode.NOT_FOUND,
-                f"the clone at {str(clone)[:300]} does not have commit {commit}: fetch it (git "
-                "fetch), then collect again. Nothing was claimed",
-            ) from None
-        raise
-    if local != subject["revision"]:
-        raise TaskError(
-            ErrorCode.REVISION_MISMATCH,
-            "the clone's content at the subject's commit does not give the subject's revision. "
-            "Nothing was claimed",
-        )
-    return RemoteSubject(authority=pinned, commit=commit, revision=local)
-
-
-def check_remote_descriptor(
-    descriptor: CollectorDescriptor,
-    expected: RemoteSubject,
-    *,
-    repository: str,
-    profile: str,
-) -> None:
-    """Accept a descriptor in remote mode only if the pinned authority signed it for us.
-
-    The signature must verify under the pinned key (``INVALID_SIGNATURE``); the audience must be
-    the pinned one and the route ours (``BINDING_MISMATCH``); the commit and revision those
-    checked in the clone before the claim (``SUBJECT_STALE``). The descriptor's own
-    consistency (profile digest, pinned request rebuilt from binding and profile) is checked
-    by :meth:`CollectorDescriptor.check`, and the collection recomputes the revision from the
-    clone's objects before it runs anything.
-    """
-    verify_descriptor(descriptor, expected.authority.public_key)
-    b = descriptor.binding
-    if b.audience != expected.authority.audience:
-        raise TaskError(
-            ErrorCode.BINDING_MISMATCH, "the descriptor is for another audience than the pinned one"
-        )
-    if (b.repository_id, b.workflow_profile_id) != (repository, profile):
-        raise TaskError(ErrorCode.BINDING_MISMATCH, "the descriptor is for another route")
-    if (b.commit, b.revision) != (expected.commit, expected.revision):
-        raise TaskError(
-            ErrorCode.SUBJECT_STALE, "the descriptor's subject differs from the one checked"
-        )
-
-
-def check_local_authority(descriptor: CollectorDescriptor, data_dir: Path, change: str) -> Path:
-    """Recheck ``descriptor`` against the local authority in ``data_dir``; return the work tree.
-
-    The repository must be registered there (``BINDING_MISMATCH`` otherwise), the descriptor
-    must be for that authority's audience (``BINDING_MISMATCH``), its collector profile must be
-    the one installed (``COLLECTOR_PROFILE_CHANGED``) and its revision and commit those of
-    ``change``'s latest subject (``SUBJECT_STALE``). The journal is opened for reading only.
-    """
-    try:
-        storage = open_reader(data_dir)
-    except TaskError as err:
-        raise _no_journal(err, data_dir) from None
-    try:
-        with storage.read() as tx:
-            b = descriptor.binding
-            repository = tx.authority.get_repository(b.repository_id)
-            if repository is None:
-                raise TaskError(
-                    ErrorCode.BINDING_MISMATCH,
-                    "the local authority in --data-dir does not know this repository; run "
-                    "collect against the service's own data dir",
-                )
-            if tx.collector.audience() != b.audience:
-                raise TaskError(
-                    ErrorCode.BINDING_MISMATCH,
-                    "the descriptor is for another authority than --data-dir",
-                )
-            profile = tx.collector.get_profile(descriptor.profile.profile_id)
-            if profile is None or profile.digest != descriptor.profile_digest:
-                raise TaskError(
-                    ErrorCode.COLLECTOR_PROFILE_CHANGED,
-                    "the descriptor's collector profile is not the one installed locally",
-                )
-            subject = tx.authority.latest_subject(b.repository_id, b.workflow_profile_id, change)
-            if subject is None or (subject.revision, subject.commit) != (b.revision, b.commit):
-                raise TaskError(
-                    ErrorCode.SUBJECT_STALE,
-                    "the local authority's subject differs from the descriptor; checkpoint again",
-                )
-            return Path(repository.work_tree)
-    finally:
-        storage.close()
-
-
-def _ticker(
-    notify: Callable[[CollectEvent], None], heartbeat: Callable[[], None], every_ms: int
-) -> Callable[[Progress], None]:
-    """Report each progress tick and renew the lease every ``every_ms`` while the command runs."""
-    last = [0]
-
-    def tick(progress: Progress) -> None:
-        notify(Running(progress=progress))
-        if progress.elapsed_ms - last[0] >= every_ms:
-            last[0] = progress.elapsed_ms
-            try:
-                heartbeat()
-            except TaskError as err:
-                # The run continues; the authority judges the upload on its own rules.
-                notify(RenewalFailed(error=err))
-
-    return tick
-
-
-def upload_retained(
-    client: WorkflowClient, attempt: AttemptState, repository: str, profile: str
-) -> dict[str, Any]:
-    """Upload ``attempt``'s retained transfer bytes; keep and return the authority's answer."""
-    envelope = attempt.read_transfer()
-    result: dict[str, Any] = _result(client.upload(repository, profile, envelope))
-    attempt.write_json(attempt.upload_path, result)
-    return result
-
-
-def _mutation(claimed: dict[str, Any], action: str, reason: str | None) -> bytes:
-    attempt = claimed["attempt"]
-    return _body(
-        {
-            "version": 1,
-            "request_id": f"{action[:5]}-" + secrets.token_hex(12),
-            "action": action,
-            "task_id": claimed["task_id"],
-            "task_digest": claimed["task_digest"],
-            "attempt_id": attempt["attempt_id"],
-            "attempt_digest": claimed["attempt_digest"],
-            "execution_operation_id": attempt["execution_operation_id"],
-            "executor": attempt["executor"],
-            "fence": attempt["fence"],
-            "reason": reason,
-        }
-    )
-
-
-def release_attempt(
-    client: WorkflowClient,
-    *,
-    repository: str,
-    profile: str,
-    claimed: dict[str, Any],
-    reason: str,
-) -> TaskError | None:
-    """Reconcile a claimed attempt so its task is claimable again; return why it failed, if so.
-
-    ``claimed`` is a claim's outcome (``{task_id, task_digest, attempt, attempt_digest, ...}``)
-    or a status view of the attempt (the same fields).
-    """
-    try:
-        client.workflow(
-            repository, profile, "reconcile", _mutation(claimed, "reconcile", reason[:500])
-        )
-    except TaskError as err:
-        return err
-    return None
 
 
 def collect_once(
@@ -618,7 +168,7 @@ def collect_once(
     data_dir: Path | None = None,
     state: CollectorState,
     lease_ms: int,
-    notify: Callable[[CollectEvent], None] = _ignore,
+    notify: Callable[[CollectEvent], None] = ignore_event,
     options: CommandOptions | None = None,
     clone: Path | None = None,
 ) -> dict[str, Any]:
@@ -656,10 +206,10 @@ def collect_once(
             "collected": False,
             "upload": None,
             "qualification": final,
-            "next_command": _advice(final, change, options).command,
+            "next_command": advice_of(final, change, options).command,
         }
     if step["operation"] != "collector_claim":
-        advice = _advice(answer, change, options)
+        advice = advice_of(answer, change, options)
         raise TaskError(
             ErrorCode.CONFLICT,
             f"nothing to collect: qualification says next is {step['operation']!r}"
@@ -704,12 +254,12 @@ def collect_once(
             "give the service's data dir (same host) or --clone PATH (a collector elsewhere)",
         )
     notify(Claiming(step_id=task["step_id"], task_id=task["task_id"]))
-    claimed = _result(
+    claimed = result_of(
         client.workflow(
             repository,
             profile,
             "collector_claim",
-            _body(
+            request_body(
                 {
                     "version": 1,
                     "request_id": "claim-" + secrets.token_hex(12),
@@ -775,7 +325,9 @@ def collect_once(
             claimed_at_ms=int(time.time() * 1000),
             lease_expires_at_ms=claimed["lease_expires_at_ms"],
         )
-        raw = _result(client.workflow(repository, profile, "collector_descriptor", _body(handle)))
+        raw = result_of(
+            client.workflow(repository, profile, "collector_descriptor", request_body(handle))
+        )
         descriptor = default_codec().structure(raw, CollectorDescriptor)
         descriptor.check()
         if remote is not None:
@@ -783,7 +335,7 @@ def collect_once(
         else:
             assert data_dir is not None
             work_tree = check_local_authority(descriptor, data_dir, change)
-        status = _result(client.workflow(repository, profile, "status", _body(handle)))
+        status = result_of(client.workflow(repository, profile, "status", request_body(handle)))
         if not status["currently_applicable"]:
             raise TaskError(
                 ErrorCode.CONFLICT,
@@ -792,13 +344,15 @@ def collect_once(
         notify(Collecting(commit=descriptor.binding.commit, argv=descriptor.profile.recipe.argv))
 
         def heartbeat() -> None:
-            client.workflow(repository, profile, "heartbeat", _mutation(claimed, "heartbeat", None))
+            client.workflow(
+                repository, profile, "heartbeat", mutation_body(claimed, "heartbeat", None)
+            )
 
         result = collect_command(
             descriptor,
             state=state,
             repository=work_tree,
-            progress=_ticker(
+            progress=renewing_ticker(
                 notify, heartbeat, max(attempt["lease_ms"] // 3, COLLECTOR_RENEW_MIN_MS)
             ),
         )
@@ -820,7 +374,7 @@ def collect_once(
     try:
         upload = upload_retained(client, result.attempt, repository, profile)
     except TaskError as err:
-        if err.code.kind in _TRANSIENT_KINDS:
+        if err.code.kind in TRANSIENT_KINDS:
             retry = shlex.join(
                 [
                     "agent-task",
@@ -851,23 +405,10 @@ def collect_once(
         "run": run,
         "upload": upload,
         "qualification": final,
-        "next_command": _advice(final, change, options).command,
+        "next_command": advice_of(final, change, options).command,
         "elapsed_ms": int((time.monotonic() - started) * 1000),
         "command_ms": None if record is None else record.duration_ms,
     }
-
-
-def _advice(answer: dict[str, Any], change: str, options: CommandOptions) -> Advice:
-    return advise(
-        answer["next"],
-        answer["failures"],
-        change=change,
-        options=options,
-        qualified=bool(answer["qualified"]),
-    )
-
-
-# -- reconcile ------------------------------------------------------------------------------------
 
 
 def reconcile_change(
@@ -912,15 +453,17 @@ def reconcile_change(
             )
         target = live[0] if live else None
     if target is None:
-        advice = _advice(answer, change, options)
+        advice = advice_of(answer, change, options)
         raise TaskError(
             ErrorCode.CONFLICT,
             f"nothing to reconcile: qualification says next is {step['operation']!r}"
             + (f"; run: {advice.command}" if advice.command else f". {advice.sentence}"),
             details={"next": step, "next_command": advice.command},
         )
-    view = _result(
-        client.workflow(repository, profile, "task", _body({"version": 1, "task_id": target}))
+    view = result_of(
+        client.workflow(
+            repository, profile, "task", request_body({"version": 1, "task_id": target})
+        )
     )
     current = view["current_attempt"]
     if current is None or view["state"] not in ("claimed", "cancelled"):
@@ -937,7 +480,7 @@ def reconcile_change(
             try:
                 view_ = upload_retained(client, retained, repository, profile)
             except TaskError as err:
-                if err.code.kind in _TRANSIENT_KINDS:
+                if err.code.kind in TRANSIENT_KINDS:
                     raise
             else:
                 state.record_claim(attempt_id, "uploaded", outcome=view_["record_outcome"])
@@ -952,7 +495,7 @@ def reconcile_change(
                     },
                     "outcome": view_,
                     "qualification": final,
-                    "next_command": _advice(final, change, options).command,
+                    "next_command": advice_of(final, change, options).command,
                 }
     claimed = {
         "task_id": current["task_id"],
@@ -960,8 +503,10 @@ def reconcile_change(
         "attempt": current["attempt"],
         "attempt_digest": current["attempt_digest"],
     }
-    outcome = _result(
-        client.workflow(repository, profile, "reconcile", _mutation(claimed, "reconcile", reason))
+    outcome = result_of(
+        client.workflow(
+            repository, profile, "reconcile", mutation_body(claimed, "reconcile", reason)
+        )
     )
     if state is not None and local is not None:
         state.record_claim(attempt_id, "released", note="reconciled with 'agent-task reconcile'")
@@ -979,11 +524,8 @@ def reconcile_change(
         },
         "outcome": outcome,
         "qualification": final,
-        "next_command": _advice(final, change, options).command,
+        "next_command": advice_of(final, change, options).command,
     }
-
-
-# -- retry-upload ---------------------------------------------------------------------------------
 
 
 def retry_uploads(

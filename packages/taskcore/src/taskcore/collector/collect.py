@@ -24,18 +24,18 @@ import attrs
 from taskcore.authority.gitrev import git_revision
 from taskcore.canonical import canonical_json
 from taskcore.clock import Clock, SystemClock
-from taskcore.collector.descriptor import CollectorDescriptor, request_bytes
-from taskcore.collector.records import (
+from taskcore.collector.runtime import Progress, detect_sandbox, probe_runtime, run_recipe
+from taskcore.collector.sandbox import check_exposure, protected_paths
+from taskcore.collector.snapshot import materialize, remove_tree
+from taskcore.collector.state import AttemptState, CollectorKey, CollectorState
+from taskcore.contract.collector_descriptor import CollectorDescriptor, request_bytes
+from taskcore.contract.collector_records import (
     CleanupEvidence,
     ExecutionRecord,
     SandboxMode,
     runtime_identity_digest,
 )
-from taskcore.collector.runtime import Progress, detect_sandbox, probe_runtime, run_recipe
-from taskcore.collector.sandbox import check_exposure, protected_paths
-from taskcore.collector.snapshot import materialize, remove_tree
-from taskcore.collector.state import AttemptState, CollectorKey, CollectorState
-from taskcore.collector.transfer import (
+from taskcore.contract.collector_transfer import (
     RecordType,
     TransferHeader,
     TransferKind,

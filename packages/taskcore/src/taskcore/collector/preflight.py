@@ -21,11 +21,11 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from taskcore.collector.records import runtime_identity_digest
 from taskcore.collector.runtime import probe_runtime
 from taskcore.collector.sandbox import check_exposure, protected_paths
 from taskcore.collector.state import CollectorState
 from taskcore.contract.collector import CommandCollectorProfile, decode_collector_profile
+from taskcore.contract.collector_records import runtime_identity_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.workflow.reads import open_reader
 

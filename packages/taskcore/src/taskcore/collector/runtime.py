@@ -39,14 +39,6 @@ from typing import IO, Final
 
 import attrs
 
-from taskcore.collector.records import (
-    ExecutionOutcome,
-    Limit,
-    OutputCapture,
-    RuntimeIdentity,
-    SandboxMode,
-    capture_output,
-)
 from taskcore.collector.sandbox import (
     UNSHARE_ARGS,
     Launch,
@@ -56,6 +48,14 @@ from taskcore.collector.sandbox import (
     plan_isolation,
 )
 from taskcore.contract.collector import CommandRecipe, IsolationPolicy
+from taskcore.contract.collector_records import (
+    ExecutionOutcome,
+    Limit,
+    OutputCapture,
+    RuntimeIdentity,
+    SandboxMode,
+    capture_output,
+)
 from taskcore.errors import ErrorCode, TaskError
 
 __all__ = [

@@ -52,18 +52,18 @@ from typing import Final
 
 from taskcore.canonical import canonical_value
 from taskcore.codec import default_codec
-from taskcore.collector.records import (
-    FilesystemView,
-    Isolation,
-    Limit,
-    LimitMechanism,
-    isolation_shortfall,
-)
 from taskcore.contract.collector import (
     DEFAULT_ISOLATION,
     IsolationPolicy,
     NetworkAccess,
     SandboxMode,
+)
+from taskcore.contract.collector_records import (
+    FilesystemView,
+    Isolation,
+    Limit,
+    LimitMechanism,
+    isolation_shortfall,
 )
 from taskcore.errors import ErrorCode, TaskError
 

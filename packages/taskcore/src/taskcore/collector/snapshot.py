@@ -27,33 +27,19 @@ from typing import Final
 from taskcore.authority.gitrev import (
     RevisionEntry,
     check_object_name,
+    git_argv,
+    git_env,
+    ls_tree,
     resolve_commit,
     revision_listing,
     revision_of_listing,
 )
-from taskcore.collector.records import SnapshotEvidence
+from taskcore.contract.collector_records import SnapshotEvidence
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import GIT_TIMEOUT_SECONDS
 
 __all__ = ["directory_entries", "materialize", "remove_tree", "tree_blobs"]
 
 _MODES: Final = {b"100644": "file", b"100755": "exec", b"120000": "symlink"}
-
-
-def _git_env() -> dict[str, str]:
-    # No user or system configuration may change what git reports (replace refs, fsmonitor).
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_NO_REPLACE_OBJECTS="1",
-        GIT_TERMINAL_PROMPT="0",
-        LC_ALL="C",
-    )
-    return env
-
-
-def _git_argv(repo: Path, *args: str) -> list[str]:
-    return ["git", "-C", str(repo), "-c", "core.fsmonitor=false", *args]
 
 
 def _unavailable(what: str) -> TaskError:
@@ -71,27 +57,10 @@ def _check_tree_path(path: bytes) -> None:
 
 
 def _ls_tree(repo: Path, commit: str) -> list[tuple[bytes, bytes, str, bytes]]:
-    try:
-        done = subprocess.run(  # noqa: S603 - fixed git argv, no shell
-            _git_argv(repo, "ls-tree", "-r", "-z", "--full-tree", commit),
-            capture_output=True,
-            env=_git_env(),
-            timeout=GIT_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        raise _unavailable("git ls-tree did not answer") from None
-    if done.returncode != 0:
-        raise _unavailable("git ls-tree failed")
-    out = []
-    for item in done.stdout.split(b"\x00"):
-        if not item:
-            continue
-        meta, _, path = item.partition(b"\t")
-        mode, kind, oid = meta.split(b" ")
+    leaves = ls_tree(repo, commit)
+    for _, _, _, path in leaves:
         _check_tree_path(path)
-        out.append((mode, kind, oid.decode("ascii"), path))
-    return out
+    return leaves
 
 
 def tree_blobs(repo: Path, oids: list[str]) -> Iterator[bytes]:
@@ -100,11 +69,11 @@ def tree_blobs(repo: Path, oids: list[str]) -> Iterator[bytes]:
         return
     try:
         proc = subprocess.Popen(  # noqa: S603 - fixed git argv, no shell
-            _git_argv(repo, "cat-file", "--batch"),
+            git_argv(repo, "cat-file", "--batch"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
-            env=_git_env(),
+            env=git_env(),
         )
     except OSError:
         raise _unavailable("git is not installed") from None

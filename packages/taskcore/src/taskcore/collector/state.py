@@ -40,11 +40,12 @@ import attrs
 from taskcore.canonical import canonical_json
 from taskcore.codec import wire_field
 from taskcore.contract.common import digest_field, id_field
-from taskcore.digest import domain_digest, is_hex64, require_hex64, sha256_hex
+from taskcore.digest import domain_digest, is_hex64
+from taskcore.durable import durable_write
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES
 from taskcore.paths import collector_state_dir
-from taskcore.signing import generate_seed, public_key_hex
+from taskcore.signing import generate_seed, key_id_for, public_key_hex
 
 __all__ = [
     "ATTEMPT_DIR_DOMAIN",
@@ -78,16 +79,6 @@ def default_state_dir() -> Path:
     return collector_state_dir()
 
 
-def key_id_for(public_key: str) -> str:
-    """Return the verification key ID of a public key: ``ed25519-`` and 16 hex of its SHA-256.
-
-    >>> key_id_for("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a")
-    'ed25519-21fe31dfa154a261'
-    """
-    require_hex64(public_key, "the public key")
-    return "ed25519-" + sha256_hex(bytes.fromhex(public_key))[:16]
-
-
 def _unsafe(message: str) -> TaskError:
     return TaskError(ErrorCode.INVALID_PATH, message)
 
@@ -119,45 +110,6 @@ def _private_mkdir(path: Path) -> None:
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
     _check_private_dir(path)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def durable_write(path: Path, data: bytes, *, exclusive: bool = True) -> None:
-    """Write ``data`` to ``path`` (0600) durably: temp file, fsync, rename, fsync the directory.
-
-    With ``exclusive`` an existing file is an ``ALREADY_EXISTS`` error and is never replaced.
-    """
-    if exclusive and os.path.lexists(path):
-        raise TaskError(ErrorCode.ALREADY_EXISTS, f"{path.name} is already retained; not replaced")
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    if exclusive:
-        try:
-            os.link(tmp, path)  # fails if another process retained first
-        except FileExistsError:
-            os.unlink(tmp)
-            raise TaskError(
-                ErrorCode.ALREADY_EXISTS, f"{path.name} is already retained; not replaced"
-            ) from None
-        os.unlink(tmp)
-    else:
-        os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
 def _read_private(path: Path, max_bytes: int) -> bytes:

@@ -39,7 +39,7 @@ from typing import Any, BinaryIO, Final
 
 import attrs
 
-from taskcore.authority.gitrev import git_revision, work_tree_state
+from taskcore.authority.gitrev import git_argv, git_env, git_revision, work_tree_state
 from taskcore.collector.nextstep import CommandOptions, advise
 from taskcore.collector.stop import (
     Category,
@@ -128,7 +128,7 @@ def read_counter(path: Path) -> int:
 
 def write_counter(path: Path, value: int) -> None:
     """Durably store ``value`` (0 removes the file); :class:`CounterError` when it cannot."""
-    from taskcore.collector.state import durable_write  # only when a counter is written
+    from taskcore.durable import durable_write  # only when a counter is written
 
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -165,11 +165,11 @@ def operation_in_progress(workspace: Path) -> bool:
     """
     try:
         done = subprocess.run(  # noqa: S603 - fixed argv, no shell
-            ["git", "-C", str(workspace), "rev-parse", "--absolute-git-dir"],  # noqa: S607
+            git_argv(workspace, "rev-parse", "--absolute-git-dir"),
             capture_output=True,
             timeout=30,
             check=False,
-            env={k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+            env=git_env(),
         )
     except (OSError, subprocess.TimeoutExpired):
         raise TaskError(ErrorCode.STORAGE_UNAVAILABLE, "git did not answer") from None

@@ -368,7 +368,7 @@ def withdraw_published(tx: Transaction, now_ms: int, repository_id: str | None =
     many statuses it wrote.
     """
     # Imported here: the collector imports this module to write statuses.
-    from taskcore.collector.authority import admitted_receipt
+    from taskcore.evidence.receipts import admitted_receipt
 
     written = 0
     for row in tx.forge.published_successes(repository_id, FORGE_RECHECK_MAX):

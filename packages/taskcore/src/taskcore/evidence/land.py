@@ -20,7 +20,6 @@ work tree would make that work tree look changed.
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 from pathlib import Path
@@ -93,21 +92,6 @@ class LandOutcome:
         }
 
 
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    # The same hygiene as taskcore.authority.gitrev: the caller's GIT_* cannot redirect git.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(
-        {
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_NO_REPLACE_OBJECTS": "1",
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "LC_ALL": "C",
-        }
-    )
-    env.update(extra or {})
-    return env
-
-
 def _git(
     work_tree: Path,
     *args: str,
@@ -116,10 +100,10 @@ def _git(
 ) -> subprocess.CompletedProcess[str]:
     try:
         done = subprocess.run(  # noqa: S603 - fixed argv, no shell
-            ["git", "-C", str(work_tree), "-c", "core.fsmonitor=false", *args],  # noqa: S607
+            gitrev.git_argv(work_tree, *args),
             capture_output=True,
             text=True,
-            env=_env(extra_env),
+            env=gitrev.git_env(extra_env),
             timeout=GIT_TIMEOUT_SECONDS,
             check=False,
         )

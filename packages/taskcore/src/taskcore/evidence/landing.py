@@ -9,7 +9,7 @@ It reuses admission's functions rather than copying them:
 * :func:`~taskcore.authority.subjects.check_current`: the subject is the newest of its Change,
   and the repository's policy epoch, the profile's target and installed requirement are the
   ones it binds;
-* :func:`~taskcore.collector.authority.admitted_receipt`: the receipt the current evidence
+* :func:`~taskcore.evidence.receipts.admitted_receipt`: the receipt the current evidence
   supports (live enrollment epochs and revocations, the current collector profile, live
   originating grants) is the stored one, and every retained signed transfer verifies again.
 
@@ -34,10 +34,11 @@ from taskcore.authority import gitrev
 from taskcore.authority.subjects import AuthorityView, check_current, load_route
 from taskcore.clock import Clock
 from taskcore.codec import wire_field
-from taskcore.collector.authority import admitted_receipt, qualification
-from taskcore.collector.wire import NextStep, QualificationFailure, QualificationRequest
+from taskcore.contract.collector_wire import NextStep, QualificationFailure, QualificationRequest
 from taskcore.contract.common import digest_field
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence.qualification import qualification
+from taskcore.evidence.receipts import admitted_receipt
 from taskcore.limits import LANDING_SUBJECTS_MAX, QUALIFICATION_FAILURES_MAX
 from taskcore.store.authority_api import SubjectRecord
 from taskcore.store.storage import Storage, Transaction
@@ -223,7 +224,7 @@ def landing_check(
     """``workflow.landing_check``: decide in one read snapshot, then explain with ``next``.
 
     Git runs before the snapshot opens (the revision of a commit the registered repository
-    has). A refusal's ``next`` comes from :func:`~taskcore.collector.authority.qualification`
+    has). A refusal's ``next`` comes from :func:`~taskcore.evidence.qualification.qualification`
     for the judged Change, read afterwards: it is advice, the decision was taken already.
     """
     with storage.read() as tx:

@@ -32,6 +32,7 @@ from typing import Final
 
 import attrs
 
+from taskcore.authority.gitrev import git_argv, git_env
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence import landing_hook
 from taskcore.evidence.landing import REF_PATTERN
@@ -173,18 +174,12 @@ def settings_of(text: str) -> HookSettings:
     raise TaskError(ErrorCode.INVALID_VALUE, "the hook's settings cannot be read")
 
 
-def _git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1", "LC_ALL": "C"})
-    return env
-
-
 def _git(git_dir: Path, *args: str) -> str:
     try:
         done = subprocess.run(  # noqa: S603 - fixed argv, no shell
-            ["git", "-C", str(git_dir), *args],  # noqa: S607
+            git_argv(git_dir, *args),
             capture_output=True,
-            env=_git_env(),
+            env=git_env(),
             timeout=GIT_TIMEOUT_SECONDS,
             check=False,
         )

@@ -359,8 +359,8 @@ def failure_excerpt(envelope: bytes) -> str | None:
     replacement (the board escapes it like any agent-supplied string). ``None`` when the
     transfer holds no command record (a review) or cannot be parsed.
     """
-    from taskcore.collector.records import ExecutionRecord
-    from taskcore.collector.transfer import decode_record, decode_transfer
+    from taskcore.contract.collector_records import ExecutionRecord
+    from taskcore.contract.collector_transfer import decode_record, decode_transfer
 
     try:
         decoded = decode_transfer(envelope)

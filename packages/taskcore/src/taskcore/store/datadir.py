@@ -53,7 +53,7 @@ JOURNAL_NAME = "journal.sqlite"
 
 _SIDE_FILES = ("-wal", "-shm", "-journal")
 _ADMIN_TOKEN = "admin.token"  # noqa: S105 - a file name. taskcore.auth.FIRST_ADMIN_TOKEN_FILENAME (a test keeps them equal)
-_AUTHORITY_KEY = "authority-key.json"  # taskcore.collector.authority_key.AUTHORITY_KEY_FILE (a test keeps them equal)
+_AUTHORITY_KEY = "authority-key.json"  # taskcore.evidence.authority_key.AUTHORITY_KEY_FILE (a test keeps them equal)
 
 
 def prior_state(data_dir: Path) -> tuple[str, ...]:

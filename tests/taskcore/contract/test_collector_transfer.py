@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.canonical import canonical_json
-from taskcore.collector.transfer import (
+from taskcore.contract.collector_transfer import (
     MAGIC,
     OriginGrant,
     RecordType,

@@ -20,10 +20,8 @@ from typing import Any
 
 from taskcore.actors import RiskClass, Tier
 from taskcore.codec import dumps
-from taskcore.collector import authority
-from taskcore.collector.authority_key import ensure_authority_key, sign_descriptor
-from taskcore.collector.descriptor import CollectorDescriptor
-from taskcore.collector.wire import (
+from taskcore.contract.collector_descriptor import CollectorDescriptor
+from taskcore.contract.collector_wire import (
     CollectorClaimRequest,
     DescriptorRequest,
     FinalizeOutcome,
@@ -32,6 +30,11 @@ from taskcore.collector.wire import (
     QualificationResponse,
     UploadOutcome,
 )
+from taskcore.evidence.authority_key import ensure_authority_key, sign_descriptor
+from taskcore.evidence.claim import collector_claim, collector_descriptor
+from taskcore.evidence.imports import collector_upload
+from taskcore.evidence.qualification import qualification
+from taskcore.evidence.receipts import collector_finalize
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES
 from taskcore.service import (
     CallContext,
@@ -51,28 +54,28 @@ __all__ = ["register"]
 
 def _claim(ctx: CallContext, req: CollectorClaimRequest) -> RawJson:
     journal, caller = journal_for(ctx)
-    return RawJson(authority.collector_claim(journal, caller, req))
+    return RawJson(collector_claim(journal, caller, req))
 
 
 def _descriptor(ctx: CallContext, req: DescriptorRequest) -> CollectorDescriptor:
     journal, caller = journal_for(ctx)
-    descriptor = authority.collector_descriptor(journal.storage, caller, req)
+    descriptor = collector_descriptor(journal.storage, caller, req)
     return sign_descriptor(descriptor, ensure_authority_key(ctx.service.config.data_dir))
 
 
 def _upload(ctx: CallContext, envelope: bytes) -> RawJson:
     journal, caller = journal_for(ctx)
-    return RawJson(authority.collector_upload(journal.storage, journal.clock, caller, envelope))
+    return RawJson(collector_upload(journal.storage, journal.clock, caller, envelope))
 
 
 def _finalize(ctx: CallContext, req: FinalizeRequest) -> FinalizeOutcome:
     journal, caller = journal_for(ctx)
-    return authority.collector_finalize(journal.storage, journal.clock, caller, req)
+    return collector_finalize(journal.storage, journal.clock, caller, req)
 
 
 def _qualification(ctx: CallContext, req: QualificationRequest) -> RawJson:
     journal, caller = journal_for(ctx)
-    answer = authority.qualification(journal.storage, journal.clock, caller, req)
+    answer = qualification(journal.storage, journal.clock, caller, req)
     return RawJson(dumps(answer.to_json()))
 
 

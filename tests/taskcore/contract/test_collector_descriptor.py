@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import attrs
 import pytest
-from taskcore.collector.descriptor import build_execution_request, collector_profile_digest
+from taskcore.contract.collector_descriptor import build_execution_request, collector_profile_digest
 from taskcore.errors import ErrorCode, TaskError
 
 

@@ -7,15 +7,14 @@ import os
 
 import attrs
 import pytest
-from taskcore.collector.authority_key import (
+from taskcore.contract.collector_descriptor import descriptor_digest, verify_descriptor
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence.authority_key import (
     AUTHORITY_KEY_FILE,
-    descriptor_digest,
     ensure_authority_key,
     load_authority_key,
     sign_descriptor,
-    verify_descriptor,
 )
-from taskcore.errors import ErrorCode, TaskError
 
 
 def test_the_key_is_generated_once_and_never_replaced(tmp_path):

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 from taskcore.authority import enroll_executor, revoke_executor
-from taskcore.collector.admin import install_collector_profile
 from taskcore.contract import FiniteReviewCollectorProfile, TransportBasis
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.evidence.profiles import install_collector_profile
 
 
 def test_enrollment_alone_installs_no_collector_profile(authority):
@@ -31,7 +31,7 @@ def test_a_newer_profile_supersedes_the_older_one(authority):
 
 
 def test_a_profile_id_cannot_be_reinstalled_with_other_bytes(authority):
-    from .conftest import recipe
+    from tests.taskcore.collector.conftest import recipe
 
     install_collector_profile(authority.storage, authority.clock, profile=authority.profile())
     with pytest.raises(TaskError) as err:

@@ -23,9 +23,9 @@ from typing import Final, Literal
 import attrs
 
 from taskcore.codec import wire_field
-from taskcore.collector.records import ExecutionRecord
-from taskcore.collector.transfer import OriginGrant
 from taskcore.contract.collector import SandboxMode
+from taskcore.contract.collector_records import ExecutionRecord
+from taskcore.contract.collector_transfer import OriginGrant
 from taskcore.contract.common import ExecutorBinding, digest_field, id_field, repository_field
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import (

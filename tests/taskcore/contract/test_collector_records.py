@@ -5,8 +5,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.canonical import canonical_json
-from taskcore.collector.descriptor import PinnedBinding, build_execution_request
-from taskcore.collector.records import (
+from taskcore.contract.collector import (
+    DEFAULT_ISOLATION,
+    CommandCollectorProfile,
+    CommandRecipe,
+)
+from taskcore.contract.collector_descriptor import PinnedBinding, build_execution_request
+from taskcore.contract.collector_records import (
     CleanupEvidence,
     ExecutionOutcome,
     ExecutionRecord,
@@ -23,12 +28,7 @@ from taskcore.collector.records import (
     isolation_shortfall,
     runtime_identity_digest,
 )
-from taskcore.collector.transfer import decode_record
-from taskcore.contract.collector import (
-    DEFAULT_ISOLATION,
-    CommandCollectorProfile,
-    CommandRecipe,
-)
+from taskcore.contract.collector_transfer import decode_record
 from taskcore.digest import sha256_hex
 from taskcore.errors import ErrorCode, TaskError
 

@@ -4,7 +4,7 @@
 collector attempt: everything the local collector needs, all derived by the authority from
 the stored task, the attempt, the installed collector profile and the subject's commit. Request
 JSON chooses none of it. :func:`build_execution_request` is the single derivation of the pinned
-:class:`~taskcore.collector.records.ExecutionRequest`: the authority uses it to produce the
+:class:`~taskcore.contract.collector_records.ExecutionRequest`: the authority uses it to produce the
 descriptor and again, on import, to regenerate the request and compare bytes; the collector
 uses it to check the descriptor is self-consistent before running anything.
 
@@ -18,32 +18,39 @@ uses it to check the descriptor is self-consistent before running anything.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Final, Literal
 
 import attrs
 
 from taskcore.canonical import canonical_json
 from taskcore.codec import wire_field
-from taskcore.collector.records import COMMIT_PATTERN, ExecutionRequest
-from taskcore.collector.transfer import OriginGrant
 from taskcore.contract.collector import (
     CollectorProfile,
     CommandCollectorProfile,
     FiniteReviewCollectorProfile,
 )
+from taskcore.contract.collector_records import COMMIT_PATTERN, ExecutionRequest
+from taskcore.contract.collector_transfer import OriginGrant
 from taskcore.contract.common import HEX64, ExecutorBinding, digest_field, id_field
 from taskcore.digest import domain_digest, sha256_hex
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.signing import verify_digest
 
 __all__ = [
     "COLLECTOR_PROFILE_DOMAIN",
+    "DESCRIPTOR_DOMAIN",
     "CollectorDescriptor",
     "PinnedBinding",
     "ReviewDescriptor",
     "build_execution_request",
     "collector_profile_digest",
+    "descriptor_digest",
     "request_bytes",
+    "verify_descriptor",
 ]
+
+DESCRIPTOR_DOMAIN: Final = "agent-task.collector-descriptor.v1"
+"""Domain of the digest the authority signs over a descriptor (ours; not a seed domain)."""
 
 COLLECTOR_PROFILE_DOMAIN = "agentscm.agent-workflow-collector-profile.v1"
 """Digest of an installed collector profile's canonical bytes."""
@@ -173,3 +180,26 @@ class ReviewDescriptor:
     registration: ExecutorBinding = wire_field()
     profile: FiniteReviewCollectorProfile = wire_field()
     profile_digest: str = digest_field()
+
+
+def descriptor_digest(descriptor: CollectorDescriptor) -> str:
+    """The digest the authority signs: the canonical descriptor with a null signature."""
+    unsigned = attrs.evolve(descriptor, authority_signature=None)
+    return domain_digest(DESCRIPTOR_DOMAIN, canonical_json(unsigned))
+
+
+def verify_descriptor(descriptor: CollectorDescriptor, public_key: str) -> None:
+    """Check ``descriptor`` was signed by the authority key ``public_key``; raise otherwise.
+
+    ``INVALID_SIGNATURE`` when it names another key, carries no signature, or the signature
+    does not verify over :func:`descriptor_digest`.
+    """
+    if descriptor.authority_public_key != public_key:
+        raise TaskError(
+            ErrorCode.INVALID_SIGNATURE,
+            "the descriptor is not signed by the pinned authority key; is this the authority "
+            "the collector was enrolled with?",
+        )
+    if descriptor.authority_signature is None:
+        raise TaskError(ErrorCode.INVALID_SIGNATURE, "the descriptor carries no signature")
+    verify_digest(public_key, descriptor_digest(descriptor), descriptor.authority_signature)

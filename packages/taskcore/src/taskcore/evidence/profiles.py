@@ -9,7 +9,8 @@ class (``test``, ``build`` or ``lint`` for a command profile, ``review`` for fin
 that the registration epoch is enrolled for that repository and step, current and not
 revoked, and (for finite review) that the transport basis is qualified. Profiles are
 immutable; installing another profile for the same scope supersedes the older one, which
-never authorizes anything again.
+never authorizes anything again. :func:`current_profile` and :func:`binding_of` are the
+lookups every collector operation uses to find a step's current profile and its executor.
 
 Like every operator act it is reached through the operator surface
 (``operator.install_collector_profile``, local doors only), which audits it once.
@@ -17,24 +18,37 @@ Like every operator act it is reached through the operator surface
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from taskcore.authority.enrollment import current_registration
 from taskcore.authority.subjects import load_plan
 from taskcore.canonical import canonical_json
 from taskcore.clock import Clock
-from taskcore.collector.descriptor import collector_profile_digest
 from taskcore.contract import (
     ActionClass,
     CollectorProfile,
     CommandCollectorProfile,
+    ExecutorBinding,
     FiniteReviewCollectorProfile,
     WorkflowProgression,
+    decode_collector_profile,
 )
+from taskcore.contract.collector_descriptor import collector_profile_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence import forge
 from taskcore.store.collector_api import CollectorProfileRecord
+from taskcore.store.journal_api import TaskRecord
 from taskcore.store.storage import Storage, Transaction
 
-__all__ = ["COMMAND_ACTION_CLASSES", "install_collector_profile", "profile_scope_error"]
+__all__ = [
+    "COMMAND_ACTION_CLASSES",
+    "binding_of",
+    "current_profile",
+    "install_collector_profile",
+    "profile_of",
+    "profile_scope_error",
+]
 
 COMMAND_ACTION_CLASSES = frozenset({ActionClass.TEST, ActionClass.BUILD, ActionClass.LINT})
 """Action classes a command collector profile may serve."""
@@ -137,3 +151,35 @@ def install_collector_profile(
         # A superseded profile's transfers stop counting: withdraw what relied on them.
         forge.withdraw_published(tx, clock.now_ms(), profile.repository_id)
         return record
+
+
+def profile_of(record: CollectorProfileRecord) -> CollectorProfile:
+    """Decode a stored collector profile."""
+    return decode_collector_profile(json.loads(record.body))
+
+
+def current_profile(tx: Transaction, task: TaskRecord) -> tuple[CollectorProfileRecord, Any]:
+    """The step's current collector profile (``NOT_FOUND`` when none is installed)."""
+    record = tx.collector.current_profile(task.repository_id, task.profile_id, task.step_id)
+    if record is None:
+        raise TaskError(
+            ErrorCode.NOT_FOUND,
+            f"no collector profile is installed for step {task.step_id!r}; ask the operator "
+            "to install one ('agent-task operator install-collector-profile')",
+        )
+    return record, profile_of(record)
+
+
+def binding_of(tx: Transaction, profile: CollectorProfile) -> ExecutorBinding:
+    """The executor binding ``profile`` authorizes (its enrolled registration epoch)."""
+    epochs = [
+        e
+        for e in tx.authority.enrollments(profile.registration_id)
+        if e.registration_epoch == profile.registration_epoch
+    ]
+    if not epochs:
+        raise TaskError(
+            ErrorCode.EXECUTOR_NOT_ENROLLED,
+            "the collector profile names an epoch that is not enrolled",
+        )
+    return epochs[0].binding

@@ -11,8 +11,9 @@ prints) and accepts only descriptors the authority signed with it, for the pinne
   (:func:`ensure_authority_key`), and never replaced; nothing but the authority reads it.
 * The signed bytes are the descriptor's canonical JSON with ``authority_signature`` set to
   ``null`` (the pattern of the seed's observation signing bytes), hashed under the domain
-  :data:`DESCRIPTOR_DOMAIN`; Ed25519 signs the 32 digest bytes.
-* :func:`verify_descriptor` fails closed: it returns nothing or raises ``INVALID_SIGNATURE``.
+  :data:`~taskcore.contract.collector_descriptor.DESCRIPTOR_DOMAIN`; Ed25519 signs the 32 digest bytes.
+* :func:`~taskcore.contract.collector_descriptor.verify_descriptor` (the wire rule both
+  sides share) fails closed: it returns nothing or raises ``INVALID_SIGNATURE``.
 
 >>> import tempfile, pathlib
 >>> data = pathlib.Path(tempfile.mkdtemp())
@@ -33,29 +34,22 @@ from typing import Final
 
 import attrs
 
-from taskcore.canonical import canonical_json
-from taskcore.collector.descriptor import CollectorDescriptor
-from taskcore.collector.state import durable_write, key_id_for
-from taskcore.digest import domain_digest, is_hex64
+from taskcore.contract.collector_descriptor import CollectorDescriptor, descriptor_digest
+from taskcore.digest import is_hex64
+from taskcore.durable import durable_write
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.signing import generate_seed, public_key_hex, sign_digest, verify_digest
+from taskcore.signing import generate_seed, key_id_for, public_key_hex, sign_digest
 
 __all__ = [
     "AUTHORITY_KEY_FILE",
-    "DESCRIPTOR_DOMAIN",
     "AuthorityKey",
-    "descriptor_digest",
     "ensure_authority_key",
     "load_authority_key",
     "sign_descriptor",
-    "verify_descriptor",
 ]
 
 AUTHORITY_KEY_FILE: Final = "authority-key.json"
 """The authority's private key file in the data dir."""
-
-DESCRIPTOR_DOMAIN: Final = "agent-task.collector-descriptor.v1"
-"""Domain of the digest the authority signs over a descriptor (ours; not a seed domain)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -132,30 +126,7 @@ def ensure_authority_key(data_dir: Path | str) -> AuthorityKey:
     return load_authority_key(directory)
 
 
-def descriptor_digest(descriptor: CollectorDescriptor) -> str:
-    """The digest the authority signs: the canonical descriptor with a null signature."""
-    unsigned = attrs.evolve(descriptor, authority_signature=None)
-    return domain_digest(DESCRIPTOR_DOMAIN, canonical_json(unsigned))
-
-
 def sign_descriptor(descriptor: CollectorDescriptor, key: AuthorityKey) -> CollectorDescriptor:
     """Return ``descriptor`` naming ``key`` and carrying its signature."""
     named = attrs.evolve(descriptor, authority_public_key=key.public_key, authority_signature=None)
     return attrs.evolve(named, authority_signature=sign_digest(key.seed, descriptor_digest(named)))
-
-
-def verify_descriptor(descriptor: CollectorDescriptor, public_key: str) -> None:
-    """Check ``descriptor`` was signed by the authority key ``public_key``; raise otherwise.
-
-    ``INVALID_SIGNATURE`` when it names another key, carries no signature, or the signature
-    does not verify over :func:`descriptor_digest`.
-    """
-    if descriptor.authority_public_key != public_key:
-        raise TaskError(
-            ErrorCode.INVALID_SIGNATURE,
-            "the descriptor is not signed by the pinned authority key; is this the authority "
-            "the collector was enrolled with?",
-        )
-    if descriptor.authority_signature is None:
-        raise TaskError(ErrorCode.INVALID_SIGNATURE, "the descriptor carries no signature")
-    verify_digest(public_key, descriptor_digest(descriptor), descriptor.authority_signature)

@@ -1,0 +1,67 @@
+"""The operation registry: names, tool names, selection, admission (taskcore.registry)."""
+
+import pytest
+from taskcore.actors import Actor, RiskClass, Tier
+from taskcore.names import WORKFLOW_PREFIX
+from taskcore.registry import Registry, Surface, default_registry, portable_tool_name
+
+from tests.taskcore.test_service import _op, _registry
+
+
+def test_registry_refuses_duplicates_malformed_names_and_misnamed_workflow_ops():
+    reg = Registry()
+    reg.register(_op("demo.a", lambda c, r: {}))
+    with pytest.raises(ValueError, match="twice"):
+        reg.register(_op("demo.a", lambda c, r: {}))
+    with pytest.raises(ValueError, match="malformed"):
+        reg.register(_op("Demo a", lambda c, r: {}))
+    with pytest.raises(ValueError, match="workflow"):
+        reg.register(_op("claim", lambda c, r: {}, surface=Surface.WORKFLOW))
+
+
+def test_registry_select_filters_by_surface_door_tool_and_input_kind():
+    reg = _registry()
+    assert [o.name for o in reg.select(surfaces=[Surface.WORKFLOW])] == [
+        "workflow.echo",
+        "workflow.upload",
+    ]
+    assert [o.name for o in reg.select(mcp=True)] == ["demo.tool"]
+    assert [o.name for o in reg.select(raw_input=True)] == ["demo.raw", "workflow.upload"]
+    assert reg.get("workflow.echo").local_name == "echo"
+    assert reg.get("workflow.echo").mcp_tool
+    assert not reg.get("workflow.upload").mcp_tool
+    assert not reg.get("demo.admin").mcp_tool
+
+
+def test_default_registry_names_are_unique_and_workflow_ops_are_prefixed():
+    reg = default_registry()
+    for op in reg.select(surfaces=[Surface.WORKFLOW]):
+        assert op.name.startswith(WORKFLOW_PREFIX)
+    assert len(reg.names()) == len(reg)
+
+
+def test_portable_tool_names_are_one_rule_and_reversible():
+    assert portable_tool_name("agenttask.checkpoint.write") == "agenttask_checkpoint_write"
+    reg = Registry()
+    reg.register(_op("demo.tool", lambda c, r: {}, mcp=True))
+    reg.register(_op("workflow.echo", lambda c, r: {}, surface=Surface.WORKFLOW))
+    assert reg.get("demo.tool").tool_name == "demo_tool"
+    assert reg.get("workflow.echo").tool_name == "echo"
+    assert reg.for_tool("demo_tool") is reg.get("demo.tool")
+    assert reg.for_tool("demo.tool") is reg.get("demo.tool")
+    assert reg.for_tool("echo", [Surface.WORKFLOW]) is reg.get("workflow.echo")
+    assert reg.for_tool("echo", [Surface.QUEUE]) is None
+    assert reg.for_tool("demo_nope") is None
+    with pytest.raises(ValueError, match="maps to the tool name 'demo_tool'"):
+        reg.register(_op("demo_tool", lambda c, r: {}))
+    with pytest.raises(ValueError, match="must match"):
+        reg.register(_op("demo." + "x" * 70, lambda c, r: {}, mcp=True))
+    # off MCP a long name is fine: only tools must fit the pattern
+    reg.register(_op("demo." + "x" * 70, lambda c, r: {}))
+
+
+def test_operation_admits_by_tier_and_autonomy():
+    op = _op("demo.sensitive", lambda c, r: {}, min_tier=Tier.MEMBER, risk=RiskClass.SENSITIVE)
+    assert op.admits(Actor(token_id="t", workspace="w", tier=Tier.MEMBER, autonomy=2))
+    assert not op.admits(Actor(token_id="t", workspace="w", tier=Tier.MEMBER, autonomy=1))
+    assert not op.admits(Actor(token_id="t", workspace="w", tier=Tier.AGENT, autonomy=3))
