@@ -60,7 +60,7 @@ from taskcore.limits import AUDIT_VERB_MAX_CHARS, REQUEST_BODY_MAX_BYTES
 from taskcore.names import WORKFLOW_PREFIX
 from taskcore.ratelimit import RateLimiter, RateLimits, RefusalTally
 from taskcore.store.audit_api import AuditEvent
-from taskcore.store.storage import SqliteStorage, Storage, Transaction, open_storage
+from taskcore.store.storage import Storage, Transaction, open_storage
 
 __all__ = [
     "MCP_TOOL_NAME_PATTERN",
@@ -605,7 +605,7 @@ class Service:
         (see :mod:`taskcore.store.datadir`).
         """
         config_obj = ServiceConfig(data_dir=Path(data_dir), **config)
-        storage: SqliteStorage = open_storage(
+        storage = open_storage(
             data_dir, create=True, busy_timeout_ms=config_obj.busy_timeout_ms, init=init
         )
         # The authority's descriptor-signing key is made with the data dir it belongs to.

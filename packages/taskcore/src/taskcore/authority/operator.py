@@ -61,7 +61,7 @@ from taskcore.errors import ErrorCode, TaskError
 from taskcore.store import open_storage
 from taskcore.store.authority_api import ProfileRecord, RepositoryRecord
 from taskcore.store.collector_api import CollectorProfileRecord
-from taskcore.store.storage import SqliteStorage
+from taskcore.store.storage import Storage
 
 __all__ = [
     "AuthorityAdmin",
@@ -187,10 +187,10 @@ class AuthorityAdmin:
         self.data_dir = Path(data_dir)
         self.create = create
         self.clock: Clock = clock or SystemClock()
-        self._storage: SqliteStorage | None = None
+        self._storage: Storage | None = None
 
     @property
-    def storage(self) -> SqliteStorage:
+    def storage(self) -> Storage:
         """The journal, opened on first use (with ``create``, the authority key too)."""
         if self._storage is None:
             self._storage = open_storage(self.data_dir, create=self.create)

@@ -38,21 +38,28 @@ if TYPE_CHECKING:
     from taskcore.store.collector_api import CollectorStore
     from taskcore.store.forge_api import ForgeStore
     from taskcore.store.journal_api import JournalStore
+    from taskcore.store.postgres.storage import PostgresStorage
     from taskcore.store.queue_api import QueueStore
     from taskcore.store.retention_api import RetentionStore
     from taskcore.store.tokens_api import TokenStore
 
 __all__ = [
+    "DATABASE_ENV",
     "JOURNAL_FILENAME",
     "SqliteStorage",
     "SqliteTransaction",
     "Storage",
     "Transaction",
+    "database_url",
     "journal_components",
     "open_storage",
 ]
 
 JOURNAL_FILENAME = JOURNAL_NAME
+
+DATABASE_ENV = "AGENT_TASK_DATABASE"
+"""The environment variable naming a PostgreSQL database (what ``--database`` sets)."""
+
 
 # Each name is a module ``taskcore.store.sqlite_<name>`` exporting ``COMPONENT``.
 _COMPONENT_MODULES: tuple[str, ...] = (
@@ -207,6 +214,8 @@ class SqliteTransaction:
 class SqliteStorage:
     """The embedded default: ``DATA_DIR/journal.sqlite``."""
 
+    backend = "sqlite"
+
     def __init__(self, db: SqliteDatabase, *, set_aside: tuple[Path, ...] = ()) -> None:
         self.db = db
         self.set_aside = set_aside
@@ -233,9 +242,23 @@ class SqliteStorage:
         """Raise ``STORAGE_UNAVAILABLE`` unless storage answers."""
         self.db.ping()
 
+    def schema(self) -> dict[str, int]:
+        """The recorded schema version of each component."""
+        with self.db.read() as conn:
+            return {str(n): int(v) for n, v in conn.execute("SELECT * FROM schema_versions")}
+
     def close(self) -> None:
         """Release every connection."""
         self.db.close()
+
+
+def database_url(database: str | None = None) -> str | None:
+    """The PostgreSQL database to use: ``database``, else ``$AGENT_TASK_DATABASE``, else none.
+
+    An empty value means none (the embedded SQLite journal in the data dir).
+    """
+    chosen = database if database is not None else os.environ.get(DATABASE_ENV, "")
+    return chosen.strip() or None
 
 
 def open_storage(
@@ -245,8 +268,15 @@ def open_storage(
     readonly: bool = False,
     busy_timeout_ms: int = 10_000,
     init: bool = False,
-) -> SqliteStorage:
-    """Open the journal in ``data_dir``.
+    database: str | None = None,
+) -> SqliteStorage | PostgresStorage:
+    """Open the journal: the PostgreSQL ``database`` if one is named, else the one in ``data_dir``.
+
+    This is the one place storage is opened. ``database`` (default ``$AGENT_TASK_DATABASE``,
+    what every command's ``--database`` sets) is a ``postgresql://`` URL: that database is
+    the journal, migrated on open under an advisory lock unless ``readonly`` (which refuses a
+    schema that is behind instead), and ``data_dir`` keeps only the files a replica keeps
+    (the authority key). Otherwise the journal is ``DATA_DIR/journal.sqlite``:
 
     With ``create=False`` a missing journal is a ``NOT_FOUND`` error and nothing is created;
     this is what side-effect-free reads use (``JOURNAL_MISSING`` instead when the directory
@@ -255,6 +285,11 @@ def open_storage(
     earlier one (:func:`taskcore.store.datadir.check_new_journal`: ``JOURNAL_MISSING``
     otherwise); ``init=True`` moves such state aside first (``agent-task serve --init``).
     """
+    url = database_url(database)
+    if url is not None:
+        from taskcore.store.postgres.storage import PostgresStorage
+
+        return PostgresStorage(url, migrate_on_open=not readonly)
     data_dir = Path(data_dir)
     if create and not readonly:
         if data_dir.is_symlink():
