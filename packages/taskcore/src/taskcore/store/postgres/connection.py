@@ -114,13 +114,35 @@ class PgConnection:
                 _no_nul(a) if isinstance(a, str) else (bytes(a) if isinstance(a, memoryview) else a)
                 for a in args
             ]
+        query = translate(sql)
         try:
-            cur = self.raw.execute(translate(sql), args, prepare=None)
+            if _is_insert(sql):
+                cur = self._insert(query, args)
+            else:
+                cur = self.raw.execute(query, args, prepare=None)
         except psycopg.Error as exc:
             raise pg_error(exc) from exc
         self._changes = max(cur.rowcount, 0)
         rows = cur.fetchall() if cur.description is not None else []
         return PgCursor(rows)
+
+    def _insert(self, query: str, args: Sequence[Any] | None) -> psycopg.Cursor[Any]:
+        """Run an INSERT inside a savepoint, sent in one round trip (pipeline mode).
+
+        SQLite undoes a failed statement and keeps the transaction; PostgreSQL aborts the
+        whole transaction. The stores (and their tests) go on after a refused insert (a
+        duplicate, a missing parent row), so a failed insert is rolled back to its savepoint.
+        """
+        try:
+            with self.raw.pipeline():
+                self.raw.execute("SAVEPOINT agent_task_insert")
+                cur = self.raw.execute(query, args, prepare=None)
+                self.raw.execute("RELEASE SAVEPOINT agent_task_insert")
+        except psycopg.Error:
+            self.raw.execute("ROLLBACK TO SAVEPOINT agent_task_insert")
+            self.raw.execute("RELEASE SAVEPOINT agent_task_insert")
+            raise
+        return cur
 
     def changes(self) -> int:
         """Rows the last statement inserted, updated or deleted."""
@@ -131,6 +153,10 @@ class PgConnection:
         row = self.raw.execute("SELECT lastval()").fetchone()
         assert row is not None
         return int(row[0])
+
+
+def _is_insert(sql: str) -> bool:
+    return sql.lstrip()[:6].upper() == "INSERT"
 
 
 def _no_nul(value: str) -> str:

@@ -51,6 +51,13 @@ AUDIT = Component(
                 input_digest TEXT COLLATE "C" NOT NULL,
                 outcome TEXT COLLATE "C" NOT NULL
             );
+            CREATE FUNCTION audit_event_rowid() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.seq IS NULL THEN NEW.seq := nextval('audit_event_seq_seq'); END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER audit_event_rowid BEFORE INSERT ON audit_event
+                FOR EACH ROW EXECUTE FUNCTION audit_event_rowid();
             CREATE INDEX audit_event_workspace ON audit_event(workspace, seq);
             """,
         ),
@@ -134,6 +141,13 @@ QUEUE = Component(
                 CHECK ((lease_owner IS NULL) = (lease_expires_at_ms IS NULL)),
                 CHECK ((lease_owner IS NULL) = (first_leased_at_ms IS NULL))
             );
+            CREATE FUNCTION queue_task_rowid() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.seq IS NULL THEN NEW.seq := nextval('queue_task_seq_seq'); END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER queue_task_rowid BEFORE INSERT ON queue_task
+                FOR EACH ROW EXECUTE FUNCTION queue_task_rowid();
             CREATE INDEX queue_task_ready ON queue_task
                 (workspace, autonomy_ceiling, priority DESC, created_at_ms, seq)
                 WHERE status = 'QUEUED';
@@ -207,6 +221,13 @@ QUEUE = Component(
                 created_at_ms BIGINT NOT NULL,
                 UNIQUE (task_id, phase_index)
             );
+            CREATE FUNCTION queue_checkpoint_rowid() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.seq IS NULL THEN NEW.seq := nextval('queue_checkpoint_seq_seq'); END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER queue_checkpoint_rowid BEFORE INSERT ON queue_checkpoint
+                FOR EACH ROW EXECUTE FUNCTION queue_checkpoint_rowid();
             CREATE INDEX queue_checkpoint_created ON queue_checkpoint (created_at_ms);
 
             CREATE TABLE queue_task_ext (
@@ -304,6 +325,13 @@ AUTHORITY = Component(
                 FOREIGN KEY (repository_id, profile_id)
                     REFERENCES authority_profile(repository_id, profile_id)
             );
+            CREATE FUNCTION authority_subject_rowid() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.subject_seq IS NULL THEN NEW.subject_seq := nextval('authority_subject_subject_seq_seq'); END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER authority_subject_rowid BEFORE INSERT ON authority_subject
+                FOR EACH ROW EXECUTE FUNCTION authority_subject_rowid();
             CREATE INDEX authority_subject_change
                 ON authority_subject(repository_id, profile_id, change_id, subject_seq);
             CREATE TABLE authority_enrollment (
@@ -434,6 +462,13 @@ JOURNAL = Component(
                 agent_id TEXT COLLATE "C" NOT NULL,
                 request_id TEXT COLLATE "C"
             );
+            CREATE FUNCTION journal_transition_rowid() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.seq IS NULL THEN NEW.seq := nextval('journal_transition_seq_seq'); END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER journal_transition_rowid BEFORE INSERT ON journal_transition
+                FOR EACH ROW EXECUTE FUNCTION journal_transition_rowid();
             CREATE INDEX journal_transition_task ON journal_transition(task_id, seq);
             """,
         ),
@@ -593,6 +628,13 @@ FORGE = Component(
                 created_at_ms BIGINT NOT NULL,
                 updated_at_ms BIGINT NOT NULL
             );
+            CREATE FUNCTION forge_outbox_rowid() RETURNS trigger LANGUAGE plpgsql AS $$
+            BEGIN
+                IF NEW.seq IS NULL THEN NEW.seq := nextval('forge_outbox_seq_seq'); END IF;
+                RETURN NEW;
+            END $$;
+            CREATE TRIGGER forge_outbox_rowid BEFORE INSERT ON forge_outbox
+                FOR EACH ROW EXECUTE FUNCTION forge_outbox_rowid();
             CREATE INDEX forge_outbox_key
                 ON forge_outbox(repository_id, profile_id, commit_oid, context, seq);
             CREATE INDEX forge_outbox_due ON forge_outbox(next_attempt_at_ms)
