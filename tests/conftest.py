@@ -75,9 +75,7 @@ class PostgresServer:
         try:
             with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=5) as conn:
                 conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-                conn.execute(
-                    f'CREATE DATABASE "{self.name}" ENCODING \'UTF8\' TEMPLATE template0'
-                )
+                conn.execute(f"CREATE DATABASE \"{self.name}\" ENCODING 'UTF8' TEMPLATE template0")
         except psycopg.Error as exc:
             self.error = f"PostgreSQL at {self.admin_url} is not reachable: {exc}"
             return

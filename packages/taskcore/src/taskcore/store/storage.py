@@ -289,7 +289,7 @@ def open_storage(
     if url is not None:
         from taskcore.store.postgres.storage import PostgresStorage
 
-        return PostgresStorage(url, migrate_on_open=not readonly)
+        return PostgresStorage(url, migrate_on_open=not readonly, busy_timeout_ms=busy_timeout_ms)
     data_dir = Path(data_dir)
     if create and not readonly:
         if data_dir.is_symlink():

@@ -57,7 +57,10 @@ __all__ = ["WRITER_LOCK", "PgTransaction", "PostgresStorage", "redact", "split_u
 WRITER_LOCK = 0x6167_746B_0000_0002
 """The transaction advisory lock every write transaction holds (one writer at a time)."""
 
-_BEGIN_WRITE = f"BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({WRITER_LOCK})"
+_BEGIN_WRITE = (
+    "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {timeout}; "
+    f"SELECT pg_advisory_xact_lock({WRITER_LOCK})"
+)
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 _DEFAULT_POOL = 4
 _MAX_POOL = 64
@@ -188,7 +191,10 @@ def _typed(exc: BaseException) -> TaskError | None:
             ErrorCode.OUT_OF_BOUNDS,
             "an integer is above 2^63-1, the largest value storage can hold; send a smaller value",
         )
-    if isinstance(exc, pg_errors.SerializationFailure | pg_errors.DeadlockDetected):
+    if isinstance(
+        exc,
+        pg_errors.SerializationFailure | pg_errors.DeadlockDetected | pg_errors.LockNotAvailable,
+    ):
         return TaskError(ErrorCode.BUSY, "the journal is busy; retry the same request shortly")
     if isinstance(exc, pg_errors.DiskFull):
         return TaskError(
@@ -212,8 +218,13 @@ class PostgresStorage:
     set_aside: tuple[Path, ...] = ()
     """Nothing is ever moved aside for a database (the data-dir check is SQLite's)."""
 
-    def __init__(self, url: str, *, migrate_on_open: bool = True) -> None:
+    def __init__(
+        self, url: str, *, migrate_on_open: bool = True, busy_timeout_ms: int = 10_000
+    ) -> None:
         conninfo, size = split_url(url)
+        # A writer waits for the writer lock at most this long, then gets BUSY (SQLite's
+        # busy timeout); 0 would mean "forever" to PostgreSQL, so it is at least 1 ms.
+        self._begin_write = _BEGIN_WRITE.format(timeout=max(1, int(busy_timeout_ms)))
         self.url = redact(url)
         self._local = threading.local()
         try:
@@ -274,7 +285,7 @@ class PostgresStorage:
     @contextmanager
     def write(self) -> Iterator[PgTransaction]:
         """A write transaction under :data:`WRITER_LOCK`, durable on a clean exit."""
-        with self._transaction(_BEGIN_WRITE, writable=True) as tx:
+        with self._transaction(self._begin_write, writable=True) as tx:
             yield tx
 
     @contextmanager
