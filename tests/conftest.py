@@ -127,6 +127,33 @@ def postgres_url(request: pytest.FixtureRequest, postgres_server: PostgresServer
     return postgres_server.url
 
 
+@pytest.fixture(scope="module", params=BACKENDS)
+def module_backend(
+    request: pytest.FixtureRequest, postgres_server: PostgresServer
+) -> Iterator[str]:
+    """``backend`` for suites whose fixtures live for a module (a running service).
+
+    On PostgreSQL the database is emptied when the module starts and shared by its tests, as
+    the module's SQLite data dir is.
+    """
+    name = str(request.param)
+    marker = request.node.get_closest_marker("backend_only")
+    if marker is not None and marker.args[0] != name:
+        pytest.skip(f"{marker.args[0]} only: {marker.kwargs.get('reason', '')}")
+    with pytest.MonkeyPatch.context() as patch:
+        if name == "postgresql":
+            if postgres_server.error is not None:
+                message = f"{postgres_server.error}. Start it (.ci/postgres) or set {SERVER_ENV}"
+                if _required(request.config):
+                    pytest.fail(message)
+                pytest.skip(message)
+            postgres_server.reset()
+            patch.setenv("AGENT_TASK_DATABASE", postgres_server.url)
+        else:
+            patch.delenv("AGENT_TASK_DATABASE", raising=False)
+        yield name
+
+
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """``"sqlite"`` or ``"postgresql"``; on PostgreSQL ``AGENT_TASK_DATABASE`` is set."""

@@ -639,6 +639,14 @@ class Service:
         """Raise ``STORAGE_UNAVAILABLE`` unless storage answers (the health check; no auth)."""
         self.storage.ping()
 
+    def health(self) -> dict[str, Any]:
+        """The health answer: storage answers; its backend and schema version per component.
+
+        Raises ``STORAGE_UNAVAILABLE`` unless storage answers.
+        """
+        self.storage.ping()
+        return {"status": "ok", "backend": self.storage.backend, "schema": self.storage.schema()}
+
     # -- auditing ---------------------------------------------------------------------------
     def _audit(
         self,

@@ -128,7 +128,10 @@ class Transaction(Protocol):
 
 
 class Storage(Protocol):
-    """A journal: transactions, a health ping, close."""
+    """A journal: transactions, a health ping, its schema, close."""
+
+    backend: str
+    """``"sqlite"`` or ``"postgresql"``."""
 
     def write(self) -> AbstractContextManager[Transaction]:
         """A serialized write transaction, durable when the block exits cleanly."""
@@ -140,6 +143,10 @@ class Storage(Protocol):
 
     def ping(self) -> None:
         """Raise ``STORAGE_UNAVAILABLE`` unless storage answers."""
+        ...
+
+    def schema(self) -> dict[str, int]:
+        """The recorded schema version of each component."""
         ...
 
     def close(self) -> None:

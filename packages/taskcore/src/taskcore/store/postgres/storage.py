@@ -227,9 +227,11 @@ class PostgresStorage:
         self._begin_write = _BEGIN_WRITE.format(timeout=max(1, int(busy_timeout_ms)))
         self.url = redact(url)
         self._local = threading.local()
+        self.applied: list[str] = []
+        """The migrations this open applied (``component version``)."""
         try:
             with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
-                migrate(conn, apply=migrate_on_open)
+                self.applied = migrate(conn, apply=migrate_on_open)
         except psycopg.Error as exc:
             raise _unavailable(exc) from None
         self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
