@@ -296,12 +296,13 @@ def open_storage(
     if url is not None:
         from taskcore.store.postgres.storage import PostgresStorage
 
+        if create and not readonly:
+            # The replica's own files (the authority key, the first admin token) live here.
+            _make_data_dir(Path(data_dir))
         return PostgresStorage(url, migrate_on_open=not readonly, busy_timeout_ms=busy_timeout_ms)
     data_dir = Path(data_dir)
     if create and not readonly:
-        if data_dir.is_symlink():
-            raise TaskError(ErrorCode.INVALID_PATH, "the data directory must not be a symlink")
-        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_data_dir(data_dir)
         if _fresh(data_dir / JOURNAL_FILENAME):
             # Concurrent first starts: one creates the journal while the others wait here,
             # then find it non-empty instead of mistaking its first moments for a loss.
@@ -317,6 +318,12 @@ def open_storage(
         # lost (JOURNAL_MISSING, how to restore) rather than "there is no journal".
         check_new_journal(data_dir)
     return _open_sqlite(data_dir, create, readonly, busy_timeout_ms)
+
+
+def _make_data_dir(data_dir: Path) -> None:
+    if data_dir.is_symlink():
+        raise TaskError(ErrorCode.INVALID_PATH, "the data directory must not be a symlink")
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
 def _fresh(journal: Path) -> bool:

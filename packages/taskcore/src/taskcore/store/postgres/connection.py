@@ -121,7 +121,10 @@ class PgConnection:
             else:
                 cur = self.raw.execute(query, args, prepare=None)
         except psycopg.Error as exc:
-            raise pg_error(exc) from exc
+            mapped = pg_error(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
         self._changes = max(cur.rowcount, 0)
         rows = cur.fetchall() if cur.description is not None else []
         return PgCursor(rows)
