@@ -6,7 +6,7 @@ taskcore module or object, no apsw or sqlite3. And no adapter touches storage at
 ``open_reader`` / ``local_reader``, no ``.storage`` of a service. The network doors go
 through :class:`taskcore.Service`; the CLI's commands on the service host go through
 taskcore helpers that own the journal (:class:`taskcore.auth.TokenAdmin`,
-:class:`taskcore.authority.operator.AuthorityAdmin`, :class:`taskcore.Service`), and
+:class:`taskcore.operator_ops.AuthorityAdmin`, :class:`taskcore.Service`), and
 ``collect`` and the Stop hooks through :mod:`taskcore.collector.client` and
 :mod:`taskcore.collector.stophook`, which read the local authority themselves.
 """

@@ -120,6 +120,51 @@ def test_list_shows_every_registered_operation():
     assert {r["name"] for r in rows} >= {"agenttask.checkpoint", "workflow.status"}
 
 
+def test_list_includes_the_operator_surface():
+    from taskcore.operator_ops import OPERATOR_OPERATIONS
+
+    rows = json.loads(agent_task("call", "--list", "--compact").stdout)
+    operator = {r["name"]: r for r in rows if r["surface"] == "operator"}
+    assert set(operator) == set(OPERATOR_OPERATIONS)
+    assert all(not r["http"] and not r["mcp_tool"] for r in operator.values())
+    assert "operator.register_repository" in agent_task("call", "--list").stdout
+
+
+def test_operator_acts_run_locally_on_the_data_dir_and_are_audited(tmp_path):
+    data = str(tmp_path / "data")
+    from taskcore.operator_ops import OperatorDesk
+
+    missing = agent_task("call", "operator.token_list", "--data-dir", data)
+    assert missing.exit_code != 0  # no journal there: refused, nothing is created
+    assert not (tmp_path / "data").exists()
+
+    with OperatorDesk(data, create=True) as desk:
+        assert desk.service.audit_count() == 0  # opening it creates the journal
+    made = agent_task(
+        "call",
+        "operator.token_create",
+        "--request",
+        '{"workspace": "acme", "tier": "agent"}',
+        "--data-dir",
+        data,
+        "--compact",
+    )
+    assert made.exit_code == 0, made.output
+    token_id = json.loads(made.stdout)["token_id"]
+    listed = json.loads(
+        agent_task("call", "operator.token_list", "--data-dir", data, "--compact").stdout
+    )
+    assert [t["token_id"] for t in listed["tokens"]] == [token_id]
+    refused = agent_task(
+        "call", "operator.token_revoke", "--request", '{"token_id": "nope"}', "--data-dir", data
+    )
+    assert refused.exit_code == 5  # NOT_FOUND
+    assert "NOT_FOUND" in refused.output
+    with OperatorDesk(data) as desk:
+        assert desk.service.audit_count(operation="operator.token_create") == 1
+        assert desk.service.audit_count(operation="operator.token_revoke") == 1
+
+
 def test_call_without_a_verb_is_a_usage_error():
     assert agent_task("call").exit_code == 2
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from taskcore.authority.operator import AuthorityAdmin, collector_test_requirement
+from taskcore.authority.operator import collector_test_requirement
 from taskcore.clock import FakeClock
 from taskcore.collector.descriptor import collector_profile_digest
 from taskcore.collector.records import runtime_identity_digest
@@ -17,6 +17,7 @@ from taskcore.contract import (
     WorkflowProgression,
 )
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.operator_ops import AuthorityAdmin
 from taskcore.signing import public_key_hex
 
 from tests.taskcore.workflow.support import SEED, init_repo
@@ -155,7 +156,7 @@ def test_the_overview_shows_profiles_epochs_and_revocations(admin):
     view = admin.overview("acme", ("reg-1", "reg-2"))
     assert view.repository.repository_id == "acme"
     assert [p.profile_id for p in view.collector_profiles] == ["cp-1"]
-    [(name, epochs), (other, none)] = view.registrations
+    [(name, epochs), (other, none)] = [(r.registration_id, r.epochs) for r in view.registrations]
     assert (name, other, none) == ("reg-1", "reg-2", ())
     assert [(e.epoch, e.step_id, e.revoked) for e in epochs] == [
         (1, "tests", False),

@@ -55,13 +55,18 @@ def test_every_workflow_operation_is_registered_for_every_door(service):
     for op in ops:
         assert op.route_required
         assert op.mcp
-        assert op.tx is TxMode.OWN
+        # One transaction per call: the handler runs in the service's transaction; only the
+        # two operations that read git have a phase before it.
+        assert op.tx is TxMode.WRITE
+        assert (op.prepare is not None) is (op.local_name in {"checkpoint", "reference"})
 
 
-def test_operator_acts_are_not_operations(service):
-    names = " ".join(op.name for op in service.registry)
-    for word in ("register", "enroll", "revoke", "install", "policy"):
-        assert word not in names
+def test_operator_acts_are_operations_no_network_door_reaches(service):
+    # They name filesystem paths (a work tree): only the local operator may call them.
+    for op in service.registry:
+        if any(w in op.name for w in ("register", "enroll", "revoke", "install", "policy")):
+            assert op.surface is Surface.OPERATOR, op.name
+            assert op.doors <= {Door.CLI, Door.IN_PROCESS}, op.name
 
 
 def test_capabilities_lists_the_operations_sorted(service):
@@ -154,3 +159,83 @@ def test_checkpoint_of_a_new_commit_supersedes_through_the_service(world, servic
     assert result["superseded_change_version"] == 1
     assert result["subject"]["change_version"] == 2
     assert first.json()["result"]["tasks"][0]["task_id"] != result["tasks"][0]["task_id"]
+
+
+def _claimable(world, service):
+    cp = _call(
+        service,
+        "checkpoint",
+        {"version": 1, "change_id": "c1", "commit": world.head, "context": ""},
+    )
+    offered = _call(service, "next", {"version": 1, "change_id": "c1"}).json()["result"]
+    assert offered["task"]["task_id"] == cp.json()["result"]["tasks"][0]["task_id"]
+    return {
+        "version": 1,
+        "request_id": "claim-1",
+        "task_id": offered["task"]["task_id"],
+        "task_digest": offered["task_digest"],
+        "execution_operation_id": "op-1",
+        "requested_lease_ms": 60_000,
+        "executor": None,
+    }
+
+
+def _claim_rows(world, task_id):
+    with world.storage.read() as tx:
+        task = tx.journal.get_task(task_id)
+        return (
+            task.state,
+            tx.journal.attempts_of_task(task_id),
+            tx.journal.get_request("acme", "agent1", "claim-1"),
+            [t.event for t in tx.journal.transitions_of_task(task_id)],
+            [(e.operation, e.outcome) for e in tx.audit.recent(workspace="acme", limit=50)],
+        )
+
+
+def test_a_claim_and_its_audit_event_commit_together(world, service, monkeypatch):
+    # The failure comes after the claim wrote its attempt, task, idempotency and transition
+    # rows, while the audit event is written in the same transaction: neither survives.
+    claim = _claimable(world, service)
+    real = service.audit.record
+
+    def failing(tx, actor, workspace, name, digest, outcome, subject=None):
+        if name == "workflow.claim" and outcome == "OK":
+            assert tx.journal.attempts_of_task(claim["task_id"])  # the domain rows are there
+            raise OSError("disk gone after the domain write")
+        real(tx, actor, workspace, name, digest, outcome, subject)
+
+    monkeypatch.setattr(service.audit, "record", failing)
+    with pytest.raises(TaskError) as info:
+        _call(service, "claim", claim)
+    assert info.value.code is ErrorCode.INTERNAL
+    state, attempts, request, events, audit = _claim_rows(world, claim["task_id"])
+    assert state == "pending"
+    assert attempts == ()
+    assert request is None
+    assert events == ["derive"]
+    assert ("workflow.claim", "OK") not in audit
+    assert audit.count(("workflow.claim", "INTERNAL")) == 1  # the refusal, in its own tx
+    monkeypatch.undo()
+    # Nothing was bound: the same request now claims, and its audit event is there with it.
+    _call(service, "claim", claim)
+    state, attempts, request, events, audit = _claim_rows(world, claim["task_id"])
+    assert (state, len(attempts), request is not None) == ("claimed", 1, True)
+    assert events == ["derive", "claim"]
+    assert audit.count(("workflow.claim", "OK")) == 1
+
+
+def test_a_claim_failing_after_its_rows_leaves_no_row_and_one_refusal(world, service, monkeypatch):
+    from taskcore.evidence import forge
+
+    claim = _claimable(world, service)
+
+    def boom(*args, **kwargs):
+        raise RuntimeError("the forge outbox row could not be written")
+
+    monkeypatch.setattr(forge, "status_for_claim", boom)
+    with pytest.raises(TaskError) as info:
+        _call(service, "claim", claim)
+    assert info.value.code is ErrorCode.INTERNAL
+    state, attempts, request, events, audit = _claim_rows(world, claim["task_id"])
+    assert (state, attempts, request, events) == ("pending", (), None, ["derive"])
+    assert [a for a in audit if a[0] == "workflow.claim"] == [("workflow.claim", "INTERNAL")]

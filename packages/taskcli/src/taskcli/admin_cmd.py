@@ -1,7 +1,8 @@
 """``agent-task admin token create|list|revoke``: operator commands on the service host.
 
-They open the journal in ``--data-dir`` directly (the operator is on the service host);
-nothing here goes over the network. ``create`` prints the new bearer token alone on stdout,
+Each is one ``operator.token_*`` operation on the journal in ``--data-dir``, called in
+process (the operator is on the service host) and audited once like every call; nothing
+here goes over the network. ``create`` prints the new bearer token alone on stdout,
 so a script can capture it; only its hash is stored.
 """
 
@@ -13,7 +14,7 @@ from typing import Any
 
 import click
 from taskcore import MAX_AUTONOMY, Tier
-from taskcore.auth import TokenAdmin, TokenRecord
+from taskcore.operator_ops import OperatorDesk, TokenRow
 
 from taskcli.common import data_dir_option, emit, json_option, resolve_data_dir, run
 
@@ -36,7 +37,7 @@ def _when(ms: int | None) -> str:
     return datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC).strftime("%Y-%m-%dT%H:%MZ")
 
 
-def _row(record: TokenRecord) -> dict[str, Any]:
+def _row(record: TokenRow) -> dict[str, Any]:
     return {
         "token_id": record.token_id,
         "name": record.name,
@@ -72,11 +73,12 @@ def create_command(
     """
 
     def act() -> str:
-        with TokenAdmin(resolve_data_dir(data_dir)) as admin:
-            issued = admin.create(
-                workspace=workspace, tier=Tier.from_wire(tier), autonomy=autonomy, name=name
+        with OperatorDesk(resolve_data_dir(data_dir)) as desk:
+            issued = desk.call(
+                "operator.token_create",
+                {"workspace": workspace, "tier": tier, "autonomy": autonomy, "name": name},
             )
-        return issued.token
+        return str(issued.token)
 
     click.echo(run(False, act))
 
@@ -89,8 +91,9 @@ def list_command(workspace: str | None, data_dir: Path | None, as_json: bool) ->
     """List tokens (ids and bindings; secrets are never stored)."""
 
     def act() -> list[dict[str, Any]]:
-        with TokenAdmin(resolve_data_dir(data_dir)) as admin:
-            return [_row(r) for r in admin.list(workspace=workspace)]
+        with OperatorDesk(resolve_data_dir(data_dir)) as desk:
+            listed = desk.call("operator.token_list", {"workspace": workspace})
+        return [_row(r) for r in listed.tokens]
 
     rows = run(as_json, act)
 
@@ -116,8 +119,8 @@ def revoke_command(token_id: str, data_dir: Path | None, as_json: bool) -> None:
     """Revoke a token by id; its next request is refused."""
 
     def act() -> bool:
-        with TokenAdmin(resolve_data_dir(data_dir)) as admin:
-            return admin.revoke(token_id)
+        with OperatorDesk(resolve_data_dir(data_dir)) as desk:
+            return bool(desk.call("operator.token_revoke", {"token_id": token_id}).was_live)
 
     was_live = run(as_json, act)
     emit(

@@ -5,7 +5,9 @@ of ``--repository``/``--profile`` inside the ``{"operation", "request"}`` envelo
 (``workflow.collector_upload`` sends the input bytes raw to the upload route). The request is
 ``--request`` inline, ``--request @FILE`` or ``--request -`` (stdin); the answer is printed as
 indented JSON, or on one line with ``--json`` (for programs, as every command's ``--json``).
-``--list`` lists the operations this build knows.
+``--list`` lists the operations this build knows. ``operator.<act>`` runs in process on the
+journal of ``--data-dir`` (the operator surface: no network door offers it), audited like
+every call.
 """
 
 from __future__ import annotations
@@ -21,14 +23,18 @@ from taskcli.common import (
     RequestCommand,
     ServiceClient,
     client_options,
+    data_dir_option,
     emit,
     read_json_argument,
     request_option,
+    resolve_data_dir,
     route_options,
     run,
 )
 
-__all__ = ["call_operation", "register"]
+__all__ = ["call_operation", "call_operator", "register"]
+
+OPERATOR_PREFIX = "operator."
 
 
 def call_operation(
@@ -45,6 +51,14 @@ def call_operation(
             return client.upload(repository, profile, body)
         return client.workflow(repository, profile, op, body)
     return client.verb(verb, body)
+
+
+def call_operator(data_dir: Path, verb: str, body: bytes) -> Any:
+    """Run the operator act ``verb`` in process on ``data_dir``; return its JSON answer."""
+    from taskcore.operator_ops import OperatorDesk
+
+    with OperatorDesk(data_dir) as desk:
+        return desk.answer(verb, body)
 
 
 def _catalogue() -> list[dict[str, Any]]:
@@ -86,6 +100,7 @@ def _table(rows: list[dict[str, Any]]) -> str:
 )
 @route_options
 @client_options
+@data_dir_option
 def call_command(
     verb: str | None,
     request: str | None,
@@ -95,6 +110,7 @@ def call_command(
     profile: str | None,
     url: str,
     token_file: Path | None,
+    data_dir: Path | None,
 ) -> None:
     """Call operation VERB on the service and print its JSON answer.
 
@@ -108,6 +124,8 @@ def call_command(
 
     def act() -> Any:
         body = read_json_argument(request)
+        if verb.startswith(OPERATOR_PREFIX):
+            return call_operator(resolve_data_dir(data_dir), verb, body)
         return call_operation(ServiceClient(url, token_file), verb, body, repository, profile)
 
     answer = run(compact, act)

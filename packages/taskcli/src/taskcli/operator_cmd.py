@@ -1,8 +1,9 @@
 """``agent-task operator ...``: the operator's trusted-local acts on the authority.
 
-Every command acts on the journal in ``--data-dir`` through
-:class:`taskcore.authority.operator.AuthorityAdmin` (the operator sits on the service host);
-nothing goes over the network and no request body can name a path. See
+Every command is one ``operator.*`` operation on the journal in ``--data-dir``, called in
+process through :class:`taskcore.operator_ops.AuthorityAdmin` (the operator sits on the
+service host): checked, run in one transaction and audited once like every call, refused
+ones included. No network door offers these operations, so no request body can name a path. See
 ``docs/operator.md`` for the whole set-up, in order:
 
 1. ``register-repository`` a git work tree (or ``apply`` an ``agent_task_profiles`` config);
@@ -24,11 +25,12 @@ import click
 from taskcore import TaskError
 from taskcore.authority import decode_requirement
 from taskcore.authority.config import decode_config
-from taskcore.authority.operator import AuthorityAdmin, collector_test_requirement, runtime_here
+from taskcore.authority.operator import collector_test_requirement, runtime_here
 from taskcore.codec import default_codec
 from taskcore.collector.sandbox import isolation_policy
 from taskcore.contract import CommandCollectorProfile, CommandRecipe, decode_collector_profile
 from taskcore.errors import ErrorCode
+from taskcore.operator_ops import AuthorityAdmin
 
 from taskcli.collector_cmd import isolation_options
 from taskcli.common import data_dir_option, emit, human, json_option, resolve_data_dir, run
@@ -451,7 +453,7 @@ def show_command(
                 "current": p.superseded_at_ms is None,
                 "kind": p.kind,
             }
-            body = decode_collector_profile(p.body)
+            body = decode_collector_profile(p.profile)
             if isinstance(body, CommandCollectorProfile):
                 here = runtime_here(
                     body.recipe, body.runtime_identity_sha256, isolation=body.isolation
@@ -479,7 +481,7 @@ def show_command(
                     }
                     for e in epochs
                 ]
-                for reg, epochs in view.registrations
+                for reg, epochs in ((r.registration_id, r.epochs) for r in view.registrations)
             },
         }
 

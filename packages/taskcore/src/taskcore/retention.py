@@ -48,6 +48,7 @@ from typing import Any
 
 import attrs
 
+from taskcore.audit import write_event
 from taskcore.clock import Clock
 from taskcore.codec import decode, dumps, wire_field
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
@@ -219,7 +220,8 @@ def run_retention(
             now_ms=finished,
             report_json=json.dumps(report.to_json(), sort_keys=True),
         )
-        tx.audit.append(
+        write_event(
+            tx,
             AuditEvent(
                 at_ms=finished,
                 actor="retention",
@@ -227,7 +229,7 @@ def run_retention(
                 operation=RETENTION_OPERATION,
                 input_digest=domain_digest(AUDIT_INPUT_DOMAIN, dumps(attrs.asdict(config))),
                 outcome="OK",
-            )
+            ),
         )
     return report
 

@@ -3,8 +3,9 @@
 Every call, whichever door it comes through (HTTP, MCP, CLI, in-process), takes one path::
 
     authenticate -> registry lookup -> surface/door/route check -> tier check -> autonomy check
-      -> strict decode -> handler inside one journal transaction (which re-checks the token)
-      -> exactly one audit event
+      -> strict decode -> [prepare, outside any transaction] -> [hold, e.g. the workspace
+      guard] -> handler inside one journal transaction (which re-checks the token)
+      -> exactly one audit event, in that same transaction
 
 A refused call is audited too (in its own transaction, after the failed one rolled back), so
 the audit count always equals the call count; a transport that refuses a request before it
@@ -45,22 +46,22 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import attrs
 
 from taskcore.actors import Actor, RiskClass, Tier
+from taskcore.audit import AGGREGATED_DIGEST, ANONYMOUS, AuditLog, input_digest
 from taskcore.auth import authenticate_in
 from taskcore.clock import Clock, SystemClock
 from taskcore.codec import Codec, dumps, wire_field
-from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import AUDIT_VERB_MAX_CHARS, REQUEST_BODY_MAX_BYTES
 from taskcore.names import WORKFLOW_PREFIX
-from taskcore.ratelimit import RateLimiter, RateLimits, RefusalTally
-from taskcore.store.audit_api import AuditEvent
-from taskcore.store.storage import Storage, Transaction, open_storage
+from taskcore.ratelimit import RateLimiter, RateLimits
+from taskcore.store.storage import JoinedStorage, Storage, Transaction, open_storage
 
 __all__ = [
     "MCP_TOOL_NAME_PATTERN",
@@ -80,6 +81,7 @@ __all__ = [
     "TxMode",
     "WorkflowCall",
     "audit_subject",
+    "audit_workspace",
     "default_registry",
     "portable_tool_name",
 ]
@@ -122,6 +124,7 @@ _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.collector.operations",
     "taskcore.observe.operations",
     "taskcore.evidence.operations",
+    "taskcore.operator_ops",
 )
 
 
@@ -132,6 +135,7 @@ class Surface(enum.Enum):
     WORKFLOW = "workflow"
     ADMIN = "admin"
     GATE = "gate"
+    OPERATOR = "operator"
 
 
 class Door(enum.Enum):
@@ -148,9 +152,11 @@ class TxMode(enum.Enum):
     """How the handler runs: inside the call's write transaction, or managing its own.
 
     ``WRITE`` handlers share one ``BEGIN IMMEDIATE`` transaction with the audit event, so the
-    effect and its audit commit together. ``OWN`` handlers (long work such as reading a git
-    object outside the journal lock) open their own transactions; their audit event is
-    appended after they return.
+    effect and its audit commit together (an operation with slow work to do first, such as
+    reading git, gives it to :attr:`Operation.prepare`, which runs before that transaction
+    opens). ``OWN`` handlers (long reads that must not hold the writer: a landing check, an
+    operator read of retained transfer bytes, the done gate's own index) open their own
+    read transactions; their audit event is appended after they return.
     """
 
     WRITE = "write"
@@ -281,6 +287,19 @@ class CallContext:
             raise TaskError(ErrorCode.INTERNAL, "this operation manages its own transactions")
         return self.tx
 
+    @property
+    def storage(self) -> Storage:
+        """The storage a handler's domain code should use.
+
+        Inside the call's transaction it is that transaction (:class:`JoinedStorage`: its
+        ``write()`` and ``read()`` neither begin nor commit), so everything the handler
+        calls commits with the call's audit event; for ``prepare`` and ``TxMode.OWN``
+        handlers, which run outside it, the service's storage.
+        """
+        if self.tx is None:
+            return self.service.storage
+        return JoinedStorage(self.tx)
+
 
 Handler = Callable[[CallContext, Any], Any]
 
@@ -318,6 +337,20 @@ def audit_subject(request: Any, result: Any = None) -> str | None:
     return None
 
 
+def audit_workspace(result: Any) -> str:
+    """The workspace an act of an actor without one names: its result's ``workspace``.
+
+    The local operator belongs to no workspace; its acts are audited under the workspace
+    they act on, so that workspace's audit feed shows them.
+
+    >>> class Out: workspace = "acme"
+    >>> audit_workspace(Out()), audit_workspace(None)
+    ('acme', '')
+    """
+    value = getattr(result, "workspace", None)
+    return value if isinstance(value, str) else ""
+
+
 @attrs.frozen(kw_only=True)
 class Operation(Generic[I, O]):
     """One registered operation: its name, types, who may call it and the handler.
@@ -331,6 +364,14 @@ class Operation(Generic[I, O]):
     leaves out MCP). ``route_required`` operations take repository and profile from the URL.
     ``description`` is the longer text tools and ``/openapi.json`` show after ``summary``.
     See :attr:`mcp_tool` for exactly which operations MCP offers.
+
+    ``prepare`` (``TxMode.WRITE`` only) is the first phase of a two-phase operation: it runs
+    with the decoded input before the call's transaction opens (``ctx.tx`` is ``None``; it
+    may read in a transaction of its own and do slow work such as reading git), and the
+    handler then gets its result instead of the input, inside the call's transaction. A
+    refusal in either phase is audited once. ``hold`` is entered after ``prepare`` and
+    before the transaction opens, and held until it commits: the workflow operations take
+    the actor/workspace guard there (the seed's lock order: guard, then transaction).
     """
 
     name: str
@@ -344,6 +385,8 @@ class Operation(Generic[I, O]):
     surface: Surface
     handler: Callable[[CallContext, I], Any]
     tx: TxMode = TxMode.WRITE
+    prepare: Callable[[CallContext, I], Any] | None = None
+    hold: Callable[[CallContext], AbstractContextManager[None]] | None = None
     route_required: bool = False
     max_input_bytes: int = REQUEST_BODY_MAX_BYTES
     doors: frozenset[Door] = frozenset(Door)
@@ -512,31 +555,9 @@ def default_registry() -> Registry:
     return registry
 
 
-def _raw_bytes(raw: bytes | str | Mapping[str, Any] | None) -> bytes:
-    if raw is None:
-        return b"{}"
-    if isinstance(raw, bytes | bytearray | memoryview):
-        return bytes(raw)
-    if isinstance(raw, str):
-        return raw.encode("utf-8", "surrogatepass")
-    try:
-        return dumps(dict(raw))
-    except (TypeError, ValueError):
-        return repr(raw).encode("utf-8", "replace")
-
-
-def _input_digest(raw: bytes | str | Mapping[str, Any] | None) -> str:
-    return domain_digest(AUDIT_INPUT_DOMAIN, _raw_bytes(raw))
-
+_input_digest = input_digest
 
 _NEED_BEARER = "send 'Authorization: Bearer <token>'"
-
-ANONYMOUS = "anonymous"
-"""The audit actor of a call whose credential did not authenticate."""
-
-_AGGREGATED_DIGEST = domain_digest(AUDIT_INPUT_DOMAIN, b"")
-# Load-shedding refusals: counted, not written one row each (they come in floods).
-_AGGREGATED_CODES = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.OVERLOADED})
 
 
 def _list_hint(door: Door) -> str:
@@ -581,10 +602,8 @@ class Service:
                 keys_max=limits.keys_max,
                 clock=self.clock,
             )
-        self._tally = RefusalTally()
-        self._flusher: threading.Thread | None = None
-        self._flusher_lock = threading.Lock()
-        self._closing = threading.Event()
+        self.audit = AuditLog(self.write, self.clock)
+        """The one audit writer of this front door (:mod:`taskcore.audit`)."""
 
     @classmethod
     def open(
@@ -616,11 +635,7 @@ class Service:
 
     def close(self) -> None:
         """Write the aggregated refusals still counted, then release storage."""
-        self._closing.set()
-        flusher = self._flusher
-        if flusher is not None:
-            flusher.join(5)
-        self.flush_refusals()
+        self.audit.close()
         self.storage.close()
 
     @contextlib.contextmanager
@@ -647,7 +662,7 @@ class Service:
         self.storage.ping()
         return {"status": "ok", "backend": self.storage.backend, "schema": self.storage.schema()}
 
-    # -- auditing ---------------------------------------------------------------------------
+    # -- auditing (through taskcore.audit, the one writer) ------------------------------------
     def _audit(
         self,
         tx: Transaction,
@@ -658,17 +673,7 @@ class Service:
         outcome: str,
         subject: str | None = None,
     ) -> None:
-        tx.audit.append(
-            AuditEvent(
-                at_ms=self.clock.now_ms(),
-                actor=actor,
-                workspace=workspace,
-                operation=name[:AUDIT_VERB_MAX_CHARS],
-                input_digest=digest,
-                outcome=outcome,
-                subject=subject,
-            )
-        )
+        self.audit.record(tx, actor, workspace, name, digest, outcome, subject)
 
     def _audit_refusal(
         self,
@@ -679,67 +684,11 @@ class Service:
         error: TaskError,
         subject: str | None = None,
     ) -> None:
-        """Audit one refused call; the last-resort path, so it never raises.
-
-        Anonymous, rate-limited and overload refusals are counted in memory and written in batches
-        (:mod:`taskcore.ratelimit`): one durable write each is what an unauthenticated flood
-        would otherwise buy. A refusal storage cannot take (busy, full, gone) is counted the
-        same way and written once storage answers again.
-        """
-        if actor == ANONYMOUS or error.code in _AGGREGATED_CODES:
-            self._tally_refusal(actor, workspace, name, error)
-            return
-        try:
-            with self.write() as tx:
-                self._audit(tx, actor, workspace, name, digest, error.code.value, subject)
-        except Exception:  # the refusal being reported must reach the caller
-            self._tally_refusal(actor, workspace, name, error)
-
-    def _tally_refusal(self, actor: str, workspace: str, name: str, error: TaskError) -> None:
-        self._tally.add(actor, workspace, name[:AUDIT_VERB_MAX_CHARS], error.code.value)
-        if self._flusher is None and not self._closing.is_set():
-            with self._flusher_lock:
-                if self._flusher is None:
-                    self._flusher = threading.Thread(
-                        target=self._flush_loop, name="audit-refusals", daemon=True
-                    )
-                    self._flusher.start()
-
-    def _flush_loop(self) -> None:
-        # One long-lived thread (one journal connection) writes the tally when it is due.
-        interval = self._tally.flush_ms / 1000.0
-        while not self._closing.wait(interval):
-            if self._tally.due():
-                self.flush_refusals()
+        self.audit.refusal(actor, workspace, name, digest, error, subject)
 
     def flush_refusals(self) -> int:
-        """Write the aggregated refusals counted so far; return how many calls were written.
-
-        One audit event per key, with its count in ``calls``. Never raises: if storage
-        refuses, the counts are kept for the next flush.
-        """
-        counts = self._tally.drain()
-        if not counts:
-            return 0
-        try:
-            with self.write() as tx:
-                now = self.clock.now_ms()
-                for (actor, workspace, operation, outcome), calls in counts.items():
-                    tx.audit.append(
-                        AuditEvent(
-                            at_ms=now,
-                            actor=actor,
-                            workspace=workspace,
-                            operation=operation,
-                            input_digest=_AGGREGATED_DIGEST,
-                            outcome=outcome,
-                            calls=calls,
-                        )
-                    )
-        except Exception:  # kept in memory (bounded) and retried
-            self._tally.restore(counts)
-            return 0
-        return sum(counts.values())
+        """Write the aggregated refusals counted so far; return how many calls were written."""
+        return self.audit.flush()
 
     def audit_count(self, *, workspace: str | None = None, operation: str | None = None) -> int:
         """Count audited calls (tests and operators); aggregated refusals are written first."""
@@ -826,7 +775,7 @@ class Service:
             actor = self.authenticate(bearer)
         except TaskError as err:
             refusal = self._address_refusal(client, err)
-            self._audit_refusal(ANONYMOUS, "", shown, _AGGREGATED_DIGEST, refusal)
+            self._audit_refusal(ANONYMOUS, "", shown, AGGREGATED_DIGEST, refusal)
             self._observe(shown, door, refusal.code.value, 0.0)
             raise refusal from None
         if self._token_calls is not None:
@@ -839,7 +788,7 @@ class Service:
                     retry_after=decision.retry_after,
                 )
                 self._audit_refusal(
-                    actor.token_id, actor.workspace, shown, _AGGREGATED_DIGEST, limited
+                    actor.token_id, actor.workspace, shown, AGGREGATED_DIGEST, limited
                 )
                 self._observe(shown, door, limited.code.value, 0.0)
                 raise limited
@@ -1028,7 +977,12 @@ class Service:
         op = self._check(
             self.registry.get(name), name, ctx.actor, ctx.route, ctx.door, None, granted=True
         )
-        if op.tx is not TxMode.WRITE or op.raw_input:
+        if (
+            op.tx is not TxMode.WRITE
+            or op.raw_input
+            or op.prepare is not None
+            or op.hold is not None  # its lock comes before the writer's, not inside it
+        ):
             raise TaskError(
                 ErrorCode.INVALID_VALUE,
                 f"{op.name} manages its own transactions and cannot run under an approval grant",
@@ -1059,12 +1013,41 @@ class Service:
         Raises :class:`TaskError` on any refusal; the refusal is audited before it is raised.
         Each observer in :attr:`observers` then sees the call once (:class:`CallObserved`).
         """
+        return Response(self._run(actor, name, raw, route, door, surfaces, _digest)[1])
+
+    def invoke(
+        self,
+        actor: Actor,
+        name: str,
+        raw: bytes | str | Mapping[str, Any] | None,
+        *,
+        route: Route | None = None,
+        door: Door = Door.IN_PROCESS,
+    ) -> Any:
+        """:meth:`dispatch` for trusted in-process callers that want the result object.
+
+        The same path (checks, decoding, one transaction, one audit event), but the
+        handler's return value is handed back as it is instead of its encoded bytes (the
+        operator's commands print records the way they always have).
+        """
+        return self._run(actor, name, raw, route, door, None, None)[0]
+
+    def _run(
+        self,
+        actor: Actor,
+        name: str,
+        raw: bytes | str | Mapping[str, Any] | None,
+        route: Route | None,
+        door: Door,
+        surfaces: Iterable[Surface] | None,
+        digest: str | None,
+    ) -> tuple[Any, bytes]:
         started = time.perf_counter()
         code = ErrorCode.INTERNAL.value
         try:
-            response = self._dispatch(actor, name, raw, route, door, surfaces, _digest)
+            outcome = self._dispatch(actor, name, raw, route, door, surfaces, digest)
             code = "OK"
-            return response
+            return outcome
         except TaskError as err:
             code = err.code.value
             raise
@@ -1080,7 +1063,7 @@ class Service:
         door: Door,
         surfaces: Iterable[Surface] | None,
         _digest: str | None,
-    ) -> Response:
+    ) -> tuple[Any, bytes]:
         digest = _digest or _input_digest(raw)
         wanted = None if surfaces is None else frozenset(surfaces)
         try:
@@ -1091,12 +1074,12 @@ class Service:
             raise
         refusal: TaskError | None = None
         subject = audit_subject(request)
+        outside = CallContext(
+            service=self, actor=actor, tx=None, route=route, door=door, raw_digest=digest
+        )
         try:
             if op.tx is TxMode.OWN:
-                ctx = CallContext(
-                    service=self, actor=actor, tx=None, route=route, door=door, raw_digest=digest
-                )
-                result = op.handler(ctx, request)
+                result = op.handler(outside, request)
                 if isinstance(result, CommitThenRefuse):
                     refusal = result.error
                     self._audit_refusal(
@@ -1109,29 +1092,24 @@ class Service:
                         self._audit(
                             tx,
                             actor.token_id,
-                            actor.workspace,
+                            actor.workspace or audit_workspace(result),
                             name,
                             digest,
                             "OK",
                             audit_subject(request, result),
                         )
             else:
-                with self.write() as tx:
+                prepared = request if op.prepare is None else op.prepare(outside, request)
+                held = contextlib.nullcontext() if op.hold is None else op.hold(outside)
+                with held, self.write() as tx:
                     # The live authorization guard: the token must still be valid inside the
                     # transaction that acts on it (revocation serializes with this commit).
                     # In-process actors built by trusted code have no token record.
                     record = tx.tokens.get(actor.token_id)
                     if record is not None and record.revoked_at_ms is not None:
                         raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
-                    ctx = CallContext(
-                        service=self,
-                        actor=actor,
-                        tx=tx,
-                        route=route,
-                        door=door,
-                        raw_digest=digest,
-                    )
-                    result = op.handler(ctx, request)
+                    ctx = attrs.evolve(outside, tx=tx)
+                    result = op.handler(ctx, prepared)
                     if isinstance(result, CommitThenRefuse):
                         refusal = result.error
                         outcome, body = refusal.code.value, b""
@@ -1140,7 +1118,7 @@ class Service:
                     self._audit(
                         tx,
                         actor.token_id,
-                        actor.workspace,
+                        actor.workspace or audit_workspace(result),
                         name,
                         digest,
                         outcome,
@@ -1158,4 +1136,4 @@ class Service:
             raise failure from exc
         if refusal is not None:
             raise refusal
-        return Response(body)
+        return result, body

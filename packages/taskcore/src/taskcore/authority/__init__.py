@@ -7,9 +7,10 @@
 * :mod:`~taskcore.authority.subjects` - checkpoints: compile from a commit, record a subject,
   judge whether a subject is current;
 * :mod:`~taskcore.authority.enrollment` - the current executor registration lookup;
-* :mod:`~taskcore.authority.admin` - the operator's trusted-local acts;
-* :mod:`~taskcore.authority.operator` - those acts against a data dir (``AuthorityAdmin``, what
-  the operator commands use) and the one-step TEST requirement;
+* :mod:`~taskcore.authority.admin` - the operator's acts (behind the ``operator.*``
+  operations of :mod:`taskcore.operator_ops`);
+* :mod:`~taskcore.authority.operator` - what the operator commands decide locally: the
+  one-step TEST requirement and the runtime a command profile resolves to here;
 * :mod:`~taskcore.authority.config` - the strict ``agent_task_profiles`` config and applying it.
 
 ``docs/git-mapping.md`` maps each seed concept to git.

@@ -1,11 +1,12 @@
-"""Operator acts on the authority: trusted-local functions, never network operations.
+"""Operator acts on the authority: the domain functions behind the ``operator.*`` operations.
 
 Registering a repository (with its local path), registering a profile, installing a
 requirement, changing policy, enrolling an executor's public key and revoking it are acts of
-the operator on the machine that holds the data dir. The ``agent-task`` operator commands
-call these functions against ``DATA_DIR`` directly; none of them is registered as an
-operation, so no request body can ever name a filesystem path. Each act is audited in the
-same transaction (``actor="operator"``).
+the operator on the machine that holds the data dir. They are reached through the operator
+surface (:mod:`taskcore.operator_ops`: local doors only, so no request body from the network
+can ever name a filesystem path), which runs each in the call's transaction (``storage`` is
+then joined to it) and audits it once, refusals included (``actor="operator"``). These
+functions write no audit event of their own.
 
 >>> import tempfile, subprocess, pathlib
 >>> from taskcore.clock import FakeClock
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import attrs
 
@@ -40,11 +40,10 @@ from taskcore.clock import Clock
 from taskcore.contract import ExecutorEnrollment, ExecutorRevocation
 from taskcore.contract.common import ID, REPOSITORY_ID
 from taskcore.contract.task import TARGET_PATTERN
-from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest, is_hex64
+from taskcore.digest import is_hex64
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence import forge
 from taskcore.limits import REASON_MAX_CHARS
-from taskcore.store.audit_api import AuditEvent
 from taskcore.store.authority_api import (
     PolicyRecord,
     ProfileRecord,
@@ -76,19 +75,6 @@ _TARGET = re.compile(TARGET_PATTERN)
 def _check_id(value: str, what: str) -> None:
     if not isinstance(value, str) or _ID.fullmatch(value) is None:
         raise TaskError(ErrorCode.INVALID_VALUE, f"{what} must match {ID}")
-
-
-def _audit(tx: Transaction, clock: Clock, workspace: str, act: str, args: dict[str, Any]) -> None:
-    tx.audit.append(
-        AuditEvent(
-            at_ms=clock.now_ms(),
-            actor=OPERATOR,
-            workspace=workspace,
-            operation=f"authority.{act}",
-            input_digest=domain_digest(AUDIT_INPUT_DOMAIN, canonical_json(args)),
-            outcome="OK",
-        )
-    )
 
 
 def _repository(tx: Transaction, repository_id: str) -> RepositoryRecord:
@@ -143,7 +129,6 @@ def register_repository(
                 recorded_at_ms=now,
             )
         )
-        _audit(tx, clock, workspace, "register_repository", {"repository_id": repository_id})
     return record
 
 
@@ -170,13 +155,6 @@ def set_policy(
                 recorded_at_ms=clock.now_ms(),
             )
         )
-        _audit(
-            tx,
-            clock,
-            repository.workspace,
-            "set_policy",
-            {"repository_id": repository_id, "policy": digest},
-        )
         return epoch
 
 
@@ -196,7 +174,7 @@ def install_requirement(
     plan = compile_requirement(requirement)
     body = canonical_json(requirement)
     with storage.write() as tx:
-        repository = _repository(tx, repository_id)
+        _repository(tx, repository_id)
         created = tx.authority.insert_requirement(
             RequirementRecord(
                 repository_id=repository_id,
@@ -207,14 +185,6 @@ def install_requirement(
                 installed_at_ms=clock.now_ms(),
             )
         )
-        if created:
-            _audit(
-                tx,
-                clock,
-                repository.workspace,
-                "install_requirement",
-                {"repository_id": repository_id, "requirement_digest": plan.requirement_digest},
-            )
     return InstalledRequirement(
         requirement_digest=plan.requirement_digest, plan_digest=plan.digest, created=created
     )
@@ -240,7 +210,7 @@ def register_profile(
     if not is_hex64(requirement_digest):
         raise TaskError(ErrorCode.INVALID_VALUE, "requirement_digest must be 64 lowercase hex")
     with storage.write() as tx:
-        repository = _repository(tx, repository_id)
+        _repository(tx, repository_id)
         if tx.authority.get_requirement(repository_id, requirement_digest) is None:
             raise TaskError(
                 ErrorCode.NOT_FOUND, "install the requirement before registering a profile for it"
@@ -257,18 +227,6 @@ def register_profile(
             registered_at_ms=clock.now_ms(),
         )
         tx.authority.put_profile(record)
-        _audit(
-            tx,
-            clock,
-            repository.workspace,
-            "register_profile",
-            {
-                "repository_id": repository_id,
-                "profile_id": profile_id,
-                "target": target,
-                "requirement_digest": requirement_digest,
-            },
-        )
         return record
 
 
@@ -301,7 +259,7 @@ def enroll_executor(
             ErrorCode.INVALID_VALUE, "public_key must be an Ed25519 public key as 64 lowercase hex"
         )
     with storage.write() as tx:
-        repository = _repository(tx, repository_id)
+        _repository(tx, repository_id)
         epochs = tx.authority.enrollments(registration_id)
         if epochs:
             first = epochs[0]
@@ -327,17 +285,6 @@ def enroll_executor(
             enrolled_at_ms=clock.now_ms(),
         )
         tx.authority.insert_enrollment(enrollment)
-        _audit(
-            tx,
-            clock,
-            repository.workspace,
-            "enroll_executor",
-            {
-                "registration_id": registration_id,
-                "epoch": enrollment.registration_epoch,
-                "public_key": public_key,
-            },
-        )
         if epochs:  # re-enrollment: the older epochs' receipts stop counting
             forge.withdraw_published(tx, clock.now_ms(), repository_id)
         return enrollment
@@ -380,13 +327,6 @@ def revoke_executor(
             reason=reason,
         )
         tx.authority.insert_revocation(revocation)
-        repository = _repository(tx, enrollment.repository_id)
-        _audit(
-            tx,
-            clock,
-            repository.workspace,
-            "revoke_executor",
-            {"registration_id": registration_id, "epoch": wanted},
-        )
+        _repository(tx, enrollment.repository_id)
         forge.withdraw_published(tx, clock.now_ms(), enrollment.repository_id)
         return revocation

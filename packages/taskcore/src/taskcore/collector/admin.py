@@ -11,8 +11,8 @@ revoked, and (for finite review) that the transport basis is qualified. Profiles
 immutable; installing another profile for the same scope supersedes the older one, which
 never authorizes anything again.
 
-Like every operator act it is a function over the data dir (the ``agent-task operator``
-commands call it), audited as ``operator``; no request body can reach it.
+Like every operator act it is reached through the operator surface
+(``operator.install_collector_profile``, local doors only), which audits it once.
 """
 
 from __future__ import annotations
@@ -29,10 +29,8 @@ from taskcore.contract import (
     FiniteReviewCollectorProfile,
     WorkflowProgression,
 )
-from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence import forge
-from taskcore.store.audit_api import AuditEvent
 from taskcore.store.collector_api import CollectorProfileRecord
 from taskcore.store.storage import Storage, Transaction
 
@@ -136,16 +134,6 @@ def install_collector_profile(
             installed_at_ms=clock.now_ms(),
         )
         tx.collector.insert_profile(record)
-        tx.audit.append(
-            AuditEvent(
-                at_ms=clock.now_ms(),
-                actor="operator",
-                workspace=repository.workspace,
-                operation="collector.install_profile",
-                input_digest=domain_digest(AUDIT_INPUT_DOMAIN, record.body),
-                outcome="OK",
-            )
-        )
         # A superseded profile's transfers stop counting: withdraw what relied on them.
         forge.withdraw_published(tx, clock.now_ms(), profile.repository_id)
         return record

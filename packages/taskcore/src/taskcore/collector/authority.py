@@ -31,8 +31,6 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-import attrs
-
 from taskcore.authority.enrollment import current_registration
 from taskcore.authority.subjects import check_current, load_route
 from taskcore.canonical import canonical_json
@@ -105,7 +103,6 @@ from taskcore.store.journal_api import (
     AttemptRecord,
     RequestRecord,
     TaskRecord,
-    TransitionRecord,
 )
 from taskcore.store.storage import Storage, Transaction
 from taskcore.workflow.guard import GuardAction
@@ -120,9 +117,8 @@ from taskcore.workflow.states import (
     AttemptState,
     Event,
     TaskState,
-    attempt_transition,
-    task_transition,
 )
+from taskcore.workflow.transition import check, transition
 
 __all__ = [
     "COLLECTOR_COMPLETION",
@@ -593,8 +589,7 @@ def collector_upload(storage: Storage, clock: Clock, caller: Caller, envelope: b
         _check_isolation(profile, record)
         passing = record.outcome is ExecutionOutcome.PASSED
         now = clock.now_ms()
-        new_attempt = attempt_transition(Event.RESULT, AttemptState(stored.state))
-        new_task = task_transition(Event.RESULT, TaskState(task.state))
+        check(Event.RESULT, task, stored)
         view = canonical_json(
             UploadOutcome(
                 transfer_digest=decoded.digest,
@@ -639,15 +634,16 @@ def collector_upload(storage: Storage, clock: Clock, caller: Caller, envelope: b
             ),
             envelope,
         )
-        tx.journal.update_attempt(attrs.evolve(stored, state=new_attempt.value, updated_at_ms=now))
-        tx.journal.update_task(
-            attrs.evolve(
-                task,
-                state=new_task.value,
-                completion=COLLECTOR_COMPLETION if passing else None,
-                updated_at_ms=now,
-            )
-        )
+        transition(
+            Event.RESULT,
+            task,
+            attempt=stored,
+            agent=(caller.agent.owner_id, caller.agent.agent_id),
+            now_ms=now,
+            request_id=header.upload_request_id,
+            log_event=UPLOAD_KIND,
+            completion=COLLECTOR_COMPLETION if passing else None,
+        ).write(tx)
         if not passing:
             failed: WorkflowTask = _decode(WorkflowTask, task.body)
             forge.status_for_failed_record(
@@ -670,20 +666,6 @@ def collector_upload(storage: Storage, clock: Clock, caller: Caller, envelope: b
                 attempt_id=stored.attempt_id,
                 outcome=view,
                 recorded_at_ms=now,
-            )
-        )
-        tx.journal.append_transition(
-            TransitionRecord(
-                at_ms=now,
-                task_id=task.task_id,
-                attempt_id=stored.attempt_id,
-                event=UPLOAD_KIND,
-                from_state=task.state,
-                to_state=new_task.value,
-                fence=stored.fence,
-                owner_id=caller.agent.owner_id,
-                agent_id=caller.agent.agent_id,
-                request_id=header.upload_request_id,
             )
         )
         return view

@@ -8,8 +8,10 @@
 * ``qualification`` (read): qualified, subject_current, receipt_digest, revision, tasks,
   failures and ``next``.
 
-All are ``Surface.WORKFLOW`` with the repository and profile from the route, and run with
-``TxMode.OWN`` (the journal's lock order: guard first, then one transaction).
+All are ``Surface.WORKFLOW`` with the repository and profile from the route, and run in the
+transaction the service opens for the call (``TxMode.WRITE``), so an import, its receipt
+rows and the call's audit event commit together; the writes take the actor/workspace guard
+before it opens (``Operation.hold``, the journal's lock order).
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ from taskcore.service import (
     Surface,
     TxMode,
 )
-from taskcore.workflow.operations import journal_for
+from taskcore.workflow.guard import GuardAction
+from taskcore.workflow.operations import guard_hold, journal_for
 from taskcore.workflow.types import ClaimOutcome
 
 __all__ = ["register"]
@@ -83,6 +86,7 @@ _OPERATIONS: tuple[dict[str, Any], ...] = (
         "output_type": ClaimOutcome,
         "handler": _claim,
         "risk": RiskClass.WRITE,
+        "hold": GuardAction.CLAIM,
         "description": "The executor registration comes from the installed collector profile, "
         "never the request. An identical retry returns the first outcome byte for byte.",
     },
@@ -105,6 +109,7 @@ _OPERATIONS: tuple[dict[str, Any], ...] = (
         "output_type": UploadOutcome,
         "handler": _upload,
         "risk": RiskClass.WRITE,
+        "hold": GuardAction.RESULT,
         "max_input_bytes": COLLECTOR_ENVELOPE_MAX_BYTES,
         "doors": _NO_MCP,
         "description": "POST the exact retained bytes to .../agent-tasks/collector-upload. An "
@@ -119,6 +124,7 @@ _OPERATIONS: tuple[dict[str, Any], ...] = (
         "output_type": FinalizeOutcome,
         "handler": _finalize,
         "risk": RiskClass.WRITE,
+        "hold": GuardAction.RESULT,
         "description": "Refused unless every required task is complete through a validated, "
         "current collector transfer; re-verifies every retained transfer. Deterministic: "
         "finalizing again returns the same receipt.",
@@ -152,7 +158,8 @@ def register(registry: Registry) -> None:
                 mcp=False,
                 surface=Surface.WORKFLOW,
                 handler=spec["handler"],
-                tx=TxMode.OWN,
+                tx=TxMode.WRITE,
+                hold=guard_hold(spec["hold"]) if "hold" in spec else None,
                 route_required=True,
                 max_input_bytes=spec.get("max_input_bytes", 256 * 1024),
                 doors=spec.get("doors", frozenset(Door)),

@@ -33,6 +33,7 @@ from urllib.parse import quote, urlsplit
 
 import attrs
 
+from taskcore.audit import write_event
 from taskcore.canonical import canonical_json
 from taskcore.clock import Clock
 from taskcore.codec import wire_field
@@ -217,7 +218,8 @@ def apply_forge_settings(
             if changed:
                 tx.forge.put_settings(record)
         if changed:
-            tx.audit.append(
+            write_event(
+                tx,
                 AuditEvent(
                     at_ms=now,
                     actor="operator",
@@ -234,7 +236,7 @@ def apply_forge_settings(
                         ),
                     ),
                     outcome="OK",
-                )
+                ),
             )
     return changed
 

@@ -45,6 +45,7 @@ from urllib.parse import quote
 
 import attrs
 
+from taskcore.audit import write_event
 from taskcore.canonical import canonical_json
 from taskcore.clock import Clock, SystemClock
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
@@ -325,7 +326,8 @@ class ForgeDelivery:
                 now_ms=now,
             )
             if final_status in ("delivered", "refused", "given_up"):
-                tx.audit.append(
+                write_event(
+                    tx,
                     AuditEvent(
                         at_ms=now,
                         actor=DELIVERY_ACTOR,
@@ -343,7 +345,7 @@ class ForgeDelivery:
                             ),
                         ),
                         outcome="OK" if final_status == "delivered" else (error or final_status),
-                    )
+                    ),
                 )
         return Attempt(seq=row.seq, status=final_status, last_error=error, http_status=http)
 

@@ -29,6 +29,7 @@ from typing import Final
 import attrs
 
 from taskcore.actors import Actor, Tier
+from taskcore.audit import write_event
 from taskcore.authority import gitrev
 from taskcore.authority.admin import OPERATOR
 from taskcore.authority.subjects import load_route
@@ -211,7 +212,7 @@ def _audit(
     storage: Storage, clock: Clock, workspace: str, args: dict[str, object], outcome: str
 ) -> None:
     with storage.write() as tx:
-        tx.audit.append(_event(clock, workspace, args, outcome))
+        write_event(tx, _event(clock, workspace, args, outcome))
 
 
 def _update_ref(work_tree: Path, ref: str, new: str, old: str | None, change_id: str) -> None:
@@ -351,7 +352,8 @@ def _land(
             if not decision.admitted:
                 raise _RefusedError(decision)
             _update_ref(work_tree, ref, new, old, change_id)
-            tx.audit.append(
+            write_event(
+                tx,
                 _event(
                     clock,
                     workspace,
@@ -363,7 +365,7 @@ def _land(
                         "merge": merge,
                     },
                     "OK",
-                )
+                ),
             )
     except _RefusedError as refused:
         actor = Actor(token_id=OPERATOR, workspace=workspace, tier=Tier.ADMIN)

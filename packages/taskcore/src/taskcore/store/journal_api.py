@@ -154,8 +154,13 @@ class JournalStore(Protocol):
         """Return the tasks of one subject in plan order."""
         ...
 
-    def update_task(self, record: TaskRecord) -> None:
-        """Write the mutable columns of a task (state, fence, attempt, completion, time)."""
+    def update_task(self, record: TaskRecord, *, before: TaskRecord | None = None) -> None:
+        """Write a task's new version.
+
+        With ``before`` (the version read in this transaction) only the columns that differ
+        are written (nothing when none does); without it the mutable columns (state, fence,
+        attempt, completion, time). Identity columns never change.
+        """
         ...
 
     def unresolved_prior_task(
@@ -191,8 +196,12 @@ class JournalStore(Protocol):
         """Return every attempt of a task, by fence."""
         ...
 
-    def update_attempt(self, record: AttemptRecord) -> None:
-        """Write the mutable columns of an attempt (state, lease expiry, supersession, time)."""
+    def update_attempt(self, record: AttemptRecord, *, before: AttemptRecord | None = None) -> None:
+        """Write an attempt's new version.
+
+        With ``before`` only the columns that differ, else the mutable ones (state, lease
+        expiry, supersession, time).
+        """
         ...
 
     # -- retained results ----------------------------------------------------------------

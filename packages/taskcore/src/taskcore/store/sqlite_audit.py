@@ -7,9 +7,10 @@ from typing import Any
 import apsw
 
 from taskcore.store.audit_api import AuditEvent, AuditQuery
-from taskcore.store.sqlite import Component, Migration, opt_str
+from taskcore.store.sqlite import Component, Migration
+from taskcore.store.tables import Table
 
-__all__ = ["COMPONENT", "SqliteAuditStore"]
+__all__ = ["COMPONENT", "EVENTS", "SqliteAuditStore"]
 
 COMPONENT = Component(
     "audit",
@@ -48,21 +49,7 @@ COMPONENT = Component(
     ),
 )
 
-_COLUMNS = "seq, at_ms, actor, workspace, operation, input_digest, outcome, subject, calls"
-
-
-def _event(r: Any) -> AuditEvent:
-    return AuditEvent(
-        seq=int(r[0]),
-        at_ms=int(r[1]),
-        actor=str(r[2]),
-        workspace=str(r[3]),
-        operation=str(r[4]),
-        input_digest=str(r[5]),
-        outcome=str(r[6]),
-        subject=opt_str(r[7]),
-        calls=int(r[8]),
-    )
+EVENTS: Table[AuditEvent] = Table("audit_event", AuditEvent, key=("seq",), generated=("seq",))
 
 
 class SqliteAuditStore:
@@ -73,21 +60,7 @@ class SqliteAuditStore:
 
     def append(self, event: AuditEvent) -> int:
         """Append ``event``; return its sequence number."""
-        self._conn.execute(
-            "INSERT INTO audit_event"
-            "(at_ms, actor, workspace, operation, input_digest, outcome, subject, calls) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                event.at_ms,
-                event.actor,
-                event.workspace,
-                event.operation,
-                event.input_digest,
-                event.outcome,
-                event.subject,
-                event.calls,
-            ),
-        )
+        self._conn.execute(*EVENTS.insert(event))
         return int(self._conn.last_insert_rowid())
 
     def count(self, *, workspace: str | None = None, operation: str | None = None) -> int:
@@ -130,11 +103,8 @@ class SqliteAuditStore:
             clauses.append("seq < ?")
             args.append(query.before_seq)
         args.append(limit)
-        sql = (
-            f"SELECT {_COLUMNS} FROM audit_event "  # noqa: S608 - constant column names
-            f"WHERE {' AND '.join(clauses)} ORDER BY seq DESC LIMIT ?"
-        )
-        return tuple(_event(r) for r in self._conn.execute(sql, args))
+        sql = f"{EVENTS.select()} WHERE {' AND '.join(clauses)} ORDER BY seq DESC LIMIT ?"
+        return tuple(EVENTS.from_row(r) for r in self._conn.execute(sql, args))
 
     def prune(self, before_ms: int, *, limit: int) -> int:
         """Delete up to ``limit`` of the oldest events before ``before_ms``; return the count."""

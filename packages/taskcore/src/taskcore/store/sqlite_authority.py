@@ -16,8 +16,19 @@ from taskcore.store.authority_api import (
     SubjectRecord,
 )
 from taskcore.store.sqlite import Component, Migration
+from taskcore.store.tables import Table
 
-__all__ = ["COMPONENT", "SqliteAuthorityStore"]
+__all__ = [
+    "COMPONENT",
+    "ENROLLMENTS",
+    "POLICIES",
+    "PROFILES",
+    "REPOSITORIES",
+    "REQUIREMENTS",
+    "REVOCATIONS",
+    "SUBJECTS",
+    "SqliteAuthorityStore",
+]
 
 COMPONENT = Component(
     "authority",
@@ -133,85 +144,39 @@ COMPONENT = Component(
 
 _FOREIGN_KEY = 787  # SQLITE_CONSTRAINT_FOREIGNKEY
 
-_SUBJECT_COLUMNS = (
-    "subject_seq, repository_id, profile_id, change_id, change_version, revision, commit_oid, "
-    "context, context_digest, target, policy_epoch, policy_digest, requirement_digest, "
-    "plan_digest, refs, binding_digest, recorded_at_ms, superseded_at_ms"
-)
-_ENROLLMENT_COLUMNS = (
-    "registration_id, registration_epoch, executor_id, repository_id, step_id, "
-    "verification_key_id, public_key, enrolled_at_ms"
-)
-_REVOCATION_COLUMNS = (
-    "registration_id, registration_epoch, executor_id, verification_key_id, revoked_at_ms, reason"
-)
-
-
 _SEQ_MAX = 2**63 - 1
 
-_REPOSITORY_COLUMNS = (
-    "repository_id, workspace, work_tree, registered_at_ms, policy_epoch, policy_digest"
+REPOSITORIES: Table[RepositoryRecord] = Table(
+    "authority_repository", RepositoryRecord, key=("repository_id",)
 )
-
-
-def _repository(row: Any) -> RepositoryRecord:
-    return RepositoryRecord(
-        repository_id=str(row[0]),
-        workspace=str(row[1]),
-        work_tree=str(row[2]),
-        registered_at_ms=int(row[3]),
-        policy_epoch=int(row[4]),
-        policy_digest=str(row[5]),
-    )
-
-
-def _subject(row: Any) -> SubjectRecord:
-    return SubjectRecord(
-        subject_seq=int(row[0]),
-        repository_id=str(row[1]),
-        profile_id=str(row[2]),
-        change_id=str(row[3]),
-        change_version=int(row[4]),
-        revision=str(row[5]),
-        commit=str(row[6]),
-        context=bytes(row[7]),
-        context_digest=str(row[8]),
-        target=str(row[9]),
-        policy_epoch=int(row[10]),
-        policy_digest=str(row[11]),
-        requirement_digest=str(row[12]),
-        plan_digest=str(row[13]),
-        references=bytes(row[14]),
-        binding_digest=str(row[15]),
-        recorded_at_ms=int(row[16]),
-        superseded_at_ms=None if row[17] is None else int(row[17]),
-    )
-
-
-def _enrollment(row: Any) -> ExecutorEnrollment:
-    return ExecutorEnrollment(
-        version=1,
-        registration_id=str(row[0]),
-        registration_epoch=int(row[1]),
-        executor_id=str(row[2]),
-        repository_id=str(row[3]),
-        step_id=str(row[4]),
-        verification_key_id=str(row[5]),
-        public_key=str(row[6]),
-        enrolled_at_ms=int(row[7]),
-    )
-
-
-def _revocation(row: Any) -> ExecutorRevocation:
-    return ExecutorRevocation(
-        version=1,
-        registration_id=str(row[0]),
-        registration_epoch=int(row[1]),
-        executor_id=str(row[2]),
-        verification_key_id=str(row[3]),
-        revoked_at_ms=int(row[4]),
-        reason=str(row[5]),
-    )
+POLICIES: Table[PolicyRecord] = Table(
+    "authority_policy", PolicyRecord, key=("repository_id", "epoch")
+)
+PROFILES: Table[ProfileRecord] = Table(
+    "authority_profile", ProfileRecord, key=("repository_id", "profile_id")
+)
+REQUIREMENTS: Table[RequirementRecord] = Table(
+    "authority_requirement", RequirementRecord, key=("repository_id", "requirement_digest")
+)
+SUBJECTS: Table[SubjectRecord] = Table(
+    "authority_subject",
+    SubjectRecord,
+    key=("subject_seq",),
+    generated=("subject_seq",),
+    renamed={"commit": "commit_oid", "references": "refs"},
+)
+ENROLLMENTS: Table[ExecutorEnrollment] = Table(
+    "authority_enrollment",
+    ExecutorEnrollment,
+    key=("registration_id", "registration_epoch"),
+    fixed={"version": 1},
+)
+REVOCATIONS: Table[ExecutorRevocation] = Table(
+    "authority_revocation",
+    ExecutorRevocation,
+    key=("registration_id", "registration_epoch"),
+    fixed={"version": 1},
+)
 
 
 class SqliteAuthorityStore:
@@ -234,45 +199,33 @@ class SqliteAuthorityStore:
     def insert_repository(self, record: RepositoryRecord) -> None:
         """Register a repository (``ALREADY_EXISTS`` if the ID is taken)."""
         self._insert(
-            "INSERT INTO authority_repository(repository_id, workspace, work_tree, "
-            "registered_at_ms, policy_epoch, policy_digest) VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                record.repository_id,
-                record.workspace,
-                record.work_tree,
-                record.registered_at_ms,
-                record.policy_epoch,
-                record.policy_digest,
-            ),
+            *REPOSITORIES.insert(record),
             f"repository {record.repository_id!r}",
         )
 
     def get_repository(self, repository_id: str) -> RepositoryRecord | None:
         """Return the repository or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_REPOSITORY_COLUMNS} FROM authority_repository "  # noqa: S608 - constant
-            "WHERE repository_id = ?",
+            f"{REPOSITORIES.select()} WHERE repository_id = ?",
             (repository_id,),
         ).fetchone()
-        return None if row is None else _repository(row)
+        return None if row is None else REPOSITORIES.from_row(row)
 
     def repositories(
         self, workspace: str, *, after_id: str | None, limit: int
     ) -> tuple[RepositoryRecord, ...]:
         """Return up to ``limit`` repositories of ``workspace`` by ID, after ``after_id``."""
         rows = self._conn.execute(
-            f"SELECT {_REPOSITORY_COLUMNS} FROM authority_repository "  # noqa: S608 - constant
+            f"{REPOSITORIES.select()} "
             "WHERE workspace = ? AND repository_id > ? ORDER BY repository_id LIMIT ?",
             (workspace, after_id or "", limit),
         )
-        return tuple(_repository(r) for r in rows)
+        return tuple(REPOSITORIES.from_row(r) for r in rows)
 
     def insert_policy(self, record: PolicyRecord) -> None:
         """Record a policy epoch and make it the repository's current one."""
         self._insert(
-            "INSERT INTO authority_policy(repository_id, epoch, digest, body, recorded_at_ms) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (record.repository_id, record.epoch, record.digest, record.body, record.recorded_at_ms),
+            *POLICIES.insert(record),
             f"policy epoch {record.epoch}",
         )
         self._conn.execute(
@@ -284,152 +237,84 @@ class SqliteAuthorityStore:
     def get_policy(self, repository_id: str, epoch: int) -> PolicyRecord | None:
         """Return one policy epoch or ``None``."""
         row = self._conn.execute(
-            "SELECT repository_id, epoch, digest, body, recorded_at_ms FROM authority_policy "
-            "WHERE repository_id = ? AND epoch = ?",
+            f"{POLICIES.select()} WHERE repository_id = ? AND epoch = ?",
             (repository_id, epoch),
         ).fetchone()
-        if row is None:
-            return None
-        return PolicyRecord(
-            repository_id=str(row[0]),
-            epoch=int(row[1]),
-            digest=str(row[2]),
-            body=bytes(row[3]),
-            recorded_at_ms=int(row[4]),
-        )
+        return None if row is None else POLICIES.from_row(row)
 
     # -- profiles and requirements -------------------------------------------------------
     def put_profile(self, record: ProfileRecord) -> None:
         """Insert or replace a profile registration."""
-        self._conn.execute(
-            "INSERT INTO authority_profile(repository_id, profile_id, target, requirement_digest, "
-            "generation, registered_at_ms) VALUES (?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(repository_id, profile_id) DO UPDATE SET target = excluded.target, "
-            "requirement_digest = excluded.requirement_digest, generation = excluded.generation, "
-            "registered_at_ms = excluded.registered_at_ms",
-            (
-                record.repository_id,
-                record.profile_id,
-                record.target,
-                record.requirement_digest,
-                record.generation,
-                record.registered_at_ms,
-            ),
+        sql, args = PROFILES.insert(
+            record,
+            suffix="ON CONFLICT(repository_id, profile_id) DO UPDATE SET target = "
+            "excluded.target, requirement_digest = excluded.requirement_digest, "
+            "generation = excluded.generation, registered_at_ms = excluded.registered_at_ms",
         )
+        self._conn.execute(sql, args)
 
     def get_profile(self, repository_id: str, profile_id: str) -> ProfileRecord | None:
         """Return the profile or ``None``."""
         row = self._conn.execute(
-            "SELECT repository_id, profile_id, target, requirement_digest, generation, "
-            "registered_at_ms FROM authority_profile WHERE repository_id = ? AND profile_id = ?",
+            f"{PROFILES.select()} WHERE repository_id = ? AND profile_id = ?",
             (repository_id, profile_id),
         ).fetchone()
-        if row is None:
-            return None
-        return ProfileRecord(
-            repository_id=str(row[0]),
-            profile_id=str(row[1]),
-            target=str(row[2]),
-            requirement_digest=str(row[3]),
-            generation=int(row[4]),
-            registered_at_ms=int(row[5]),
-        )
+        return None if row is None else PROFILES.from_row(row)
 
     def insert_requirement(self, record: RequirementRecord) -> bool:
         """Install a requirement; return ``False`` if the same digest was already installed."""
         self._conn.execute(
-            "INSERT INTO authority_requirement(repository_id, requirement_digest, requirement_id, "
-            "body, plan_digest, installed_at_ms) VALUES (?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(repository_id, requirement_digest) DO NOTHING",
-            (
-                record.repository_id,
-                record.requirement_digest,
-                record.requirement_id,
-                record.body,
-                record.plan_digest,
-                record.installed_at_ms,
-            ),
+            *REQUIREMENTS.insert(
+                record, suffix="ON CONFLICT(repository_id, requirement_digest) DO NOTHING"
+            )
         )
         return bool(self._conn.changes() == 1)
 
     def get_requirement(self, repository_id: str, digest: str) -> RequirementRecord | None:
         """Return an installed requirement or ``None``."""
         row = self._conn.execute(
-            "SELECT repository_id, requirement_digest, requirement_id, body, plan_digest, "
-            "installed_at_ms FROM authority_requirement "
-            "WHERE repository_id = ? AND requirement_digest = ?",
+            f"{REQUIREMENTS.select()} WHERE repository_id = ? AND requirement_digest = ?",
             (repository_id, digest),
         ).fetchone()
-        if row is None:
-            return None
-        return RequirementRecord(
-            repository_id=str(row[0]),
-            requirement_digest=str(row[1]),
-            requirement_id=str(row[2]),
-            body=bytes(row[3]),
-            plan_digest=str(row[4]),
-            installed_at_ms=int(row[5]),
-        )
+        return None if row is None else REQUIREMENTS.from_row(row)
 
     # -- changes and subjects ------------------------------------------------------------
     def insert_subject(self, record: SubjectRecord) -> int:
         """Record a subject (``subject_seq`` is assigned); return its sequence number."""
-        self._conn.execute(
-            f"INSERT INTO authority_subject({_SUBJECT_COLUMNS}) "  # noqa: S608 - constant
-            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                record.repository_id,
-                record.profile_id,
-                record.change_id,
-                record.change_version,
-                record.revision,
-                record.commit,
-                record.context,
-                record.context_digest,
-                record.target,
-                record.policy_epoch,
-                record.policy_digest,
-                record.requirement_digest,
-                record.plan_digest,
-                record.references,
-                record.binding_digest,
-                record.recorded_at_ms,
-                record.superseded_at_ms,
-            ),
-        )
+        self._conn.execute(*SUBJECTS.insert(record))
         return int(self._conn.last_insert_rowid())
 
     def get_subject(self, subject_seq: int) -> SubjectRecord | None:
         """Return a subject (superseded or not) or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_SUBJECT_COLUMNS} FROM authority_subject WHERE subject_seq = ?",  # noqa: S608
+            f"{SUBJECTS.select()} WHERE subject_seq = ?",
             (subject_seq,),
         ).fetchone()
-        return None if row is None else _subject(row)
+        return None if row is None else SUBJECTS.from_row(row)
 
     def latest_subject(
         self, repository_id: str, profile_id: str, change_id: str
     ) -> SubjectRecord | None:
         """Return the newest subject of a Change under a profile, or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_SUBJECT_COLUMNS} FROM authority_subject "  # noqa: S608 - constant
+            f"{SUBJECTS.select()} "
             "WHERE repository_id = ? AND profile_id = ? AND change_id = ? "
             "ORDER BY subject_seq DESC LIMIT 1",
             (repository_id, profile_id, change_id),
         ).fetchone()
-        return None if row is None else _subject(row)
+        return None if row is None else SUBJECTS.from_row(row)
 
     def current_subjects(
         self, repository_id: str, *, before_seq: int | None, limit: int
     ) -> tuple[SubjectRecord, ...]:
         """Return up to ``limit`` current (not superseded) subjects, newest first."""
         rows = self._conn.execute(
-            f"SELECT {_SUBJECT_COLUMNS} FROM authority_subject "  # noqa: S608 - constant
+            f"{SUBJECTS.select()} "
             "WHERE repository_id = ? AND superseded_at_ms IS NULL AND subject_seq < ? "
             "ORDER BY subject_seq DESC LIMIT ?",
             (repository_id, _SEQ_MAX if before_seq is None else before_seq, limit),
         )
-        return tuple(_subject(r) for r in rows)
+        return tuple(SUBJECTS.from_row(r) for r in rows)
 
     def subjects_of_change(
         self,
@@ -442,7 +327,7 @@ class SqliteAuthorityStore:
     ) -> tuple[SubjectRecord, ...]:
         """Return up to ``limit`` subjects of one Change under one profile, newest first."""
         rows = self._conn.execute(
-            f"SELECT {_SUBJECT_COLUMNS} FROM authority_subject "  # noqa: S608 - constant
+            f"{SUBJECTS.select()} "
             "WHERE repository_id = ? AND profile_id = ? AND change_id = ? AND subject_seq < ? "
             "ORDER BY subject_seq DESC LIMIT ?",
             (
@@ -453,19 +338,19 @@ class SqliteAuthorityStore:
                 limit,
             ),
         )
-        return tuple(_subject(r) for r in rows)
+        return tuple(SUBJECTS.from_row(r) for r in rows)
 
     def subjects_with_revision(
         self, repository_id: str, profile_id: str, revision: str, limit: int
     ) -> tuple[SubjectRecord, ...]:
         """Subjects of a profile recorded for ``revision`` (any Change), newest first."""
         rows = self._conn.execute(
-            f"SELECT {_SUBJECT_COLUMNS} FROM authority_subject "  # noqa: S608 - constant
+            f"{SUBJECTS.select()} "
             "WHERE repository_id = ? AND profile_id = ? AND revision = ? "
             "ORDER BY subject_seq DESC LIMIT ?",
             (repository_id, profile_id, revision, limit),
         ).fetchall()
-        return tuple(_subject(r) for r in rows)
+        return tuple(SUBJECTS.from_row(r) for r in rows)
 
     def supersede_subject(self, subject_seq: int, at_ms: int) -> None:
         """Mark a subject superseded (it stays readable)."""
@@ -479,43 +364,22 @@ class SqliteAuthorityStore:
     def insert_enrollment(self, enrollment: ExecutorEnrollment) -> None:
         """Record an immutable enrollment epoch (``ALREADY_EXISTS`` on a duplicate epoch)."""
         self._insert(
-            f"INSERT INTO authority_enrollment({_ENROLLMENT_COLUMNS}) "  # noqa: S608 - constant
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                enrollment.registration_id,
-                enrollment.registration_epoch,
-                enrollment.executor_id,
-                enrollment.repository_id,
-                enrollment.step_id,
-                enrollment.verification_key_id,
-                enrollment.public_key,
-                enrollment.enrolled_at_ms,
-            ),
+            *ENROLLMENTS.insert(enrollment),
             f"enrollment epoch {enrollment.registration_epoch} of {enrollment.registration_id!r}",
         )
 
     def enrollments(self, registration_id: str) -> tuple[ExecutorEnrollment, ...]:
         """Return every epoch of a registration, oldest first."""
         rows = self._conn.execute(
-            f"SELECT {_ENROLLMENT_COLUMNS} FROM authority_enrollment "  # noqa: S608 - constant
-            "WHERE registration_id = ? ORDER BY registration_epoch",
+            f"{ENROLLMENTS.select()} WHERE registration_id = ? ORDER BY registration_epoch",
             (registration_id,),
         ).fetchall()
-        return tuple(_enrollment(r) for r in rows)
+        return tuple(ENROLLMENTS.from_row(r) for r in rows)
 
     def insert_revocation(self, revocation: ExecutorRevocation) -> None:
         """Record a revocation of one epoch (``ALREADY_EXISTS`` if already revoked)."""
         self._insert(
-            f"INSERT INTO authority_revocation({_REVOCATION_COLUMNS}) "  # noqa: S608 - constant
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (
-                revocation.registration_id,
-                revocation.registration_epoch,
-                revocation.executor_id,
-                revocation.verification_key_id,
-                revocation.revoked_at_ms,
-                revocation.reason,
-            ),
+            *REVOCATIONS.insert(revocation),
             f"revocation of epoch {revocation.registration_epoch} of "
             f"{revocation.registration_id!r}",
         )
@@ -523,8 +387,7 @@ class SqliteAuthorityStore:
     def revocations(self, registration_id: str) -> tuple[ExecutorRevocation, ...]:
         """Return every revocation of a registration, oldest first."""
         rows = self._conn.execute(
-            f"SELECT {_REVOCATION_COLUMNS} FROM authority_revocation "  # noqa: S608 - constant
-            "WHERE registration_id = ? ORDER BY registration_epoch",
+            f"{REVOCATIONS.select()} WHERE registration_id = ? ORDER BY registration_epoch",
             (registration_id,),
         ).fetchall()
-        return tuple(_revocation(r) for r in rows)
+        return tuple(REVOCATIONS.from_row(r) for r in rows)

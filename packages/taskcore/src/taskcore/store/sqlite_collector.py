@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import apsw
+import attrs
 
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.collector_api import CollectorProfileRecord, ReceiptRecord, TransferRecord
 from taskcore.store.sqlite import Component, Migration
+from taskcore.store.tables import Table
 
-__all__ = ["COMPONENT", "SqliteCollectorStore"]
+__all__ = ["COMPONENT", "PROFILES", "RECEIPTS", "TRANSFERS", "SqliteCollectorStore"]
 
 COMPONENT = Component(
     "collector",
@@ -97,82 +97,19 @@ COMPONENT = Component(
     ),
 )
 
-_PROFILE_COLUMNS = (
-    "profile_id, digest, kind, repository_id, workflow_profile_id, step_id, registration_id, "
-    "registration_epoch, body, installed_at_ms, superseded_at_ms"
+PROFILES: Table[CollectorProfileRecord] = Table(
+    "collector_profile", CollectorProfileRecord, key=("profile_id",)
 )
-_TRANSFER_COLUMNS = (
-    "transfer_digest, upload_request_id, owner_id, agent_id, grant_generation, repository_id, "
-    "workflow_profile_id, subject_seq, task_id, task_digest, attempt_id, attempt_digest, "
-    "execution_operation_id, fence, registration_id, registration_epoch, verification_key_id, "
-    "collector_profile_id, collector_profile_digest, kind, outcome, passing, view, "
-    "retained_at_ms"
+TRANSFERS: Table[TransferRecord] = Table(
+    "collector_transfer",
+    TransferRecord,
+    key=("transfer_digest",),
+    # Read, never written through the record: the stored envelope's length, and when the
+    # retention sweep dropped it (the bytes themselves are read only through envelope()).
+    generated=("length", "pruned_at_ms"),
+    renamed={"length": "length(envelope)", "pruned_at_ms": "envelope_pruned_at_ms"},
 )
-_TRANSFER_SELECT = _TRANSFER_COLUMNS + ", length(envelope), envelope_pruned_at_ms"
-_RECEIPT_COLUMNS = (
-    "receipt_digest, subject_seq, repository_id, workflow_profile_id, change_id, revision, "
-    "body, created_at_ms"
-)
-
-
-def _profile(row: Any) -> CollectorProfileRecord:
-    return CollectorProfileRecord(
-        profile_id=str(row[0]),
-        digest=str(row[1]),
-        kind=str(row[2]),
-        repository_id=str(row[3]),
-        workflow_profile_id=str(row[4]),
-        step_id=str(row[5]),
-        registration_id=str(row[6]),
-        registration_epoch=int(row[7]),
-        body=bytes(row[8]),
-        installed_at_ms=int(row[9]),
-        superseded_at_ms=None if row[10] is None else int(row[10]),
-    )
-
-
-def _transfer(row: Any) -> TransferRecord:
-    return TransferRecord(
-        transfer_digest=str(row[0]),
-        upload_request_id=str(row[1]),
-        owner_id=str(row[2]),
-        agent_id=str(row[3]),
-        grant_generation=int(row[4]),
-        repository_id=str(row[5]),
-        workflow_profile_id=str(row[6]),
-        subject_seq=int(row[7]),
-        task_id=str(row[8]),
-        task_digest=str(row[9]),
-        attempt_id=str(row[10]),
-        attempt_digest=str(row[11]),
-        execution_operation_id=str(row[12]),
-        fence=int(row[13]),
-        registration_id=str(row[14]),
-        registration_epoch=int(row[15]),
-        verification_key_id=str(row[16]),
-        collector_profile_id=str(row[17]),
-        collector_profile_digest=str(row[18]),
-        kind=str(row[19]),
-        outcome=str(row[20]),
-        passing=bool(row[21]),
-        view=bytes(row[22]),
-        retained_at_ms=int(row[23]),
-        length=int(row[24]),
-        pruned_at_ms=None if row[25] is None else int(row[25]),
-    )
-
-
-def _receipt(row: Any) -> ReceiptRecord:
-    return ReceiptRecord(
-        receipt_digest=str(row[0]),
-        subject_seq=int(row[1]),
-        repository_id=str(row[2]),
-        workflow_profile_id=str(row[3]),
-        change_id=str(row[4]),
-        revision=str(row[5]),
-        body=bytes(row[6]),
-        created_at_ms=int(row[7]),
-    )
+RECEIPTS: Table[ReceiptRecord] = Table("collector_receipt", ReceiptRecord, key=("receipt_digest",))
 
 
 class SqliteCollectorStore:
@@ -216,23 +153,7 @@ class SqliteCollectorStore:
             ),
         )
         try:
-            self._conn.execute(
-                f"INSERT INTO collector_profile({_PROFILE_COLUMNS}) "  # noqa: S608 - constant
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.profile_id,
-                    record.digest,
-                    record.kind,
-                    record.repository_id,
-                    record.workflow_profile_id,
-                    record.step_id,
-                    record.registration_id,
-                    record.registration_epoch,
-                    record.body,
-                    record.installed_at_ms,
-                    None,
-                ),
-            )
+            self._conn.execute(*PROFILES.insert(attrs.evolve(record, superseded_at_ms=None)))
         except apsw.ConstraintError:
             raise TaskError(
                 ErrorCode.ALREADY_EXISTS,
@@ -242,31 +163,30 @@ class SqliteCollectorStore:
     def get_profile(self, profile_id: str) -> CollectorProfileRecord | None:
         """Return an installed profile or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_PROFILE_COLUMNS} FROM collector_profile WHERE profile_id = ?",  # noqa: S608
+            f"{PROFILES.select()} WHERE profile_id = ?",
             (profile_id,),
         ).fetchone()
-        return None if row is None else _profile(row)
+        return None if row is None else PROFILES.from_row(row)
 
     def current_profile(
         self, repository_id: str, workflow_profile_id: str, step_id: str
     ) -> CollectorProfileRecord | None:
         """Return the current profile of a scope, or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_PROFILE_COLUMNS} FROM collector_profile "  # noqa: S608 - constant
+            f"{PROFILES.select()} "
             "WHERE repository_id = ? AND workflow_profile_id = ? AND step_id = ? "
             "AND superseded_at_ms IS NULL",
             (repository_id, workflow_profile_id, step_id),
         ).fetchone()
-        return None if row is None else _profile(row)
+        return None if row is None else PROFILES.from_row(row)
 
     def profiles(self, repository_id: str) -> tuple[CollectorProfileRecord, ...]:
         """Every profile of a repository, oldest first."""
         rows = self._conn.execute(
-            f"SELECT {_PROFILE_COLUMNS} FROM collector_profile "  # noqa: S608 - constant
-            "WHERE repository_id = ? ORDER BY installed_at_ms, profile_id",
+            f"{PROFILES.select()} WHERE repository_id = ? ORDER BY installed_at_ms, profile_id",
             (repository_id,),
         )
-        return tuple(_profile(r) for r in rows)
+        return tuple(PROFILES.from_row(r) for r in rows)
 
     # -- transfers -----------------------------------------------------------------------
     def insert_transfer(self, record: TransferRecord, envelope: bytes) -> None:
@@ -274,66 +194,33 @@ class SqliteCollectorStore:
         if len(envelope) != record.length:
             raise TaskError(ErrorCode.INTERNAL, "the transfer record's length is not its bytes'")
         seq = self._next_seq("collector_transfer")
-        self._conn.execute(
-            f"INSERT INTO collector_transfer({_TRANSFER_COLUMNS}, envelope, seq) "  # noqa: S608
-            f"VALUES ({', '.join('?' * 26)})",
-            (
-                record.transfer_digest,
-                record.upload_request_id,
-                record.owner_id,
-                record.agent_id,
-                record.grant_generation,
-                record.repository_id,
-                record.workflow_profile_id,
-                record.subject_seq,
-                record.task_id,
-                record.task_digest,
-                record.attempt_id,
-                record.attempt_digest,
-                record.execution_operation_id,
-                record.fence,
-                record.registration_id,
-                record.registration_epoch,
-                record.verification_key_id,
-                record.collector_profile_id,
-                record.collector_profile_digest,
-                record.kind,
-                record.outcome,
-                int(record.passing),
-                record.view,
-                record.retained_at_ms,
-                envelope,
-                int(seq),
-            ),
-        )
+        self._conn.execute(*TRANSFERS.insert(record, extra={"envelope": envelope, "seq": int(seq)}))
 
     def transfer_of_attempt(self, attempt_id: str) -> TransferRecord | None:
         """Return the transfer retained for an attempt, or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_TRANSFER_SELECT} FROM collector_transfer WHERE attempt_id = ?",  # noqa: S608
+            f"{TRANSFERS.select()} WHERE attempt_id = ?",
             (attempt_id,),
         ).fetchone()
-        return None if row is None else _transfer(row)
+        return None if row is None else TRANSFERS.from_row(row)
 
     def transfer_by_upload(
         self, owner_id: str, agent_id: str, upload_request_id: str
     ) -> TransferRecord | None:
         """Return the transfer uploaded under that owner, agent and request ID, or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_TRANSFER_SELECT} FROM collector_transfer "  # noqa: S608 - constant
-            "WHERE owner_id = ? AND agent_id = ? AND upload_request_id = ?",
+            f"{TRANSFERS.select()} WHERE owner_id = ? AND agent_id = ? AND upload_request_id = ?",
             (owner_id, agent_id, upload_request_id),
         ).fetchone()
-        return None if row is None else _transfer(row)
+        return None if row is None else TRANSFERS.from_row(row)
 
     def transfers_of_subject(self, subject_seq: int) -> tuple[TransferRecord, ...]:
         """Every transfer of a subject, in retention order."""
         rows = self._conn.execute(
-            f"SELECT {_TRANSFER_SELECT} FROM collector_transfer "  # noqa: S608 - constant
-            "WHERE subject_seq = ? ORDER BY seq",
+            f"{TRANSFERS.select()} WHERE subject_seq = ? ORDER BY seq",
             (subject_seq,),
         )
-        return tuple(_transfer(r) for r in rows)
+        return tuple(TRANSFERS.from_row(r) for r in rows)
 
     def envelope(self, transfer_digest: str, *, max_bytes: int) -> bytes:
         """Return a retained transfer's original bytes, checking the stored length first."""
@@ -370,31 +257,16 @@ class SqliteCollectorStore:
         if exists is not None:
             return False
         seq = self._next_seq("collector_receipt")
-        self._conn.execute(
-            f"INSERT INTO collector_receipt({_RECEIPT_COLUMNS}, seq) "  # noqa: S608 - constant
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                record.receipt_digest,
-                record.subject_seq,
-                record.repository_id,
-                record.workflow_profile_id,
-                record.change_id,
-                record.revision,
-                record.body,
-                record.created_at_ms,
-                int(seq),
-            ),
-        )
+        self._conn.execute(*RECEIPTS.insert(record, extra={"seq": int(seq)}))
         return True
 
     def receipt_of_subject(self, subject_seq: int) -> ReceiptRecord | None:
         """Return the newest receipt of a subject, or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_RECEIPT_COLUMNS} FROM collector_receipt "  # noqa: S608 - constant
-            "WHERE subject_seq = ? ORDER BY seq DESC LIMIT 1",
+            f"{RECEIPTS.select()} WHERE subject_seq = ? ORDER BY seq DESC LIMIT 1",
             (subject_seq,),
         ).fetchone()
-        return None if row is None else _receipt(row)
+        return None if row is None else RECEIPTS.from_row(row)
 
     # -- operator reads and retention ----------------------------------------------------
     def transfer_counts(self, workspace: str | None) -> tuple[tuple[str, str, int], ...]:

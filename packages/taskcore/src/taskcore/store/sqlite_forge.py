@@ -7,9 +7,10 @@ from typing import Any
 import apsw
 
 from taskcore.store.forge_api import ForgeSettingsRecord, OutboxRecord
-from taskcore.store.sqlite import Component, Migration, opt_int, opt_str
+from taskcore.store.sqlite import Component, Migration, opt_int
+from taskcore.store.tables import Table
 
-__all__ = ["COMPONENT", "SqliteForgeStore"]
+__all__ = ["COMPONENT", "OUTBOX", "SETTINGS", "SqliteForgeStore"]
 
 COMPONENT = Component(
     "forge",
@@ -66,59 +67,12 @@ COMPONENT = Component(
     ),
 )
 
-_SETTINGS_COLUMNS = (
-    "repository_id, profile_id, kind, api_url, project, token_file, token_header, target_url, "
-    "updated_at_ms"
+SETTINGS: Table[ForgeSettingsRecord] = Table(
+    "forge_settings", ForgeSettingsRecord, key=("repository_id", "profile_id")
 )
-_OUTBOX_COLUMNS = (
-    "seq, repository_id, profile_id, subject_seq, change_id, commit_oid, revision, context, "
-    "state, cause, description, target_url, receipt_digest, kind, api_url, project, "
-    "token_file, token_header, status, attempts, next_attempt_at_ms, last_error, "
-    "created_at_ms, updated_at_ms"
+OUTBOX: Table[OutboxRecord] = Table(
+    "forge_outbox", OutboxRecord, key=("seq",), generated=("seq",), renamed={"commit": "commit_oid"}
 )
-
-
-def _settings(row: Any) -> ForgeSettingsRecord:
-    return ForgeSettingsRecord(
-        repository_id=str(row[0]),
-        profile_id=str(row[1]),
-        kind=str(row[2]),
-        api_url=str(row[3]),
-        project=str(row[4]),
-        token_file=str(row[5]),
-        token_header=str(row[6]),
-        target_url=opt_str(row[7]),
-        updated_at_ms=int(row[8]),
-    )
-
-
-def _outbox(row: Any) -> OutboxRecord:
-    return OutboxRecord(
-        seq=int(row[0]),
-        repository_id=str(row[1]),
-        profile_id=str(row[2]),
-        subject_seq=int(row[3]),
-        change_id=str(row[4]),
-        commit=str(row[5]),
-        revision=str(row[6]),
-        context=str(row[7]),
-        state=str(row[8]),
-        cause=str(row[9]),
-        description=str(row[10]),
-        target_url=opt_str(row[11]),
-        receipt_digest=opt_str(row[12]),
-        kind=str(row[13]),
-        api_url=str(row[14]),
-        project=str(row[15]),
-        token_file=str(row[16]),
-        token_header=str(row[17]),
-        status=str(row[18]),
-        attempts=int(row[19]),
-        next_attempt_at_ms=int(row[20]),
-        last_error=opt_str(row[21]),
-        created_at_ms=int(row[22]),
-        updated_at_ms=int(row[23]),
-    )
 
 
 _LATEST_OF_KEY = (
@@ -139,22 +93,13 @@ class SqliteForgeStore:
     def put_settings(self, record: ForgeSettingsRecord) -> None:
         """Insert or replace the settings of a repository's profile."""
         self._conn.execute(
-            f"INSERT INTO forge_settings({_SETTINGS_COLUMNS}) "  # noqa: S608 - constant
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(repository_id, profile_id) DO UPDATE "
-            "SET kind = excluded.kind, api_url = excluded.api_url, project = excluded.project, "
-            "token_file = excluded.token_file, token_header = excluded.token_header, "
-            "target_url = excluded.target_url, updated_at_ms = excluded.updated_at_ms",
-            (
-                record.repository_id,
-                record.profile_id,
-                record.kind,
-                record.api_url,
-                record.project,
-                record.token_file,
-                record.token_header,
-                record.target_url,
-                record.updated_at_ms,
-            ),
+            *SETTINGS.insert(
+                record,
+                suffix="ON CONFLICT(repository_id, profile_id) DO UPDATE SET kind = excluded.kind, "
+                "api_url = excluded.api_url, project = excluded.project, "
+                "token_file = excluded.token_file, token_header = excluded.token_header, "
+                "target_url = excluded.target_url, updated_at_ms = excluded.updated_at_ms",
+            )
         )
 
     def delete_settings(self, repository_id: str, profile_id: str) -> bool:
@@ -168,11 +113,10 @@ class SqliteForgeStore:
     def get_settings(self, repository_id: str, profile_id: str) -> ForgeSettingsRecord | None:
         """Return the settings of a profile, or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_SETTINGS_COLUMNS} FROM forge_settings "  # noqa: S608 - constant
-            "WHERE repository_id = ? AND profile_id = ?",
+            f"{SETTINGS.select()} WHERE repository_id = ? AND profile_id = ?",
             (repository_id, profile_id),
         ).fetchone()
-        return None if row is None else _settings(row)
+        return None if row is None else SETTINGS.from_row(row)
 
     # -- the outbox ----------------------------------------------------------------------
     def enqueue(self, record: OutboxRecord) -> int:
@@ -189,35 +133,7 @@ class SqliteForgeStore:
                 record.context,
             ),
         )
-        self._conn.execute(
-            f"INSERT INTO forge_outbox({_OUTBOX_COLUMNS}) "  # noqa: S608 - constant
-            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                record.repository_id,
-                record.profile_id,
-                record.subject_seq,
-                record.change_id,
-                record.commit,
-                record.revision,
-                record.context,
-                record.state,
-                record.cause,
-                record.description,
-                record.target_url,
-                record.receipt_digest,
-                record.kind,
-                record.api_url,
-                record.project,
-                record.token_file,
-                record.token_header,
-                record.status,
-                record.attempts,
-                record.next_attempt_at_ms,
-                record.last_error,
-                record.created_at_ms,
-                record.updated_at_ms,
-            ),
-        )
+        self._conn.execute(*OUTBOX.insert(record))
         return int(self._conn.last_insert_rowid())
 
     def latest(
@@ -225,29 +141,29 @@ class SqliteForgeStore:
     ) -> OutboxRecord | None:
         """The newest status written for a key, or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_OUTBOX_COLUMNS} FROM forge_outbox "  # noqa: S608 - constant
+            f"{OUTBOX.select()} "
             "WHERE repository_id = ? AND profile_id = ? AND commit_oid = ? AND context = ? "
             "ORDER BY seq DESC LIMIT 1",
             (repository_id, profile_id, commit, context),
         ).fetchone()
-        return None if row is None else _outbox(row)
+        return None if row is None else OUTBOX.from_row(row)
 
     def get(self, seq: int) -> OutboxRecord | None:
         """One row by ``seq``, or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_OUTBOX_COLUMNS} FROM forge_outbox WHERE seq = ?",  # noqa: S608
+            f"{OUTBOX.select()} WHERE seq = ?",
             (seq,),
         ).fetchone()
-        return None if row is None else _outbox(row)
+        return None if row is None else OUTBOX.from_row(row)
 
     def due(self, now_ms: int, limit: int) -> tuple[OutboxRecord, ...]:
         """Queued rows whose next attempt is due, oldest first."""
         rows = self._conn.execute(
-            f"SELECT {_OUTBOX_COLUMNS} FROM forge_outbox "  # noqa: S608 - constant
+            f"{OUTBOX.select()} "
             "WHERE status = 'queued' AND next_attempt_at_ms <= ? ORDER BY seq LIMIT ?",
             (now_ms, limit),
         ).fetchall()
-        return tuple(_outbox(r) for r in rows)
+        return tuple(OUTBOX.from_row(r) for r in rows)
 
     def next_due_at(self) -> int | None:
         """The earliest next attempt of a queued row, or ``None``."""
@@ -283,24 +199,21 @@ class SqliteForgeStore:
             where += " AND repository_id = ?"
             args = (repository_id,)
         rows = self._conn.execute(
-            f"SELECT {_OUTBOX_COLUMNS} FROM forge_outbox "  # noqa: S608 - constant
-            f"WHERE {where} AND {_LATEST_OF_KEY} ORDER BY seq DESC LIMIT ?",
+            f"{OUTBOX.select()} WHERE {where} AND {_LATEST_OF_KEY} ORDER BY seq DESC LIMIT ?",
             (*args, limit),
         ).fetchall()
-        return tuple(_outbox(r) for r in rows)
+        return tuple(OUTBOX.from_row(r) for r in rows)
 
     def rows(self, repository_id: str | None, limit: int) -> tuple[OutboxRecord, ...]:
         """The newest rows, newest first."""
         if repository_id is None:
             rows = self._conn.execute(
-                f"SELECT {_OUTBOX_COLUMNS} FROM forge_outbox "  # noqa: S608 - constant
-                "ORDER BY seq DESC LIMIT ?",
+                f"{OUTBOX.select()} ORDER BY seq DESC LIMIT ?",
                 (limit,),
             ).fetchall()
         else:
             rows = self._conn.execute(
-                f"SELECT {_OUTBOX_COLUMNS} FROM forge_outbox "  # noqa: S608 - constant
-                "WHERE repository_id = ? ORDER BY seq DESC LIMIT ?",
+                f"{OUTBOX.select()} WHERE repository_id = ? ORDER BY seq DESC LIMIT ?",
                 (repository_id, limit),
             ).fetchall()
-        return tuple(_outbox(r) for r in rows)
+        return tuple(OUTBOX.from_row(r) for r in rows)

@@ -19,9 +19,18 @@ from taskcore.store.journal_api import (
     TaskRecord,
     TransitionRecord,
 )
-from taskcore.store.sqlite import Component, Migration, opt_int, opt_str
+from taskcore.store.sqlite import Component, Migration
+from taskcore.store.tables import Table
 
-__all__ = ["COMPONENT", "SqliteJournalStore"]
+__all__ = [
+    "ASSERTIONS",
+    "ATTEMPTS",
+    "COMPONENT",
+    "REQUESTS",
+    "TASKS",
+    "TRANSITIONS",
+    "SqliteJournalStore",
+]
 
 COMPONENT = Component(
     "journal",
@@ -122,112 +131,21 @@ COMPONENT = Component(
     ),
 )
 
-_TASK_COLUMNS = (
-    "task_id, task_digest, subject_seq, repository_id, profile_id, change_id, step_id, "
-    "plan_index, body, state, next_fence, current_attempt_id, completion, created_at_ms, "
-    "updated_at_ms"
+TASKS: Table[TaskRecord] = Table("journal_task", TaskRecord, key=("task_id",))
+ATTEMPTS: Table[AttemptRecord] = Table("journal_attempt", AttemptRecord, key=("attempt_id",))
+ASSERTIONS: Table[AssertionRecord] = Table(
+    "journal_assertion", AssertionRecord, key=("attempt_id",)
 )
-_ATTEMPT_COLUMNS = (
-    "attempt_id, task_id, fence, attempt_digest, body, owner_id, agent_id, state, "
-    "lease_expires_at_ms, superseded_by_fence, created_at_ms, updated_at_ms"
+REQUESTS: Table[RequestRecord] = Table(
+    "journal_request", RequestRecord, key=("owner_id", "agent_id", "request_id")
 )
-_ASSERTION_COLUMNS = (
-    "attempt_id, task_id, request_id, trust_class, outcome, body, observation_digest, "
-    "registration_id, registration_epoch, completes, retained_at_ms"
-)
-_REQUEST_COLUMNS = (
-    "owner_id, agent_id, request_id, kind, request_digest, repository_id, profile_id, task_id, "
-    "attempt_id, outcome, recorded_at_ms"
-)
-_TRANSITION_COLUMNS = (
-    "seq, at_ms, task_id, attempt_id, event, from_state, to_state, fence, owner_id, agent_id, "
-    "request_id"
+TRANSITIONS: Table[TransitionRecord] = Table(
+    "journal_transition", TransitionRecord, key=("seq",), generated=("seq",)
 )
 
-
-def _task(row: Any) -> TaskRecord:
-    return TaskRecord(
-        task_id=str(row[0]),
-        task_digest=str(row[1]),
-        subject_seq=int(row[2]),
-        repository_id=str(row[3]),
-        profile_id=str(row[4]),
-        change_id=str(row[5]),
-        step_id=str(row[6]),
-        plan_index=int(row[7]),
-        body=bytes(row[8]),
-        state=str(row[9]),
-        next_fence=int(row[10]),
-        current_attempt_id=opt_str(row[11]),
-        completion=opt_str(row[12]),
-        created_at_ms=int(row[13]),
-        updated_at_ms=int(row[14]),
-    )
-
-
-def _attempt(row: Any) -> AttemptRecord:
-    return AttemptRecord(
-        attempt_id=str(row[0]),
-        task_id=str(row[1]),
-        fence=int(row[2]),
-        attempt_digest=str(row[3]),
-        body=bytes(row[4]),
-        owner_id=str(row[5]),
-        agent_id=str(row[6]),
-        state=str(row[7]),
-        lease_expires_at_ms=int(row[8]),
-        superseded_by_fence=opt_int(row[9]),
-        created_at_ms=int(row[10]),
-        updated_at_ms=int(row[11]),
-    )
-
-
-def _assertion(row: Any) -> AssertionRecord:
-    return AssertionRecord(
-        attempt_id=str(row[0]),
-        task_id=str(row[1]),
-        request_id=str(row[2]),
-        trust_class=str(row[3]),
-        outcome=str(row[4]),
-        body=bytes(row[5]),
-        observation_digest=opt_str(row[6]),
-        registration_id=opt_str(row[7]),
-        registration_epoch=opt_int(row[8]),
-        completes=bool(row[9]),
-        retained_at_ms=int(row[10]),
-    )
-
-
-def _request(row: Any) -> RequestRecord:
-    return RequestRecord(
-        owner_id=str(row[0]),
-        agent_id=str(row[1]),
-        request_id=str(row[2]),
-        kind=str(row[3]),
-        request_digest=str(row[4]),
-        repository_id=str(row[5]),
-        profile_id=str(row[6]),
-        task_id=str(row[7]),
-        attempt_id=opt_str(row[8]),
-        outcome=bytes(row[9]),
-        recorded_at_ms=int(row[10]),
-    )
-
-
-def _transition(row: Any) -> TransitionRecord:
-    return TransitionRecord(
-        seq=int(row[0]),
-        at_ms=int(row[1]),
-        task_id=str(row[2]),
-        attempt_id=opt_str(row[3]),
-        event=str(row[4]),
-        from_state=str(row[5]),
-        to_state=str(row[6]),
-        fence=opt_int(row[7]),
-        owner_id=str(row[8]),
-        agent_id=str(row[9]),
-        request_id=opt_str(row[10]),
-    )
+# The columns an update without the row's earlier version writes (identity never changes).
+_TASK_MUTABLE = ("state", "next_fence", "current_attempt_id", "completion", "updated_at_ms")
+_ATTEMPT_MUTABLE = ("state", "lease_expires_at_ms", "superseded_by_fence", "updated_at_ms")
 
 
 class SqliteJournalStore:
@@ -236,66 +154,41 @@ class SqliteJournalStore:
     def __init__(self, conn: apsw.Connection) -> None:
         self._conn = conn
 
+    def _update(
+        self, table: Table[Any], record: Any, before: Any | None, mutable: tuple[str, ...]
+    ) -> None:
+        if before is None:
+            statement = table.update_columns(record, mutable)
+        else:
+            found = table.update(before, record)
+            if found is None:
+                return
+            statement = found
+        self._conn.execute(*statement)
+        if self._conn.changes() != 1:
+            raise TaskError(ErrorCode.INTERNAL, f"the {table.name} row to update does not exist")
+
     # -- tasks ---------------------------------------------------------------------------
     def insert_task(self, record: TaskRecord) -> bool:
         """Insert a task; return ``False`` if a task with that ID already exists."""
-        self._conn.execute(
-            f"INSERT INTO journal_task({_TASK_COLUMNS}) "  # noqa: S608 - constant
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-            "ON CONFLICT(task_id) DO NOTHING",
-            (
-                record.task_id,
-                record.task_digest,
-                record.subject_seq,
-                record.repository_id,
-                record.profile_id,
-                record.change_id,
-                record.step_id,
-                record.plan_index,
-                record.body,
-                record.state,
-                record.next_fence,
-                record.current_attempt_id,
-                record.completion,
-                record.created_at_ms,
-                record.updated_at_ms,
-            ),
-        )
+        self._conn.execute(*TASKS.insert(record, suffix="ON CONFLICT(task_id) DO NOTHING"))
         return bool(self._conn.changes() == 1)
 
     def get_task(self, task_id: str) -> TaskRecord | None:
         """Return the task or ``None``."""
-        row = self._conn.execute(
-            f"SELECT {_TASK_COLUMNS} FROM journal_task WHERE task_id = ?",  # noqa: S608
-            (task_id,),
-        ).fetchone()
-        return None if row is None else _task(row)
+        row = self._conn.execute(f"{TASKS.select()} WHERE task_id = ?", (task_id,)).fetchone()
+        return None if row is None else TASKS.from_row(row)
 
     def tasks_of_subject(self, subject_seq: int) -> tuple[TaskRecord, ...]:
         """Return the tasks of one subject in plan order."""
         rows = self._conn.execute(
-            f"SELECT {_TASK_COLUMNS} FROM journal_task "  # noqa: S608 - constant
-            "WHERE subject_seq = ? ORDER BY plan_index",
-            (subject_seq,),
+            f"{TASKS.select()} WHERE subject_seq = ? ORDER BY plan_index", (subject_seq,)
         ).fetchall()
-        return tuple(_task(r) for r in rows)
+        return tuple(TASKS.from_row(r) for r in rows)
 
-    def update_task(self, record: TaskRecord) -> None:
-        """Write the mutable columns of a task (state, fence, attempt, completion, time)."""
-        self._conn.execute(
-            "UPDATE journal_task SET state = ?, next_fence = ?, current_attempt_id = ?, "
-            "completion = ?, updated_at_ms = ? WHERE task_id = ?",
-            (
-                record.state,
-                record.next_fence,
-                record.current_attempt_id,
-                record.completion,
-                record.updated_at_ms,
-                record.task_id,
-            ),
-        )
-        if self._conn.changes() != 1:
-            raise TaskError(ErrorCode.INTERNAL, "the task to update does not exist")
+    def update_task(self, record: TaskRecord, *, before: TaskRecord | None = None) -> None:
+        """Write a task's changed columns (since ``before``), else its mutable columns."""
+        self._update(TASKS, record, before, _TASK_MUTABLE)
 
     def unresolved_prior_task(
         self,
@@ -330,24 +223,7 @@ class SqliteJournalStore:
     def insert_attempt(self, record: AttemptRecord) -> None:
         """Insert an attempt (one per task and fence; a duplicate fence is an error)."""
         try:
-            self._conn.execute(
-                f"INSERT INTO journal_attempt({_ATTEMPT_COLUMNS}) "  # noqa: S608 - constant
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.attempt_id,
-                    record.task_id,
-                    record.fence,
-                    record.attempt_digest,
-                    record.body,
-                    record.owner_id,
-                    record.agent_id,
-                    record.state,
-                    record.lease_expires_at_ms,
-                    record.superseded_by_fence,
-                    record.created_at_ms,
-                    record.updated_at_ms,
-                ),
-            )
+            self._conn.execute(*ATTEMPTS.insert(record))
         except apsw.ConstraintError:
             raise TaskError(
                 ErrorCode.CONFLICT, f"fence {record.fence} of this task already has an attempt"
@@ -356,57 +232,26 @@ class SqliteJournalStore:
     def get_attempt(self, attempt_id: str) -> AttemptRecord | None:
         """Return the attempt or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_ATTEMPT_COLUMNS} FROM journal_attempt WHERE attempt_id = ?",  # noqa: S608
-            (attempt_id,),
+            f"{ATTEMPTS.select()} WHERE attempt_id = ?", (attempt_id,)
         ).fetchone()
-        return None if row is None else _attempt(row)
+        return None if row is None else ATTEMPTS.from_row(row)
 
     def attempts_of_task(self, task_id: str) -> tuple[AttemptRecord, ...]:
         """Return every attempt of a task, by fence."""
         rows = self._conn.execute(
-            f"SELECT {_ATTEMPT_COLUMNS} FROM journal_attempt "  # noqa: S608 - constant
-            "WHERE task_id = ? ORDER BY fence",
-            (task_id,),
+            f"{ATTEMPTS.select()} WHERE task_id = ? ORDER BY fence", (task_id,)
         ).fetchall()
-        return tuple(_attempt(r) for r in rows)
+        return tuple(ATTEMPTS.from_row(r) for r in rows)
 
-    def update_attempt(self, record: AttemptRecord) -> None:
-        """Write the mutable columns of an attempt (state, lease expiry, supersession, time)."""
-        self._conn.execute(
-            "UPDATE journal_attempt SET state = ?, lease_expires_at_ms = ?, "
-            "superseded_by_fence = ?, updated_at_ms = ? WHERE attempt_id = ?",
-            (
-                record.state,
-                record.lease_expires_at_ms,
-                record.superseded_by_fence,
-                record.updated_at_ms,
-                record.attempt_id,
-            ),
-        )
-        if self._conn.changes() != 1:
-            raise TaskError(ErrorCode.INTERNAL, "the attempt to update does not exist")
+    def update_attempt(self, record: AttemptRecord, *, before: AttemptRecord | None = None) -> None:
+        """Write an attempt's changed columns (since ``before``), else its mutable columns."""
+        self._update(ATTEMPTS, record, before, _ATTEMPT_MUTABLE)
 
     # -- retained results ----------------------------------------------------------------
     def insert_assertion(self, record: AssertionRecord) -> None:
         """Retain a result (one per attempt)."""
         try:
-            self._conn.execute(
-                f"INSERT INTO journal_assertion({_ASSERTION_COLUMNS}) "  # noqa: S608 - constant
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.attempt_id,
-                    record.task_id,
-                    record.request_id,
-                    record.trust_class,
-                    record.outcome,
-                    record.body,
-                    record.observation_digest,
-                    record.registration_id,
-                    record.registration_epoch,
-                    int(record.completes),
-                    record.retained_at_ms,
-                ),
-            )
+            self._conn.execute(*ASSERTIONS.insert(record))
         except apsw.ConstraintError:
             raise TaskError(
                 ErrorCode.CONFLICT, "this attempt already has a retained result"
@@ -415,42 +260,23 @@ class SqliteJournalStore:
     def get_assertion(self, attempt_id: str) -> AssertionRecord | None:
         """Return the retained result of an attempt or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_ASSERTION_COLUMNS} FROM journal_assertion "  # noqa: S608 - constant
-            "WHERE attempt_id = ?",
-            (attempt_id,),
+            f"{ASSERTIONS.select()} WHERE attempt_id = ?", (attempt_id,)
         ).fetchone()
-        return None if row is None else _assertion(row)
+        return None if row is None else ASSERTIONS.from_row(row)
 
     # -- idempotency ---------------------------------------------------------------------
     def get_request(self, owner_id: str, agent_id: str, request_id: str) -> RequestRecord | None:
         """Return the request bound to this owner, agent and ID, or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_REQUEST_COLUMNS} FROM journal_request "  # noqa: S608 - constant
-            "WHERE owner_id = ? AND agent_id = ? AND request_id = ?",
+            f"{REQUESTS.select()} WHERE owner_id = ? AND agent_id = ? AND request_id = ?",
             (owner_id, agent_id, request_id),
         ).fetchone()
-        return None if row is None else _request(row)
+        return None if row is None else REQUESTS.from_row(row)
 
     def insert_request(self, record: RequestRecord) -> None:
         """Bind a request ID to its request and outcome."""
         try:
-            self._conn.execute(
-                f"INSERT INTO journal_request({_REQUEST_COLUMNS}) "  # noqa: S608 - constant
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.owner_id,
-                    record.agent_id,
-                    record.request_id,
-                    record.kind,
-                    record.request_digest,
-                    record.repository_id,
-                    record.profile_id,
-                    record.task_id,
-                    record.attempt_id,
-                    record.outcome,
-                    record.recorded_at_ms,
-                ),
-            )
+            self._conn.execute(*REQUESTS.insert(record))
         except apsw.ConstraintError:
             raise TaskError(
                 ErrorCode.IDEMPOTENCY_CONFLICT, "this request ID is already bound"
@@ -459,32 +285,15 @@ class SqliteJournalStore:
     # -- transition log ------------------------------------------------------------------
     def append_transition(self, record: TransitionRecord) -> int:
         """Append a transition; return its sequence number."""
-        self._conn.execute(
-            f"INSERT INTO journal_transition({_TRANSITION_COLUMNS}) "  # noqa: S608 - constant
-            "VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                record.at_ms,
-                record.task_id,
-                record.attempt_id,
-                record.event,
-                record.from_state,
-                record.to_state,
-                record.fence,
-                record.owner_id,
-                record.agent_id,
-                record.request_id,
-            ),
-        )
+        self._conn.execute(*TRANSITIONS.insert(record))
         return int(self._conn.last_insert_rowid())
 
     def transitions_of_task(self, task_id: str) -> tuple[TransitionRecord, ...]:
         """Return the transitions of one task, oldest first."""
         rows = self._conn.execute(
-            f"SELECT {_TRANSITION_COLUMNS} FROM journal_transition "  # noqa: S608 - constant
-            "WHERE task_id = ? ORDER BY seq",
-            (task_id,),
+            f"{TRANSITIONS.select()} WHERE task_id = ? ORDER BY seq", (task_id,)
         ).fetchall()
-        return tuple(_transition(r) for r in rows)
+        return tuple(TRANSITIONS.from_row(r) for r in rows)
 
     # -- retention -----------------------------------------------------------------------
     def prune_requests(self, before_ms: int, *, limit: int) -> int:

@@ -35,9 +35,10 @@ from taskcore.store.queue_api import (
     TaskRecord,
     VerbRecord,
 )
-from taskcore.store.sqlite import Component, Migration, opt_int, opt_str
+from taskcore.store.sqlite import Component, Migration, opt_str
+from taskcore.store.tables import Table
 
-__all__ = ["COMPONENT", "SqliteQueueStore"]
+__all__ = ["COMPONENT", "EXTS", "GATES", "PHASES", "TASKS", "SqliteQueueStore"]
 
 COMPONENT = Component(
     "queue",
@@ -185,14 +186,18 @@ COMPONENT = Component(
     ),
 )
 
-_TASK_COLUMNS = (
-    "task_id, workspace, verb, payload_json, status, priority, autonomy_ceiling, depth, "
-    "parent_task_id, run_id, matter_id, matter_step_id, created_by, created_at_ms, "
-    "updated_at_ms, finished_at_ms, lease_owner, lease_expires_at_ms, heartbeat_at_ms, "
-    "lease_extensions, first_leased_at_ms, fence, exercised_autonomy, checkpoint_json, "
-    "last_error, escalation_gate_id, version"
+TASKS: Table[TaskRecord] = Table(
+    "queue_task", TaskRecord, key=("workspace", "task_id"), generated=("seq",)
 )
-_TASK_SELECT = f"SELECT {_TASK_COLUMNS}, seq FROM queue_task"  # noqa: S608 - constant
+GATES: Table[ApprovalGateRecord] = Table(
+    "queue_approval_gate", ApprovalGateRecord, key=("workspace", "gate_id")
+)
+EXTS: Table[ExtRecord] = Table("queue_task_ext", ExtRecord, key=("workspace", "agent_task_id"))
+PHASES: Table[PhaseRecord] = Table(
+    "queue_checkpoint", PhaseRecord, key=("workspace", "task_id", "phase_index")
+)
+
+_TASK_SELECT = TASKS.select()
 
 # Columns an update may change (identity, workspace, lineage and creation never change).
 _TASK_MUTABLE = (
@@ -235,116 +240,6 @@ _LEASE_PROBE_WHERE = (
 _LEASE_PROBE = f"{_LEASE_PROBE_WHERE} {_ORDER}"
 _LEASE_VERB_PROBE = f"{_LEASE_PROBE_WHERE} AND verb = ? {_ORDER}"
 
-_GATE_COLUMNS = (
-    "gate_id, workspace, task_id, target_verb, input_hash, reason, status, requested_by, "
-    "requested_at_ms, decided_by, decided_at_ms, decision_note, consumed_by, consumed_at_ms, "
-    "consumed_fence, version"
-)
-_EXT_COLUMNS = (
-    "agent_task_id, workspace, title, prompt, source_type, source_id, source_matter_id, "
-    "source_step_id, child_key, priority, requires_human_review, created_at_ms, updated_at_ms, "
-    "waiting_for_children, declared_child_keys_json, claim_token_hash, claimed_at_ms, cost_usd, "
-    "duration_ms, tool_call_count, result_json, progress_text"
-)
-_PHASE_COLUMNS = (
-    "workspace, task_id, phase_index, phase_key, state_json, outputs_json, written_by, "
-    "created_at_ms"
-)
-
-
-def _task(row: Any) -> TaskRecord:
-    return TaskRecord(
-        task_id=str(row[0]),
-        workspace=str(row[1]),
-        verb=str(row[2]),
-        payload_json=opt_str(row[3]),
-        status=str(row[4]),
-        priority=int(row[5]),
-        autonomy_ceiling=int(row[6]),
-        depth=int(row[7]),
-        parent_task_id=opt_str(row[8]),
-        run_id=opt_str(row[9]),
-        matter_id=opt_str(row[10]),
-        matter_step_id=opt_str(row[11]),
-        created_by=str(row[12]),
-        created_at_ms=int(row[13]),
-        updated_at_ms=int(row[14]),
-        finished_at_ms=opt_int(row[15]),
-        lease_owner=opt_str(row[16]),
-        lease_expires_at_ms=opt_int(row[17]),
-        heartbeat_at_ms=opt_int(row[18]),
-        lease_extensions=int(row[19]),
-        first_leased_at_ms=opt_int(row[20]),
-        fence=int(row[21]),
-        exercised_autonomy=opt_int(row[22]),
-        checkpoint_json=opt_str(row[23]),
-        last_error=opt_str(row[24]),
-        escalation_gate_id=opt_str(row[25]),
-        version=int(row[26]),
-        seq=int(row[27]),
-    )
-
-
-def _gate(row: Any) -> ApprovalGateRecord:
-    return ApprovalGateRecord(
-        gate_id=str(row[0]),
-        workspace=str(row[1]),
-        task_id=str(row[2]),
-        target_verb=opt_str(row[3]),
-        input_hash=opt_str(row[4]),
-        reason=opt_str(row[5]),
-        status=str(row[6]),
-        requested_by=str(row[7]),
-        requested_at_ms=int(row[8]),
-        decided_by=opt_str(row[9]),
-        decided_at_ms=opt_int(row[10]),
-        decision_note=opt_str(row[11]),
-        consumed_by=opt_str(row[12]),
-        consumed_at_ms=opt_int(row[13]),
-        consumed_fence=opt_int(row[14]),
-        version=int(row[15]),
-    )
-
-
-def _ext(row: Any) -> ExtRecord:
-    return ExtRecord(
-        agent_task_id=str(row[0]),
-        workspace=str(row[1]),
-        title=str(row[2]),
-        prompt=str(row[3]),
-        source_type=str(row[4]),
-        source_id=opt_str(row[5]),
-        source_matter_id=opt_str(row[6]),
-        source_step_id=opt_str(row[7]),
-        child_key=opt_str(row[8]),
-        priority=int(row[9]),
-        requires_human_review=bool(row[10]),
-        created_at_ms=int(row[11]),
-        updated_at_ms=int(row[12]),
-        waiting_for_children=bool(row[13]),
-        declared_child_keys_json=str(row[14]),
-        claim_token_hash=opt_str(row[15]),
-        claimed_at_ms=opt_int(row[16]),
-        cost_usd=None if row[17] is None else float(row[17]),
-        duration_ms=opt_int(row[18]),
-        tool_call_count=opt_int(row[19]),
-        result_json=opt_str(row[20]),
-        progress_text=opt_str(row[21]),
-    )
-
-
-def _phase(row: Any) -> PhaseRecord:
-    return PhaseRecord(
-        workspace=str(row[0]),
-        task_id=str(row[1]),
-        phase_index=int(row[2]),
-        phase_key=str(row[3]),
-        state_json=str(row[4]),
-        outputs_json=str(row[5]),
-        written_by=str(row[6]),
-        created_at_ms=int(row[7]),
-    )
-
 
 def _is_unique(exc: apsw.ConstraintError) -> bool:
     return "UNIQUE" in str(exc) or "PRIMARY KEY" in str(exc)
@@ -363,39 +258,7 @@ class SqliteQueueStore:
     def insert_task(self, task: TaskRecord) -> TaskRecord:
         """Insert a new task; return it with its assigned ``seq``."""
         try:
-            self._conn.execute(
-                f"INSERT INTO queue_task ({_TASK_COLUMNS}) VALUES "  # noqa: S608 - constant
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    task.task_id,
-                    task.workspace,
-                    task.verb,
-                    task.payload_json,
-                    task.status,
-                    task.priority,
-                    task.autonomy_ceiling,
-                    task.depth,
-                    task.parent_task_id,
-                    task.run_id,
-                    task.matter_id,
-                    task.matter_step_id,
-                    task.created_by,
-                    task.created_at_ms,
-                    task.updated_at_ms,
-                    task.finished_at_ms,
-                    task.lease_owner,
-                    task.lease_expires_at_ms,
-                    task.heartbeat_at_ms,
-                    task.lease_extensions,
-                    task.first_leased_at_ms,
-                    task.fence,
-                    task.exercised_autonomy,
-                    task.checkpoint_json,
-                    task.last_error,
-                    task.escalation_gate_id,
-                    task.version,
-                ),
-            )
+            self._conn.execute(*TASKS.insert(task))
         except apsw.ConstraintError as exc:
             if not _is_unique(exc):
                 raise  # a CHECK backstop tripped: a bug, never an input error
@@ -406,7 +269,7 @@ class SqliteQueueStore:
     def get_task(self, workspace: str, task_id: str) -> TaskRecord | None:
         """Return the task of ``workspace`` with ``task_id``, or ``None``."""
         row = self._one(f"{_TASK_SELECT} WHERE workspace = ? AND task_id = ?", (workspace, task_id))
-        return None if row is None else _task(row)
+        return None if row is None else TASKS.from_row(row)
 
     def update_task(self, task: TaskRecord) -> bool:
         """Write every mutable column if the row still has ``task.version``; bump it."""
@@ -437,7 +300,7 @@ class SqliteQueueStore:
         if not keys:
             return None
         best = self._one(f"{_TASK_SELECT} WHERE seq = ?", (min(keys)[2],))
-        return None if best is None else _task(best)
+        return None if best is None else TASKS.from_row(best)
 
     def list_tasks(
         self,
@@ -474,7 +337,7 @@ class SqliteQueueStore:
             args.append(after_seq)
         args.append(limit)
         sql = f"{_TASK_SELECT} WHERE {' AND '.join(clauses)} ORDER BY seq LIMIT ?"
-        return tuple(_task(r) for r in self._conn.execute(sql, args))
+        return tuple(TASKS.from_row(r) for r in self._conn.execute(sql, args))
 
     # -- carrier verbs ----------------------------------------------------------------------
     def get_verb(self, workspace: str, verb: str) -> VerbRecord | None:
@@ -607,37 +470,15 @@ class SqliteQueueStore:
     # -- approval gates ---------------------------------------------------------------------
     def insert_gate(self, record: ApprovalGateRecord) -> None:
         """Store a new approval gate."""
-        self._conn.execute(
-            f"INSERT INTO queue_approval_gate ({_GATE_COLUMNS}) VALUES "  # noqa: S608 - constant
-            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                record.gate_id,
-                record.workspace,
-                record.task_id,
-                record.target_verb,
-                record.input_hash,
-                record.reason,
-                record.status,
-                record.requested_by,
-                record.requested_at_ms,
-                record.decided_by,
-                record.decided_at_ms,
-                record.decision_note,
-                record.consumed_by,
-                record.consumed_at_ms,
-                record.consumed_fence,
-                record.version,
-            ),
-        )
+        self._conn.execute(*GATES.insert(record))
 
     def get_gate(self, workspace: str, gate_id: str) -> ApprovalGateRecord | None:
         """Return the approval gate, or ``None``."""
         row = self._one(
-            f"SELECT {_GATE_COLUMNS} FROM queue_approval_gate "  # noqa: S608 - constant
-            "WHERE workspace = ? AND gate_id = ?",
+            f"{GATES.select()} WHERE workspace = ? AND gate_id = ?",
             (workspace, gate_id),
         )
-        return None if row is None else _gate(row)
+        return None if row is None else GATES.from_row(row)
 
     def update_gate(self, record: ApprovalGateRecord) -> bool:
         """Write the gate if it still has ``record.version``; bump the version."""
@@ -672,20 +513,7 @@ class SqliteQueueStore:
     def insert_phase(self, record: PhaseRecord) -> None:
         """Append a phase checkpoint."""
         try:
-            self._conn.execute(
-                f"INSERT INTO queue_checkpoint ({_PHASE_COLUMNS}) "  # noqa: S608 - constant
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.workspace,
-                    record.task_id,
-                    record.phase_index,
-                    record.phase_key,
-                    record.state_json,
-                    record.outputs_json,
-                    record.written_by,
-                    record.created_at_ms,
-                ),
-            )
+            self._conn.execute(*PHASES.insert(record))
         except apsw.ConstraintError as exc:
             if not _is_unique(exc):
                 raise
@@ -696,11 +524,11 @@ class SqliteQueueStore:
     def latest_phase(self, workspace: str, task_id: str) -> PhaseRecord | None:
         """Return the task's phase checkpoint with the highest index, or ``None``."""
         row = self._one(
-            f"SELECT {_PHASE_COLUMNS} FROM queue_checkpoint "  # noqa: S608 - constant
+            f"{PHASES.select()} "
             "WHERE workspace = ? AND task_id = ? ORDER BY phase_index DESC LIMIT 1",
             (workspace, task_id),
         )
-        return None if row is None else _phase(row)
+        return None if row is None else PHASES.from_row(row)
 
     def clear_phases(self, workspace: str, task_id: str) -> int:
         """Delete every phase checkpoint of the task; return how many were deleted."""
@@ -725,34 +553,7 @@ class SqliteQueueStore:
     def insert_ext(self, record: ExtRecord) -> None:
         """Store the ext row of a task."""
         try:
-            self._conn.execute(
-                f"INSERT INTO queue_task_ext ({_EXT_COLUMNS}) VALUES "  # noqa: S608 - constant
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    record.agent_task_id,
-                    record.workspace,
-                    record.title,
-                    record.prompt,
-                    record.source_type,
-                    record.source_id,
-                    record.source_matter_id,
-                    record.source_step_id,
-                    record.child_key,
-                    record.priority,
-                    int(record.requires_human_review),
-                    record.created_at_ms,
-                    record.updated_at_ms,
-                    int(record.waiting_for_children),
-                    record.declared_child_keys_json,
-                    record.claim_token_hash,
-                    record.claimed_at_ms,
-                    record.cost_usd,
-                    record.duration_ms,
-                    record.tool_call_count,
-                    record.result_json,
-                    record.progress_text,
-                ),
-            )
+            self._conn.execute(*EXTS.insert(record))
         except apsw.ConstraintError as exc:
             if "FOREIGN KEY" in str(exc):
                 raise TaskError(
@@ -767,11 +568,10 @@ class SqliteQueueStore:
     def get_ext(self, workspace: str, agent_task_id: str) -> ExtRecord | None:
         """Return the ext row of a task, or ``None``."""
         row = self._one(
-            f"SELECT {_EXT_COLUMNS} FROM queue_task_ext "  # noqa: S608 - constant
-            "WHERE workspace = ? AND agent_task_id = ?",
+            f"{EXTS.select()} WHERE workspace = ? AND agent_task_id = ?",
             (workspace, agent_task_id),
         )
-        return None if row is None else _ext(row)
+        return None if row is None else EXTS.from_row(row)
 
     def set_waiting(
         self,
@@ -861,7 +661,7 @@ class SqliteQueueStore:
             f"{_TASK_SELECT} WHERE {' AND '.join(clauses)} "
             "ORDER BY priority DESC, created_at_ms, seq LIMIT ?"
         )
-        return tuple(_task(r) for r in self._conn.execute(sql, args))
+        return tuple(TASKS.from_row(r) for r in self._conn.execute(sql, args))
 
     def list_gates(
         self,
@@ -882,19 +682,19 @@ class SqliteQueueStore:
             args.extend((after.requested_at_ms, after.requested_at_ms, after.gate_id))
         args.append(limit)
         sql = (
-            f"SELECT {_GATE_COLUMNS} FROM queue_approval_gate "  # noqa: S608 - constant
+            f"{GATES.select()} "
             f"WHERE {' AND '.join(clauses)} ORDER BY requested_at_ms, gate_id LIMIT ?"
         )
-        return tuple(_gate(r) for r in self._conn.execute(sql, args))
+        return tuple(GATES.from_row(r) for r in self._conn.execute(sql, args))
 
     def phases(self, workspace: str, task_id: str, *, limit: int) -> tuple[PhaseRecord, ...]:
         """Return the task's newest ``limit`` phase checkpoints, newest first."""
         rows = self._conn.execute(
-            f"SELECT {_PHASE_COLUMNS} FROM queue_checkpoint "  # noqa: S608 - constant
+            f"{PHASES.select()} "
             "WHERE workspace = ? AND task_id = ? ORDER BY phase_index DESC LIMIT ?",
             (workspace, task_id, limit),
         )
-        return tuple(_phase(r) for r in rows)
+        return tuple(PHASES.from_row(r) for r in rows)
 
     def depth(self, workspace: str | None, *, now_ms: int) -> tuple[QueueCount, ...]:
         """Count tasks by workspace and effective status (see the protocol)."""

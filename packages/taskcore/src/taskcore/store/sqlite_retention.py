@@ -5,9 +5,10 @@ from __future__ import annotations
 import apsw
 
 from taskcore.store.retention_api import RetentionRun
-from taskcore.store.sqlite import Component, Migration, opt_int, opt_str
+from taskcore.store.sqlite import Component, Migration
+from taskcore.store.tables import Table
 
-__all__ = ["COMPONENT", "SqliteRetentionStore"]
+__all__ = ["COMPONENT", "RUNS", "SqliteRetentionStore"]
 
 COMPONENT = Component(
     "retention",
@@ -26,6 +27,9 @@ COMPONENT = Component(
         ),
     ),
 )
+
+
+RUNS: Table[RetentionRun] = Table("retention_run", RetentionRun, key=("name",))
 
 
 class SqliteRetentionStore:
@@ -56,17 +60,5 @@ class SqliteRetentionStore:
 
     def get(self, name: str) -> RetentionRun | None:
         """Return the state of sweep ``name``, or ``None``."""
-        row = self._conn.execute(
-            "SELECT name, holder, lease_expires_at_ms, last_finished_at_ms, last_report_json "
-            "FROM retention_run WHERE name = ?",
-            (name,),
-        ).fetchone()
-        if row is None:
-            return None
-        return RetentionRun(
-            name=str(row[0]),
-            holder=opt_str(row[1]),
-            lease_expires_at_ms=opt_int(row[2]),
-            last_finished_at_ms=opt_int(row[3]),
-            last_report_json=opt_str(row[4]),
-        )
+        row = self._conn.execute(f"{RUNS.select()} WHERE name = ?", (name,)).fetchone()
+        return None if row is None else RUNS.from_row(row)

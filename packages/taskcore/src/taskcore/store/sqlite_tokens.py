@@ -7,9 +7,10 @@ from typing import Any
 import apsw
 
 from taskcore.store.sqlite import Component, Migration
+from taskcore.store.tables import Table
 from taskcore.store.tokens_api import TokenRecord
 
-__all__ = ["COMPONENT", "SqliteTokenStore"]
+__all__ = ["COMPONENT", "TOKENS", "SqliteTokenStore"]
 
 COMPONENT = Component(
     "tokens",
@@ -32,20 +33,7 @@ COMPONENT = Component(
     ),
 )
 
-_COLUMNS = "token_id, name, workspace, tier, autonomy, secret_hash, created_at_ms, revoked_at_ms"
-
-
-def _record(row: Any) -> TokenRecord:
-    return TokenRecord(
-        token_id=str(row[0]),
-        name=str(row[1]),
-        workspace=str(row[2]),
-        tier=str(row[3]),
-        autonomy=int(row[4]),
-        secret_hash=str(row[5]),
-        created_at_ms=int(row[6]),
-        revoked_at_ms=None if row[7] is None else int(row[7]),
-    )
+TOKENS: Table[TokenRecord] = Table("token", TokenRecord, key=("token_id",))
 
 
 class SqliteTokenStore:
@@ -56,41 +44,26 @@ class SqliteTokenStore:
 
     def insert(self, record: TokenRecord) -> None:
         """Store a new token record."""
-        self._conn.execute(
-            f"INSERT INTO token({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: S608 - constant
-            (
-                record.token_id,
-                record.name,
-                record.workspace,
-                record.tier,
-                record.autonomy,
-                record.secret_hash,
-                record.created_at_ms,
-                record.revoked_at_ms,
-            ),
-        )
+        self._conn.execute(*TOKENS.insert(record))
 
     def get(self, token_id: str) -> TokenRecord | None:
         """Return the token with ``token_id``, revoked or not, or ``None``."""
         row = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM token WHERE token_id = ?",  # noqa: S608 - constant
+            f"{TOKENS.select()} WHERE token_id = ?",
             (token_id,),
         ).fetchone()
-        return None if row is None else _record(row)
+        return None if row is None else TOKENS.from_row(row)
 
     def list(self, *, workspace: str | None = None) -> tuple[TokenRecord, ...]:
         """Return every token (of one workspace), oldest first."""
         if workspace is None:
-            rows = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM token ORDER BY created_at_ms, token_id"  # noqa: S608
-            )
+            rows = self._conn.execute(f"{TOKENS.select()} ORDER BY created_at_ms, token_id")
         else:
             rows = self._conn.execute(
-                f"SELECT {_COLUMNS} FROM token WHERE workspace = ? "  # noqa: S608 - constant
-                "ORDER BY created_at_ms, token_id",
+                f"{TOKENS.select()} WHERE workspace = ? ORDER BY created_at_ms, token_id",
                 (workspace,),
             )
-        return tuple(_record(r) for r in rows)
+        return tuple(TOKENS.from_row(r) for r in rows)
 
     def revoke(self, token_id: str, at_ms: int) -> bool:
         """Mark the token revoked; return whether it was live before."""
@@ -113,8 +86,8 @@ class SqliteTokenStore:
             args.extend((after.created_at_ms, after.created_at_ms, after.token_id))
         args.append(limit)
         rows = self._conn.execute(
-            f"SELECT {_COLUMNS} FROM token WHERE {' AND '.join(clauses)} "  # noqa: S608
+            f"{TOKENS.select()} WHERE {' AND '.join(clauses)} "
             "ORDER BY created_at_ms, token_id LIMIT ?",
             args,
         )
-        return tuple(_record(r) for r in rows)
+        return tuple(TOKENS.from_row(r) for r in rows)

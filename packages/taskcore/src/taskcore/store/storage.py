@@ -46,6 +46,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DATABASE_ENV",
     "JOURNAL_FILENAME",
+    "JoinedStorage",
     "SqliteStorage",
     "SqliteTransaction",
     "Storage",
@@ -152,6 +153,48 @@ class Storage(Protocol):
     def close(self) -> None:
         """Release every connection."""
         ...
+
+
+class JoinedStorage:
+    """A :class:`Storage` whose ``write()`` and ``read()`` are one already open transaction.
+
+    How a front-door handler runs code written against :class:`Storage` (the workflow
+    journal, the collector, the operator's acts) inside the transaction the service opened
+    for the call: entering either block neither begins nor commits, so the handler's rows,
+    the rows of everything it calls and the call's audit event commit together, or roll back
+    together when anything raises. Backend-neutral: it only hands the transaction on.
+
+    ``write()`` on a read-only transaction is a programming error (``INTERNAL``).
+    """
+
+    def __init__(self, tx: Transaction, *, writable: bool = True) -> None:
+        self.tx = tx
+        self.writable = writable
+
+    @contextmanager
+    def write(self) -> Iterator[Transaction]:
+        """The joined transaction (must be a write transaction)."""
+        if not self.writable:
+            raise TaskError(ErrorCode.INTERNAL, "a write inside a read-only call")
+        yield self.tx
+
+    @contextmanager
+    def read(self) -> Iterator[Transaction]:
+        """The joined transaction (reads see its own uncommitted rows)."""
+        yield self.tx
+
+    backend = "joined"
+    """Not a backend: the opener's storage knows which one it is."""
+
+    def ping(self) -> None:
+        """Nothing to check: the transaction is open."""
+
+    def schema(self) -> dict[str, int]:
+        """Nothing to report: ask the opener's storage."""
+        return {}
+
+    def close(self) -> None:
+        """Nothing to release: the transaction belongs to its opener."""
 
 
 class SqliteTransaction:

@@ -86,16 +86,20 @@ class AuthorizationGuard(Protocol):
         ...
 
 
-_LOCKS: dict[str, threading.Lock] = {}
+_LOCKS: dict[str, threading.RLock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 
-def workspace_lock(workspace: str) -> threading.Lock:
-    """Return this process's lock for ``workspace`` (created on first use)."""
+def workspace_lock(workspace: str) -> threading.RLock:
+    """Return this process's lock for ``workspace`` (created on first use).
+
+    Re-entrant: the front door takes it before the call's transaction opens and the journal
+    code the handler runs takes it again on the same thread.
+    """
     with _LOCKS_GUARD:
         lock = _LOCKS.get(workspace)
         if lock is None:
-            lock = _LOCKS[workspace] = threading.Lock()
+            lock = _LOCKS[workspace] = threading.RLock()
         return lock
 
 

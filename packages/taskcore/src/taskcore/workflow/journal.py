@@ -101,10 +101,9 @@ from taskcore.workflow.states import (
     AttemptState,
     Event,
     TaskState,
-    attempt_transition,
     observe_attempt,
-    task_transition,
 )
+from taskcore.workflow.transition import check, transition
 from taskcore.workflow.types import (
     AttemptView,
     CapabilitiesResponse,
@@ -658,7 +657,7 @@ class WorkflowJournal:
                     step_id=task.step_id,
                     binding=request.executor,
                 )
-            new_state = task_transition(Event.CLAIM, TaskState(task.state))
+            check(Event.CLAIM, task)
             self._check_dependencies(tx, task, wtask)
             prior = unresolved_prior_task(tx, task)
             if prior is not None:
@@ -685,8 +684,10 @@ class WorkflowJournal:
             )
             attempt.validate_for_claim(request, caller.agent)
             attempt_digest = attempt.digest
-            tx.journal.insert_attempt(
-                AttemptRecord(
+            transition(
+                Event.CLAIM,
+                task,
+                attempt=AttemptRecord(
                     attempt_id=attempt.attempt_id,
                     task_id=task.task_id,
                     fence=attempt.fence,
@@ -699,17 +700,12 @@ class WorkflowJournal:
                     superseded_by_fence=None,
                     created_at_ms=now,
                     updated_at_ms=now,
-                )
-            )
-            tx.journal.update_task(
-                attrs.evolve(
-                    task,
-                    state=new_state.value,
-                    next_fence=attempt.fence + 1,
-                    current_attempt_id=attempt.attempt_id,
-                    updated_at_ms=now,
-                )
-            )
+                ),
+                agent=(caller.agent.owner_id, caller.agent.agent_id),
+                now_ms=now,
+                request_id=request.request_id,
+                log_event=kind,
+            ).write(tx)
             outcome = canonical_json(
                 ClaimOutcome(
                     task_id=task.task_id,
@@ -729,18 +725,6 @@ class WorkflowJournal:
                 attempt_id=attempt.attempt_id,
                 outcome=outcome,
                 now=now,
-            )
-            self._log(
-                tx,
-                caller,
-                now=now,
-                task_id=task.task_id,
-                attempt_id=attempt.attempt_id,
-                event=kind,
-                before=task.state,
-                after=new_state.value,
-                fence=attempt.fence,
-                request_id=request.request_id,
             )
             forge.status_for_claim(tx, now, task)
             return outcome
@@ -853,8 +837,7 @@ class WorkflowJournal:
                     raise TaskError(
                         ErrorCode.FORBIDDEN, "only the agent holding the attempt may renew it"
                     )
-            new_attempt_state = attempt_transition(event, state)
-            new_task_state = task_transition(event, TaskState(task.state))
+            check(event, task, stored)
             subject = self._subject(tx, task)
             if action is MutationAction.HEARTBEAT:
                 # New heartbeat effects need the current subject and enrollment; cancel and
@@ -868,29 +851,24 @@ class WorkflowJournal:
                         step_id=task.step_id,
                         binding=attempt.executor,
                     )
-            expires = stored.lease_expires_at_ms
+            effects = transition(
+                event,
+                task,
+                attempt=stored,
+                agent=(caller.agent.owner_id, caller.agent.agent_id),
+                now_ms=now,
+                request_id=request.request_id,
+                lease_expires_at_ms=now + attempt.lease_ms
+                if action is MutationAction.HEARTBEAT
+                else None,
+            )
+            effects.write(tx)
+            expires = effects.attempt.lease_expires_at_ms
+            superseded_by = effects.attempt.superseded_by_fence
             supersession: FenceSupersession | None = None
-            superseded_by: int | None = None
-            next_fence = task.next_fence
-            if action is MutationAction.HEARTBEAT:
-                expires = now + attempt.lease_ms
-            elif action is MutationAction.RECONCILE:
-                superseded_by = task.next_fence
+            if action is MutationAction.RECONCILE:
+                assert superseded_by is not None
                 supersession = FenceSupersession(old_fence=stored.fence, new_fence=superseded_by)
-            tx.journal.update_attempt(
-                attrs.evolve(
-                    stored,
-                    state=new_attempt_state.value,
-                    lease_expires_at_ms=expires,
-                    superseded_by_fence=superseded_by,
-                    updated_at_ms=now,
-                )
-            )
-            tx.journal.update_task(
-                attrs.evolve(
-                    task, state=new_task_state.value, next_fence=next_fence, updated_at_ms=now
-                )
-            )
             outcome = canonical_json(
                 MutationOutcome(
                     action=kind,  # type: ignore[arg-type]
@@ -898,7 +876,7 @@ class WorkflowJournal:
                     attempt_id=stored.attempt_id,
                     attempt_digest=stored.attempt_digest,
                     fence=stored.fence,
-                    attempt_state=new_attempt_state.value,  # type: ignore[arg-type]
+                    attempt_state=effects.attempt_state.value,  # type: ignore[arg-type]
                     lease_expires_at_ms=expires if action is MutationAction.HEARTBEAT else None,
                     fence_supersession=supersession,
                 )
@@ -913,18 +891,6 @@ class WorkflowJournal:
                 attempt_id=stored.attempt_id,
                 outcome=outcome,
                 now=now,
-            )
-            self._log(
-                tx,
-                caller,
-                now=now,
-                task_id=task.task_id,
-                attempt_id=stored.attempt_id,
-                event=kind,
-                before=task.state,
-                after=new_task_state.value,
-                fence=stored.fence,
-                request_id=request.request_id,
             )
             return outcome
 
@@ -980,8 +946,7 @@ class WorkflowJournal:
                 )
             attempt = _decode(WorkflowTaskAttempt, stored.body)
             validate_against_attempt(assertion, attempt)
-            new_attempt_state = attempt_transition(Event.RESULT, AttemptState(stored.state))
-            new_task_state = task_transition(Event.RESULT, TaskState(task.state))
+            check(Event.RESULT, task, stored)
             subject = self._subject(tx, task)
             check_current(tx, subject)
             policy = self._policy(tx, subject)
@@ -1023,17 +988,15 @@ class WorkflowJournal:
                     retained_at_ms=now,
                 )
             )
-            tx.journal.update_attempt(
-                attrs.evolve(stored, state=new_attempt_state.value, updated_at_ms=now)
-            )
-            tx.journal.update_task(
-                attrs.evolve(
-                    task,
-                    state=new_task_state.value,
-                    completion=OBSERVATION_COMPLETION if completes else None,
-                    updated_at_ms=now,
-                )
-            )
+            transition(
+                Event.RESULT,
+                task,
+                attempt=stored,
+                agent=(caller.agent.owner_id, caller.agent.agent_id),
+                now_ms=now,
+                request_id=assertion.request_id,
+                completion=OBSERVATION_COMPLETION if completes else None,
+            ).write(tx)
             outcome = canonical_json(
                 ResultOutcome(
                     task_id=task.task_id,
@@ -1057,18 +1020,6 @@ class WorkflowJournal:
                 attempt_id=stored.attempt_id,
                 outcome=outcome,
                 now=now,
-            )
-            self._log(
-                tx,
-                caller,
-                now=now,
-                task_id=task.task_id,
-                attempt_id=stored.attempt_id,
-                event=kind,
-                before=task.state,
-                after=new_task_state.value,
-                fence=stored.fence,
-                request_id=assertion.request_id,
             )
             return outcome
 

@@ -6,16 +6,23 @@ return the ``result`` object only; the service wraps it as ``{"capability",
 "schema_version", "operation", "result"}``. Mutations return the retained outcome bytes
 (:class:`~taskcore.service.RawJson`), so an identical retry answers byte for byte.
 
-Handlers run with ``TxMode.OWN``: the journal takes the actor/workspace guard first, then its
-own transaction (the seed's lock order), and ``checkpoint`` and ``reference`` read git
-outside any journal transaction.
+Every operation runs in the transaction the service opens for the call, so its rows and its
+audit event commit together (:func:`journal_for` binds the journal to that transaction).
+Mutations take the actor/workspace guard before it opens (``Operation.hold``: the seed's
+lock order, guard then transaction). The two that read git are two-phase
+(``Operation.prepare``): ``checkpoint`` compiles the commit (a read transaction, then git)
+before the call's transaction, which records it; ``reference`` reads the blob before it,
+and the call's transaction only audits the answer.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from taskcore.actors import RiskClass, Tier
+from taskcore.authority.subjects import CompiledCheckpoint
 from taskcore.contract import (
     InstructionEntrypointResponse,
     InstructionsRequest,
@@ -39,7 +46,7 @@ from taskcore.service import (
     Surface,
     TxMode,
 )
-from taskcore.workflow.guard import ActorGuard
+from taskcore.workflow.guard import ActorGuard, GuardAction
 from taskcore.workflow.journal import Caller, WorkflowJournal
 from taskcore.workflow.types import (
     AttemptView,
@@ -59,15 +66,19 @@ from taskcore.workflow.types import (
     TaskView,
 )
 
-__all__ = ["journal_for", "register"]
+__all__ = ["guard_hold", "journal_for", "register"]
 
 
 def journal_for(ctx: CallContext) -> tuple[WorkflowJournal, Caller]:
-    """The journal on the service's storage and the caller for this call's actor and route."""
+    """The journal and the caller for this call's actor and route.
+
+    Inside the call's transaction the journal is bound to it (``ctx.storage``), so its
+    ``write()``/``read()`` blocks join the call instead of opening their own.
+    """
     if ctx.route is None:
         raise TaskError(ErrorCode.BAD_INPUT, "workflow operations need a repository and profile")
     journal = WorkflowJournal(
-        ctx.service.storage, clock=ctx.service.clock, lease_max_ms=ctx.service.config.lease_max_ms
+        ctx.storage, clock=ctx.service.clock, lease_max_ms=ctx.service.config.lease_max_ms
     )
     caller = Caller(
         actor=ctx.actor,
@@ -76,6 +87,20 @@ def journal_for(ctx: CallContext) -> tuple[WorkflowJournal, Caller]:
         guard=ActorGuard(ctx.actor, wait_ms=ctx.service.config.busy_timeout_ms),
     )
     return journal, caller
+
+
+def guard_hold(action: GuardAction) -> Callable[[CallContext], AbstractContextManager[None]]:
+    """``Operation.hold`` for a workflow action: the actor/workspace guard, before the tx.
+
+    The journal's own ``guard.hold`` inside the call re-enters it (the lock is re-entrant per
+    thread), so the order stays guard, then transaction, whoever opens it.
+    """
+
+    def hold(ctx: CallContext) -> AbstractContextManager[None]:
+        guard = ActorGuard(ctx.actor, wait_ms=ctx.service.config.busy_timeout_ms)
+        return guard.hold(action)
+
+    return hold
 
 
 def _capabilities(ctx: CallContext, _: CapabilitiesRequest) -> CapabilitiesResponse:
@@ -98,9 +123,14 @@ def _instructions(ctx: CallContext, req: InstructionsRequest) -> InstructionEntr
     return journal.instructions(caller, req)
 
 
-def _reference(ctx: CallContext, req: ReferenceFetchRequest) -> Any:
+def _reference_read(ctx: CallContext, req: ReferenceFetchRequest) -> Any:
+    # Phase one, before the call's transaction: the route in a read snapshot, then git.
     journal, caller = journal_for(ctx)
     return journal.reference(caller, req)
+
+
+def _reference(_: CallContext, answer: Any) -> Any:
+    return answer
 
 
 def _status(ctx: CallContext, req: TaskStatusRequest) -> AttemptView:
@@ -118,9 +148,21 @@ def _recovery(ctx: CallContext, req: TaskRecoveryRequest) -> TaskRecoveryEnvelop
     return journal.recovery(caller, req)
 
 
-def _checkpoint(ctx: CallContext, req: CheckpointRequest) -> CheckpointResponse:
+def _checkpoint_compile(
+    ctx: CallContext, req: CheckpointRequest
+) -> tuple[CheckpointRequest, CompiledCheckpoint]:
+    # Phase one, before the call's transaction: the route in a read snapshot, then git.
     journal, caller = journal_for(ctx)
-    return journal.checkpoint(caller, req)
+    return req, journal.compile_checkpoint(caller, req)
+
+
+def _checkpoint(
+    ctx: CallContext, prepared: tuple[CheckpointRequest, CompiledCheckpoint]
+) -> CheckpointResponse:
+    # Phase two, in the call's transaction (which rechecks that the authority did not move).
+    req, compiled = prepared
+    journal, caller = journal_for(ctx)
+    return journal.record_checkpoint(caller, compiled, retry=req.retry)
 
 
 def _claim(ctx: CallContext, req: TaskClaimRequest) -> RawJson:
@@ -150,6 +192,22 @@ def _result(ctx: CallContext, req: TaskResultAssertion) -> RawJson:
 
 _READ = (RiskClass.READ, True)
 _WRITE = (RiskClass.WRITE, True)
+
+_PREPARE: dict[str, Callable[[CallContext, Any], Any]] = {
+    "checkpoint": _checkpoint_compile,
+    "reference": _reference_read,
+}
+"""The two-phase operations: what runs before the call's transaction opens."""
+
+_HOLD: dict[str, GuardAction] = {
+    "checkpoint": GuardAction.CHECKPOINT,
+    "claim": GuardAction.CLAIM,
+    "heartbeat": GuardAction.HEARTBEAT,
+    "cancel": GuardAction.CANCEL,
+    "reconcile": GuardAction.RECONCILE,
+    "result": GuardAction.RESULT,
+}
+"""The mutations, and the guard action each holds across its transaction."""
 
 _OPERATIONS: tuple[tuple[str, str, type[Any], Any, Any, tuple[RiskClass, bool], str], ...] = (
     (
@@ -307,7 +365,9 @@ def register(registry: Registry) -> None:
                 mcp=True,
                 surface=Surface.WORKFLOW,
                 handler=handler,
-                tx=TxMode.OWN,
+                tx=TxMode.WRITE,
+                prepare=_PREPARE.get(name),
+                hold=guard_hold(_HOLD[name]) if name in _HOLD else None,
                 route_required=True,
                 max_input_bytes=ASSERTION_MAX_BYTES,
                 description=description,

@@ -25,7 +25,7 @@ from taskcore.store.sqlite_authority import SqliteAuthorityStore
 from taskcore.store.sqlite_collector import SqliteCollectorStore
 from taskcore.store.sqlite_forge import SqliteForgeStore
 from taskcore.store.sqlite_journal import SqliteJournalStore
-from taskcore.store.sqlite_queue import _TASK_SELECT, SqliteQueueStore, _task
+from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
 from taskcore.store.sqlite_retention import SqliteRetentionStore
 from taskcore.store.sqlite_tokens import SqliteTokenStore
 
@@ -78,7 +78,7 @@ class PgQueueStore(SqliteQueueStore):
             row = self._one(_CLAIM_ANY, (workspace, autonomy, max_autonomy, now_ms))
         else:
             row = self._one(_CLAIM_VERB, (workspace, autonomy, max_autonomy, now_ms, verb))
-        return None if row is None else _task(row)
+        return None if row is None else TASKS.from_row(row)
 
     def next_phase_index(self, workspace: str, task_id: str) -> int:
         """One more than the highest phase index, read under the task's advisory lock."""
@@ -87,7 +87,6 @@ class PgQueueStore(SqliteQueueStore):
             (advisory_key(_PHASE_LOCK_SPACE, f"{workspace}\x1f{task_id}".replace("\x00", "")),),
         )
         return super().next_phase_index(workspace, task_id)
-
 
     def depth(self, workspace: str | None, *, now_ms: int) -> tuple[QueueCount, ...]:
         """Count tasks by workspace and effective status (``FILTER`` for SQLite's boolean sum)."""

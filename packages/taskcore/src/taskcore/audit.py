@@ -1,0 +1,232 @@
+"""The one audit writer: every audit event goes through :func:`append`.
+
+Three callers, one shape:
+
+* the front door (:class:`~taskcore.service.Service`): an accepted call's event in the
+  call's own transaction (:meth:`AuditLog.record`), a refused call's event in a transaction
+  of its own after the call's rolled back (:meth:`AuditLog.refusal`);
+* floods (anonymous, rate-limited and overload refusals): counted in memory and written as
+  one event per (actor, workspace, operation, outcome) with a ``calls`` count
+  (:meth:`AuditLog.flush`), so the audit count, a sum of ``calls``, still equals the calls;
+* platform acts that are not calls (the retention sweep, the forge outbox worker, a
+  landing's ref update): :func:`append` inside the transaction of the act.
+
+Operator and admin acts are operations (``operator.*``), so they take the first path and
+are audited once each, refusals included.
+
+>>> import tempfile
+>>> from taskcore.clock import FakeClock
+>>> from taskcore.store import open_storage
+>>> storage = open_storage(tempfile.mkdtemp(), create=True)
+>>> with storage.write() as tx:
+...     append(tx, at_ms=1, actor="t1", workspace="w", operation="demo.op",
+...            input_digest=input_digest(b"{}"), outcome="OK")
+1
+>>> storage.close()
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from typing import Any
+
+from taskcore.clock import Clock
+from taskcore.codec import dumps
+from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.limits import AUDIT_VERB_MAX_CHARS
+from taskcore.ratelimit import RefusalTally
+from taskcore.store.audit_api import AuditEvent
+from taskcore.store.storage import Transaction
+
+__all__ = [
+    "AGGREGATED_CODES",
+    "AGGREGATED_DIGEST",
+    "ANONYMOUS",
+    "AuditLog",
+    "append",
+    "input_digest",
+    "write_event",
+]
+
+ANONYMOUS = "anonymous"
+"""The audit actor of a call whose credential did not authenticate."""
+
+AGGREGATED_DIGEST = domain_digest(AUDIT_INPUT_DOMAIN, b"")
+"""The input digest of an aggregated event (it stands for many inputs)."""
+
+AGGREGATED_CODES = frozenset({ErrorCode.RATE_LIMITED, ErrorCode.OVERLOADED})
+"""Load-shedding refusals: counted, not written one row each (they come in floods)."""
+
+
+def _raw_bytes(raw: bytes | str | Mapping[str, Any] | None) -> bytes:
+    if raw is None:
+        return b"{}"
+    if isinstance(raw, bytes | bytearray | memoryview):
+        return bytes(raw)
+    if isinstance(raw, str):
+        return raw.encode("utf-8", "surrogatepass")
+    try:
+        return dumps(dict(raw))
+    except (TypeError, ValueError):
+        return repr(raw).encode("utf-8", "replace")
+
+
+def input_digest(raw: bytes | str | Mapping[str, Any] | None) -> str:
+    """The audit digest of a call's input as it arrived (a JSON tree is encoded compactly)."""
+    return domain_digest(AUDIT_INPUT_DOMAIN, _raw_bytes(raw))
+
+
+def write_event(tx: Transaction, event: AuditEvent) -> int:
+    """Write a built event in ``tx``; return its sequence number (every write ends here)."""
+    return tx.audit.append(event)
+
+
+def append(
+    tx: Transaction,
+    *,
+    at_ms: int,
+    actor: str,
+    workspace: str,
+    operation: str,
+    input_digest: str,
+    outcome: str,
+    subject: str | None = None,
+    calls: int = 1,
+) -> int:
+    """Write one audit event in ``tx``; return its sequence number.
+
+    ``operation`` is cut to the audit bound; ``outcome`` is ``"OK"`` or an error's wire code.
+    """
+    return write_event(
+        tx,
+        AuditEvent(
+            at_ms=at_ms,
+            actor=actor,
+            workspace=workspace,
+            operation=operation[:AUDIT_VERB_MAX_CHARS],
+            input_digest=input_digest,
+            outcome=outcome,
+            subject=subject,
+            calls=calls,
+        ),
+    )
+
+
+class AuditLog:
+    """The front door's audit: events in the call's transaction, refusals, counted floods.
+
+    ``write`` opens a write transaction (the service's, queued behind its other writers).
+    """
+
+    def __init__(
+        self, write: Callable[[], AbstractContextManager[Transaction]], clock: Clock
+    ) -> None:
+        self._write = write
+        self.clock = clock
+        self._tally = RefusalTally()
+        self._flusher: threading.Thread | None = None
+        self._flusher_lock = threading.Lock()
+        self._closing = threading.Event()
+
+    def record(
+        self,
+        tx: Transaction,
+        actor: str,
+        workspace: str,
+        name: str,
+        digest: str,
+        outcome: str,
+        subject: str | None = None,
+    ) -> None:
+        """Audit one call inside ``tx``, the transaction that applied it."""
+        append(
+            tx,
+            at_ms=self.clock.now_ms(),
+            actor=actor,
+            workspace=workspace,
+            operation=name,
+            input_digest=digest,
+            outcome=outcome,
+            subject=subject,
+        )
+
+    def refusal(
+        self,
+        actor: str,
+        workspace: str,
+        name: str,
+        digest: str,
+        error: TaskError,
+        subject: str | None = None,
+    ) -> None:
+        """Audit one refused call in a transaction of its own; never raises.
+
+        Anonymous, rate-limited and overload refusals are counted in memory and written in
+        batches: one durable write each is what an unauthenticated flood would otherwise
+        buy. A refusal storage cannot take (busy, full, gone) is counted the same way and
+        written once storage answers again.
+        """
+        if actor == ANONYMOUS or error.code in AGGREGATED_CODES:
+            self._count(actor, workspace, name, error)
+            return
+        try:
+            with self._write() as tx:
+                self.record(tx, actor, workspace, name, digest, error.code.value, subject)
+        except Exception:  # the refusal being reported must reach the caller
+            self._count(actor, workspace, name, error)
+
+    def _count(self, actor: str, workspace: str, name: str, error: TaskError) -> None:
+        self._tally.add(actor, workspace, name[:AUDIT_VERB_MAX_CHARS], error.code.value)
+        if self._flusher is None and not self._closing.is_set():
+            with self._flusher_lock:
+                if self._flusher is None:
+                    self._flusher = threading.Thread(
+                        target=self._flush_loop, name="audit-refusals", daemon=True
+                    )
+                    self._flusher.start()
+
+    def _flush_loop(self) -> None:
+        # One long-lived thread (one journal connection) writes the tally when it is due.
+        interval = self._tally.flush_ms / 1000.0
+        while not self._closing.wait(interval):
+            if self._tally.due():
+                self.flush()
+
+    def flush(self) -> int:
+        """Write the counted refusals; return how many calls were written (never raises).
+
+        One event per key, with its count in ``calls``. If storage refuses, the counts are
+        kept for the next flush.
+        """
+        counts = self._tally.drain()
+        if not counts:
+            return 0
+        try:
+            with self._write() as tx:
+                now = self.clock.now_ms()
+                for (actor, workspace, operation, outcome), calls in counts.items():
+                    append(
+                        tx,
+                        at_ms=now,
+                        actor=actor,
+                        workspace=workspace,
+                        operation=operation,
+                        input_digest=AGGREGATED_DIGEST,
+                        outcome=outcome,
+                        calls=calls,
+                    )
+        except Exception:  # kept in memory (bounded) and retried
+            self._tally.restore(counts)
+            return 0
+        return sum(counts.values())
+
+    def close(self) -> None:
+        """Stop the flusher and write what is still counted."""
+        self._closing.set()
+        flusher = self._flusher
+        if flusher is not None:
+            flusher.join(5)
+        self.flush()
