@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _both_backends(module_backend: str) -> str:
-    """Every module here runs on SQLite and on PostgreSQL (tests/conftest.py)."""
-    return module_backend
+@pytest.fixture(autouse=True)
+def _both_backends(backend: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL (tests/conftest.py); a module whose
+    service lives for the module overrides this with ``module_backend``."""
+    return backend

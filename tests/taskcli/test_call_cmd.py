@@ -5,6 +5,12 @@ import pytest
 from tests.taskcli.frontdoor import RealLive, agent_task
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _both_backends(module_backend: str) -> str:
+    """This module's service lives for the module: its backend does too."""
+    return module_backend
+
+
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     server = RealLive(tmp_path_factory.mktemp("call"))

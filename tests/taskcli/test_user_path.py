@@ -19,6 +19,12 @@ import pytest
 from tests.taskcli.userpath import AGENT_TASK, EXPOSE_PYTHON, UserPath, git
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _both_backends(module_backend: str) -> str:
+    """This module's service lives for the module: its backend does too."""
+    return module_backend
+
+
 @pytest.fixture(scope="module")
 def user(tmp_path_factory: pytest.TempPathFactory):
     path = UserPath(tmp_path_factory.mktemp("user-path"))

@@ -13,6 +13,12 @@ from tests.taskhttp.fixtures import Live
 WORKSPACE = "/v1/hub/workspace/mcp?repository=acme%2Fwidgets&profile=default"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _both_backends(module_backend: str) -> str:
+    """This module's service lives for the module: its backend does too."""
+    return module_backend
+
+
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     server = Live(tmp_path_factory.mktemp("mcp")).start()

@@ -82,6 +82,12 @@ def test_an_empty_registry_offers_no_tools():
 # -- every endpoint, listed by the official SDK client --------------------------------------
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _both_backends(module_backend: str) -> str:
+    """This module's service lives for the module: its backend does too."""
+    return module_backend
+
+
 @pytest.fixture(scope="module")
 def queue(tmp_path_factory):
     svc = QueueService(tmp_path_factory.mktemp("names")).start()

@@ -9,7 +9,8 @@ stores hold and overrides only where the dialects differ (``store/postgres/store
 The translation is small and total:
 
 * ``?`` placeholders become ``%s`` (a literal ``%`` is doubled); string literals are kept;
-* ``INDEXED BY name`` (a SQLite planner hint) is dropped; ``rowid`` becomes ``ctid``;
+* ``INDEXED BY name`` (a SQLite planner hint) is dropped; ``rowid`` becomes ``ctid``; a blob
+  literal ``x'00ff'`` becomes ``decode('00ff', 'hex')``;
 * ``changes()`` is the row count of the last statement; ``last_insert_rowid()`` is
   ``lastval()`` (every ``INTEGER PRIMARY KEY`` is an identity column here);
 * PostgreSQL errors become the apsw exceptions the stores already catch: a unique, primary
@@ -21,6 +22,8 @@ error into a refusal (a ``TaskError``), so the transaction ends there, as it mus
 
 >>> translate("SELECT a FROM t INDEXED BY t_a WHERE a = ? AND b LIKE '%?' AND rowid = ?")
 "SELECT a FROM t WHERE a = %s AND b LIKE '%%?' AND ctid = %s"
+>>> translate("UPDATE t SET b = x'' WHERE c = x'0aFF'")
+"UPDATE t SET b = decode('', 'hex') WHERE c = decode('0aFF', 'hex')"
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from taskcore.errors import ErrorCode, TaskError
 
 __all__ = ["PgConnection", "PgCursor", "pg_error", "translate"]
 
+_BLOB = re.compile(r"\b[xX]'([0-9a-fA-F]*)'")
 _INDEXED_BY = re.compile(r"\s+INDEXED\s+BY\s+\w+", re.IGNORECASE)
 _ROWID = re.compile(r"\browid\b")
 _FOREIGN_KEY = 787  # SQLITE_CONSTRAINT_FOREIGNKEY, what sqlite_authority.py tests for
@@ -46,6 +50,7 @@ _FOREIGN_KEY = 787  # SQLITE_CONSTRAINT_FOREIGNKEY, what sqlite_authority.py tes
 @functools.lru_cache(maxsize=4096)
 def translate(sql: str) -> str:
     """Return ``sql`` (SQLite dialect, ``?`` placeholders) as psycopg's PostgreSQL text."""
+    sql = _BLOB.sub(r"decode('\1', 'hex')", sql)  # SQLite's blob literal x'00ff'
     out: list[str] = []
     for part in re.split(r"('(?:[^']|'')*')", sql):
         if part.startswith("'") and part.endswith("'") and len(part) >= 2:
