@@ -42,21 +42,9 @@ def migrate_command(data_dir: Path | None, as_json: bool) -> None:
     directory = resolve_data_dir(data_dir)
 
     def act() -> dict[str, Any]:
-        from taskcore.store.storage import database_url, open_storage
+        from taskcore.dbadmin import migrate_journal
 
-        if database_url() is not None:
-            from taskcore.store.postgres.storage import PostgresStorage
-
-            pg = PostgresStorage(str(database_url()))
-            try:
-                return {"backend": pg.backend, "applied": pg.applied, "schema": pg.schema()}
-            finally:
-                pg.close()
-        storage = open_storage(directory)  # migrates a SQLite journal on open
-        try:
-            return {"backend": storage.backend, "applied": [], "schema": storage.schema()}
-        finally:
-            storage.close()
+        return migrate_journal(directory)
 
     emit(run(as_json, act), as_json, _render)
 
@@ -69,13 +57,9 @@ def status_command(data_dir: Path | None, as_json: bool) -> None:
     directory = resolve_data_dir(data_dir)
 
     def act() -> dict[str, Any]:
-        from taskcore.store.storage import open_storage
+        from taskcore.dbadmin import journal_status
 
-        storage = open_storage(directory, readonly=True)
-        try:
-            return {"backend": storage.backend, "schema": storage.schema()}
-        finally:
-            storage.close()
+        return journal_status(directory)
 
     emit(run(as_json, act), as_json, _render)
 
