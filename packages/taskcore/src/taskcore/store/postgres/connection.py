@@ -141,14 +141,16 @@ class PgConnection:
         whole transaction. The stores (and their tests) go on after a refused insert (a
         duplicate, a missing parent row), so a failed insert is rolled back to its savepoint.
         """
+        # Nothing in the pipeline is a prepared statement: a statement skipped after an error
+        # would leave psycopg believing it prepared one the server never saw.
         try:
             with self.raw.pipeline():
-                self.raw.execute("SAVEPOINT agent_task_insert")
-                cur = self.raw.execute(query, args, prepare=None)
-                self.raw.execute("RELEASE SAVEPOINT agent_task_insert")
+                self.raw.execute("SAVEPOINT agent_task_insert", prepare=False)
+                cur = self.raw.execute(query, args, prepare=False)
+                self.raw.execute("RELEASE SAVEPOINT agent_task_insert", prepare=False)
         except psycopg.Error:
-            self.raw.execute("ROLLBACK TO SAVEPOINT agent_task_insert")
-            self.raw.execute("RELEASE SAVEPOINT agent_task_insert")
+            self.raw.execute("ROLLBACK TO SAVEPOINT agent_task_insert", prepare=False)
+            self.raw.execute("RELEASE SAVEPOINT agent_task_insert", prepare=False)
             raise
         return cur
 

@@ -232,8 +232,14 @@ class PostgresStorage:
         try:
             with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
                 self.applied = migrate(conn, apply=migrate_on_open)
-        except psycopg.Error as exc:
+        except psycopg.OperationalError as exc:
             raise _unavailable(exc) from None
+        except psycopg.Error as exc:
+            raise TaskError(
+                ErrorCode.STORAGE_UNAVAILABLE,
+                f"the database schema could not be checked or migrated ({type(exc).__name__}: "
+                f"{str(exc)[:200]}); see 'agent-task db status'",
+            ) from None
         self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
             conninfo,
             min_size=1,
