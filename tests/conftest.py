@@ -49,6 +49,15 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a test marked ``backend_only`` on the other backend (either fixture's param)."""
+    marker = item.get_closest_marker("backend_only")
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    active = params.get("backend", params.get("module_backend"))
+    if marker is not None and active is not None and active != marker.args[0]:
+        pytest.skip(f"{marker.args[0]} only: {marker.kwargs.get('reason', '')}")
+
+
 def _required(config: pytest.Config) -> bool:
     ci = os.environ.get("CI", "").strip().lower()
     return bool(config.getoption("--require-postgres")) or ci not in ("", "0", "false", "no")

@@ -136,6 +136,10 @@ def test_list_includes_the_operator_surface():
     assert "operator.register_repository" in agent_task("call", "--list").stdout
 
 
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="checks that a data dir without a journal is refused, which is SQLite's journal-in-the-data-dir",
+)
 def test_operator_acts_run_locally_on_the_data_dir_and_are_audited(tmp_path):
     data = str(tmp_path / "data")
     from taskcore.operator_ops import OperatorDesk
