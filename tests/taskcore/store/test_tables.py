@@ -68,6 +68,19 @@ def test_insert_leaves_generated_columns_to_the_database() -> None:
     assert args == ("r", 1, None, b"", 1, "red", "a,b")
 
 
+def test_the_journal_tables_for_psycopg() -> None:
+    pg = TASKS.for_placeholder("%s")
+    assert pg.columns == TASKS.columns
+    assert "?" not in pg.insert(TASKS.from_row(_task_row()))[0]
+    assert pg.update(
+        TASKS.from_row(_task_row()), attrs.evolve(TASKS.from_row(_task_row()), state="claimed")
+    ) == ("UPDATE journal_task SET state = %s WHERE task_id = %s", ("claimed", "t"))
+
+
+def _task_row() -> tuple[object, ...]:
+    return ("t", "d", 1, "r", "p", "c", "s", 0, b"{}", "pending", 1, None, None, 0, 0)
+
+
 def test_psycopg_placeholder() -> None:
     table = _table("%s")
     assert table.insert(Row(row_id="r", size=1))[0].endswith("VALUES (%s, %s, %s, %s, %s, %s, %s)")

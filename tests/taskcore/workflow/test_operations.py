@@ -239,3 +239,92 @@ def test_a_claim_failing_after_its_rows_leaves_no_row_and_one_refusal(world, ser
     state, attempts, request, events, audit = _claim_rows(world, claim["task_id"])
     assert (state, attempts, request, events) == ("pending", (), None, ["derive"])
     assert [a for a in audit if a[0] == "workflow.claim"] == [("workflow.claim", "INTERNAL")]
+
+
+def test_threads_mixing_workflow_and_queue_calls_keep_one_audit_event_per_call(world):
+    # Real threads through one service on a real journal file: workflow mutations take the
+    # workspace guard, then the service's writer; queue calls take the writer only. Nothing
+    # deadlocks, every call (refusals included) leaves exactly one audit event, and each
+    # task's fences stay distinct and increasing.
+    import random
+    import threading
+
+    from taskcore.actors import Tier
+    from taskcore.codec import default_codec
+    from taskcore.contract import MutationAction
+
+    from tests.taskcore.workflow.support import claim_request, mutation, parse
+
+    codec = default_codec()
+    service = Service(
+        world.storage, config=ServiceConfig(data_dir=world.data_dir), clock=world.clock
+    )
+    tasks = [world.task(world.checkpoint(f"c{n}"), "implement") for n in range(3)]
+    conclusive = {
+        ErrorCode.ILLEGAL_TRANSITION,
+        ErrorCode.STALE_FENCE,
+        ErrorCode.FORBIDDEN,
+        ErrorCode.PRIOR_SUBJECT_UNRESOLVED,
+        ErrorCode.NOT_FOUND,
+    }
+    calls = [0] * 8
+    claims: list[int] = [0] * 8
+    failures: list[BaseException] = []
+
+    def workflow_worker(n: int) -> None:
+        who = actor(f"agent{n}")
+        rng = random.Random(n)
+
+        def send(op, request):
+            calls[n] += 1
+            body = json.dumps({"operation": op, "request": codec.unstructure(request)})
+            try:
+                return parse(service.call_workflow(who, body, route=ROUTE).body)["result"]
+            except TaskError as err:
+                if err.code not in conclusive:
+                    raise
+                return None
+
+        try:
+            for i in range(12):
+                task = rng.choice(tasks)
+                claimed = send("claim", claim_request(task, f"cl-{n}-{i}", op=f"op-{n}-{i}"))
+                send("next", {"version": 1, "change_id": "c0"})
+                if claimed is None:
+                    continue
+                claims[n] += 1
+                send("cancel", mutation(claimed, MutationAction.CANCEL, f"ca-{n}-{i}", reason="t"))
+                send(
+                    "reconcile",
+                    mutation(claimed, MutationAction.RECONCILE, f"re-{n}-{i}", reason="t"),
+                )
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    def queue_worker(n: int) -> None:
+        from taskcore.actors import Actor
+
+        member = Actor(token_id=f"m{n}", workspace="acme", tier=Tier.MEMBER, autonomy=1)
+        try:
+            for _ in range(15):
+                calls[n] += 1
+                service.dispatch(member, "agenttask.create", {"verb": "agent.run"})
+        except BaseException as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=workflow_worker, args=(n,)) for n in range(6)]
+    threads += [threading.Thread(target=queue_worker, args=(n,)) for n in (6, 7)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(300)
+    assert not any(t.is_alive() for t in threads), "a worker never finished (deadlock?)"
+    assert failures == []
+    assert service.audit_count(workspace="acme") == sum(calls)
+    assert sum(claims) > 0
+    with world.storage.read() as tx:
+        fences = [f.fence for t in tasks for f in tx.journal.attempts_of_task(t.task_id)]
+        assert len(fences) == sum(claims)
+        for task in tasks:
+            own = [a.fence for a in tx.journal.attempts_of_task(task.task_id)]
+            assert own == sorted(set(own))

@@ -131,6 +131,13 @@ class Table(Generic[R]):
         self.name = name
         self.record = record
         self.placeholder = placeholder
+        self._spec: dict[str, Any] = {
+            "key": key,
+            "generated": generated,
+            "fixed": fixed,
+            "renamed": renamed,
+            "columns": columns,
+        }
         hints = typing.get_type_hints(record)
         special = dict(columns or {})
         constants = dict(fixed or {})
@@ -188,6 +195,18 @@ class Table(Generic[R]):
             f"VALUES ({', '.join(placeholder for _ in inserted)})"
         )
         self._key_sql = " AND ".join(f"{self._column_of[f]} = {placeholder}" for f in self.key)
+
+    def for_placeholder(self, placeholder: str) -> Table[R]:
+        """The same table with another parameter style (``"%s"`` for psycopg).
+
+        >>> import attrs
+        >>> @attrs.frozen
+        ... class T:
+        ...     k: str
+        >>> Table("t", T, key=("k",)).for_placeholder("%s").insert(T("x"))[0]
+        'INSERT INTO t (k) VALUES (%s)'
+        """
+        return Table(self.name, self.record, placeholder=placeholder, **self._spec)
 
     @property
     def column_list(self) -> str:
