@@ -296,7 +296,12 @@ def test_a_replica_refuses_a_database_migrated_by_a_newer_release(tmp_path, post
     first.stop()
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("UPDATE schema_versions SET version = version + 1 WHERE component = 'queue'")
-    refused = Served(tmp_path / "r1", "--database", postgres_url, expect_start=False)
+        try:
+            refused = Served(tmp_path / "r1", "--database", postgres_url, expect_start=False)
+        finally:  # the session's later tests share this database
+            conn.execute(
+                "UPDATE schema_versions SET version = version - 1 WHERE component = 'queue'"
+            )
     assert refused.proc.returncode not in (None, 0)
     assert "newer than this release" in refused.log()
     assert "STORAGE_UNAVAILABLE" in refused.log()
