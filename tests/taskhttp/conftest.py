@@ -4,7 +4,7 @@ from tests.taskhttp.fixtures import Live
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def live(tmp_path_factory, _both_backends):
     server = Live(tmp_path_factory.mktemp("live")).start()
     yield server
     server.stop()
