@@ -1,6 +1,22 @@
-"""Suite-wide test configuration: the Hypothesis profiles.
+"""The ``backend`` fixture: suites that touch the journal run on SQLite and on PostgreSQL.
 
-Two profiles instead of per-test ``max_examples``:
+A directory opts in with an autouse fixture that asks for ``backend`` (see
+``tests/taskcore/store/conftest.py``); each of its tests then runs twice, ``[sqlite]`` and
+``[postgresql]``. On PostgreSQL the test sees ``AGENT_TASK_DATABASE`` pointing at this
+session's own database (so ``open_storage``, ``Service.open`` and every ``agent-task`` process
+the test starts use it), emptied before the test.
+
+The server is ``$AGENT_TASK_TEST_POSTGRES`` (a libpq URL of a database to connect to for
+creating ours; default ``postgresql://postgres@127.0.0.1:5432/postgres``). This session
+creates ``agent_task_test_<worker>_<pid>`` there (``<worker>`` is pytest-xdist's
+``PYTEST_XDIST_WORKER``, ``main`` without it) and drops it at the end. If the server cannot
+be reached the PostgreSQL tests fail when ``CI`` is set (or ``--require-postgres`` is given),
+and are skipped with the reason otherwise; they are never skipped silently in CI.
+
+A test that only makes sense on one backend says so with
+``@pytest.mark.backend_only("sqlite", reason=...)``.
+
+The Hypothesis profiles: two instead of per-test ``max_examples``:
 
 * ``ci`` (chosen when ``CI`` is set, as ``.ci/run`` runs): derandomized, so a CI run is
   reproducible and a failure reproduces locally with ``HYPOTHESIS_PROFILE=ci``; 100 examples;
@@ -16,8 +32,19 @@ Two profiles instead of per-test ``max_examples``:
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+SERVER_ENV = "AGENT_TASK_TEST_POSTGRES"
+DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
+BACKENDS = ("sqlite", "postgresql")
+
+# Tables kept by the per-test reset: the schema record and the authority's audience.
+_KEEP = ("schema_versions", "collector_meta")
+
 
 settings.register_profile(
     "ci",
@@ -32,3 +59,158 @@ settings.register_profile("dev", max_examples=50, deadline=None)
 settings.load_profile(
     os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
 )
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--require-postgres",
+        action="store_true",
+        default=False,
+        help="fail (never skip) the PostgreSQL tests when no server answers (CI sets CI=1)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "backend_only(name, reason): the test runs on that backend only, for the reason given",
+    )
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a test marked ``backend_only`` on the other backend (either fixture's param)."""
+    marker = item.get_closest_marker("backend_only")
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    active = params.get("backend", params.get("module_backend"))
+    if marker is not None and active is not None and active != marker.args[0]:
+        pytest.skip(f"{marker.args[0]} only: {marker.kwargs.get('reason', '')}")
+
+
+def _required(config: pytest.Config) -> bool:
+    ci = os.environ.get("CI", "").strip().lower()
+    return bool(config.getoption("--require-postgres")) or ci not in ("", "0", "false", "no")
+
+
+def _with_db(url: str, name: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+class PostgresServer:
+    """This session's test database on the server (created on first use, dropped at exit)."""
+
+    def __init__(self, admin_url: str, name: str) -> None:
+        self.admin_url = admin_url
+        self.name = name
+        self.url = _with_db(admin_url, name)
+        self.error: str | None = None
+        self.created = False
+
+    def create(self) -> None:
+        import psycopg
+
+        try:
+            with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=5) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+                conn.execute(f"CREATE DATABASE \"{self.name}\" ENCODING 'UTF8' TEMPLATE template0")
+        except psycopg.Error as exc:
+            self.error = f"PostgreSQL at {self.admin_url} is not reachable: {exc}"
+            return
+        self.created = True
+
+    def drop(self) -> None:
+        if not self.created:
+            return
+        import psycopg
+
+        with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=5) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+    def reset(self) -> None:
+        """Empty every table this release created (the schema stays)."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            # A test that changed the recorded versions must put them back; if one did not,
+            # start the next test from an empty schema (its open migrates it) rather than
+            # failing every later test for it.
+            from taskcore.store.postgres.migrations import COMPONENTS, schema_versions
+
+            versions = schema_versions(conn)
+            if versions and versions != {c.name: c.latest for c in COMPONENTS}:
+                conn.execute("DROP SCHEMA public CASCADE")
+                conn.execute("CREATE SCHEMA public")
+                return
+            rows = conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
+            ).fetchall()
+            names = [r[0] for r in rows if r[0] not in _KEEP]
+            if names:
+                quoted = ", ".join(f'"{n}"' for n in names)
+                conn.execute(f"TRUNCATE {quoted} RESTART IDENTITY CASCADE")
+
+
+@pytest.fixture(scope="session")
+def postgres_server(request: pytest.FixtureRequest) -> Iterator[PostgresServer]:
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    name = f"agent_task_test_{worker}_{os.getpid()}"
+    server = PostgresServer(os.environ.get(SERVER_ENV, DEFAULT_SERVER), name)
+    server.create()
+    yield server
+    server.drop()
+
+
+@pytest.fixture
+def postgres_url(request: pytest.FixtureRequest, postgres_server: PostgresServer) -> str:
+    """The URL of this session's emptied test database (fails or skips when unreachable)."""
+    if postgres_server.error is not None:
+        message = (
+            f"{postgres_server.error}. Start it (.ci/postgres) or point {SERVER_ENV} at a server"
+        )
+        if _required(request.config):
+            pytest.fail(message)
+        pytest.skip(message)
+    postgres_server.reset()
+    return postgres_server.url
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def module_backend(
+    request: pytest.FixtureRequest, postgres_server: PostgresServer
+) -> Iterator[str]:
+    """``backend`` for suites whose fixtures live for a module (a running service).
+
+    On PostgreSQL the database is emptied when the module starts and shared by its tests, as
+    the module's SQLite data dir is.
+    """
+    name = str(request.param)
+    marker = request.node.get_closest_marker("backend_only")
+    if marker is not None and marker.args[0] != name:
+        pytest.skip(f"{marker.args[0]} only: {marker.kwargs.get('reason', '')}")
+    with pytest.MonkeyPatch.context() as patch:
+        if name == "postgresql":
+            if postgres_server.error is not None:
+                message = f"{postgres_server.error}. Start it (.ci/postgres) or set {SERVER_ENV}"
+                if _required(request.config):
+                    pytest.fail(message)
+                pytest.skip(message)
+            postgres_server.reset()
+            patch.setenv("AGENT_TASK_DATABASE", postgres_server.url)
+        else:
+            patch.delenv("AGENT_TASK_DATABASE", raising=False)
+        yield name
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``"sqlite"`` or ``"postgresql"``; on PostgreSQL ``AGENT_TASK_DATABASE`` is set."""
+    name = str(request.param)
+    marker = request.node.get_closest_marker("backend_only")
+    if marker is not None and marker.args[0] != name:
+        pytest.skip(f"{marker.args[0]} only: {marker.kwargs.get('reason', '')}")
+    if name == "postgresql":
+        url = request.getfixturevalue("postgres_url")
+        monkeypatch.setenv("AGENT_TASK_DATABASE", url)
+    else:
+        monkeypatch.delenv("AGENT_TASK_DATABASE", raising=False)
+    return name

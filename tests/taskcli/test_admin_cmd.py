@@ -2,6 +2,7 @@ import json
 import re
 
 import httpx
+import pytest
 
 from tests.taskcli.frontdoor import agent_task
 
@@ -70,6 +71,10 @@ def test_list_shows_bindings_and_revoke_marks_a_token(tmp_path):
     assert again["tokens"][0]["revoked_at_ms"] is not None
 
 
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="a data dir without a journal is refused only on SQLite; on PostgreSQL the journal is the database",
+)
 def test_create_without_the_service_journal_is_refused_and_names_the_data_dir(tmp_path):
     missing = tmp_path / "not-the-service-data"
     result = agent_task(
@@ -101,6 +106,9 @@ def test_the_global_data_dir_reaches_the_command(tmp_path):
     assert [r["workspace"] for r in rows["tokens"]] == ["w"]
 
 
+@pytest.mark.backend_only(
+    "sqlite", reason="a missing data dir means a missing journal only on SQLite"
+)
 def test_list_of_a_missing_data_dir_is_not_found_and_creates_nothing(tmp_path):
     result = agent_task("admin", "token", "list", "--data-dir", str(tmp_path / "none"))
     assert result.exit_code == 5

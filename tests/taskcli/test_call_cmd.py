@@ -5,8 +5,15 @@ import pytest
 from tests.taskcli.frontdoor import RealLive, agent_task
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _both_backends(module_backend: str) -> str:
+    """This module's service lives for the module: its backend does too (the service's
+    fixture depends on this one, so it is made again for each backend)."""
+    return module_backend
+
+
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def live(tmp_path_factory, _both_backends):
     server = RealLive(tmp_path_factory.mktemp("call"))
     yield server
     server.stop()
@@ -130,6 +137,10 @@ def test_list_includes_the_operator_surface():
     assert "operator.register_repository" in agent_task("call", "--list").stdout
 
 
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="checks that a data dir without a journal is refused, which is SQLite's journal-in-the-data-dir",
+)
 def test_operator_acts_run_locally_on_the_data_dir_and_are_audited(tmp_path):
     data = str(tmp_path / "data")
     from taskcore.operator_ops import OperatorDesk

@@ -72,6 +72,7 @@ def test_collect_shows_progress_on_stderr(world):
     assert "qualified: true" in result.stdout
 
 
+@pytest.mark.backend_only("sqlite", reason="another data dir is another journal only on SQLite")
 def test_collect_against_another_data_dir_runs_nothing(world, tmp_path):
     from taskcore.store import open_storage
 

@@ -1,4 +1,5 @@
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -12,7 +13,13 @@ AGENT_TASK = str(Path(sys.executable).with_name("agent-task"))
 
 
 def _session(args, script, env=None):
-    params = StdioServerParameters(command=AGENT_TASK, args=["mcp", "--stdio", *args], env=env)
+    # The SDK gives the child a safe subset of the environment: name the database as a user's
+    # MCP configuration would.
+    database = os.environ.get("AGENT_TASK_DATABASE")
+    extra = ["--database", database] if database else []
+    params = StdioServerParameters(
+        command=AGENT_TASK, args=["mcp", "--stdio", *args, *extra], env=env
+    )
 
     async def main():
         async with Client(params, mode="legacy") as client:

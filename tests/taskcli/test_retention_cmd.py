@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from taskcore import Service
 
 AGENT_TASK = [str(Path(sys.executable).with_name("agent-task"))]
@@ -39,6 +40,9 @@ def test_a_sweep_reports_each_table_as_json(tmp_path):
     assert "deleted" in readable.stdout
 
 
+@pytest.mark.backend_only(
+    "sqlite", reason="a missing data dir means a missing journal only on SQLite"
+)
 def test_a_missing_journal_is_not_found_and_nothing_is_created(tmp_path):
     done = _run("--data-dir", str(tmp_path / "nothing"))
     assert done.returncode == 5

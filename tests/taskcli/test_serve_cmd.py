@@ -69,7 +69,11 @@ def test_first_start_in_a_fresh_place_writes_the_admin_token_once(tmp_path):
         assert any(f"wrote the first admin token to {token_file}" in line for line in served.lines)
         token = token_file.read_text().strip()
         assert token not in "".join(served.lines)
-        assert httpx.get(served.url + "/v1/hub/health").json() == {"status": "ok"}
+        health = httpx.get(served.url + "/v1/hub/health").json()
+        assert health["status"] == "ok"
+        assert health["backend"] == (
+            "postgresql" if os.environ.get("AGENT_TASK_DATABASE") else "sqlite"
+        )
         r = httpx.post(
             served.url + "/v/agenttask.claimNext",
             content=b"{}",

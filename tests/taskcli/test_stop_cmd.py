@@ -120,6 +120,9 @@ def test_a_malformed_answer_blocks_as_malformed_response(world):
     assert "rm -rf" not in json.dumps(body)
 
 
+@pytest.mark.backend_only(
+    "sqlite", reason="a missing data dir means a missing journal only on SQLite"
+)
 def test_a_missing_data_dir_blocks_and_is_not_created(world, tmp_path):
     missing = tmp_path / "nowhere"
     body = feedback(hook(world, data_dir=missing)[1])

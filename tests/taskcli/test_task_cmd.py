@@ -7,8 +7,15 @@ from tests.taskcli.frontdoor import RealLive, agent_task
 ROUTE = ["--repository", "acme", "--profile", "default"]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _both_backends(module_backend: str) -> str:
+    """This module's service lives for the module: its backend does too (the service's
+    fixture depends on this one, so it is made again for each backend)."""
+    return module_backend
+
+
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def live(tmp_path_factory, _both_backends):
     server = RealLive(tmp_path_factory.mktemp("task"))
     yield server
     server.stop()

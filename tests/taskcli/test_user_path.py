@@ -20,8 +20,15 @@ import pytest
 from tests.taskcli.userpath import AGENT_TASK, EXPOSE_PYTHON, UserPath, git
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _both_backends(module_backend: str) -> str:
+    """This module's service lives for the module: its backend does too (the service's
+    fixture depends on this one, so it is made again for each backend)."""
+    return module_backend
+
+
 @pytest.fixture(scope="module")
-def user(tmp_path_factory: pytest.TempPathFactory):
+def user(tmp_path_factory: pytest.TempPathFactory, _both_backends: str):
     path = UserPath(tmp_path_factory.mktemp("user-path"))
     path.set_up()
     yield path

@@ -97,6 +97,12 @@ def _registry():
     return reg
 
 
+@pytest.fixture(autouse=True)
+def _both_backends(backend: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return backend
+
+
 @pytest.fixture
 def service(tmp_path):
     svc = Service.open(tmp_path, clock=FakeClock(), registry=_registry())
@@ -416,6 +422,10 @@ def _big(ctx: CallContext, req: TextIn) -> dict:
     return {}
 
 
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="fills the SQLite file with PRAGMA max_page_count; a full PostgreSQL disk maps to STORAGE_FULL in store/postgres",
+)
 def test_a_full_journal_is_storage_full_never_internal_and_the_refusal_is_kept(tmp_path):
     reg = _registry()
     reg.register(_op("demo.big", _big, risk=RiskClass.WRITE))

@@ -302,7 +302,11 @@ def test_collector_upload_before_the_operation_exists_is_unknown_not_500(tmp_pat
 def test_health_needs_no_token_and_pings_storage(live):
     r = httpx.get(live.url + "/v1/hub/health")
     assert r.status_code == 200
-    assert r.json() == {"status": "ok"}
+    body = r.json()
+    assert body["status"] == "ok"
+    assert body["backend"] == live.service.storage.backend
+    assert body["schema"] == live.service.storage.schema()
+    assert body["schema"]["queue"] >= 1
 
 
 class _DownStorage:
@@ -338,13 +342,15 @@ def test_every_call_is_audited_once_including_transport_refusals(tmp_path):
     server = Live(tmp_path).start()
     try:
         before = server.service.audit_count()
+        # Deltas: on PostgreSQL the module's other services share the database.
+        before_read = server.service.audit_count(operation="demo.read")
         post(server, "/v/demo.read", {"key": "a"})  # handler refusal
         post(server, "/v/demo.read", content=b"x", **{"Content-Type": "text/plain"})  # 415
         post(server, "/v/demo.read", content=b" " * (REQUEST_BODY_MAX_BYTES + 1))  # 413
         post(server, "/v/demo.read", {"key": "a"}, role=None)  # 401
         post(server, WF.format(repo="%2E%2E", profile="p"), {})  # bad route
         assert server.service.audit_count() == before + 5
-        assert server.service.audit_count(operation="demo.read") == 4
+        assert server.service.audit_count(operation="demo.read") == before_read + 4
     finally:
         server.stop()
 

@@ -8,6 +8,7 @@ command, started by the SDK's stdio client, with a token file written here.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -136,6 +137,11 @@ class QueueService:
             str(self.token_file(role, directory)),
             *extra,
         ]
+        # The SDK passes the child only a safe subset of the environment: name the database
+        # the way a user's MCP configuration would.
+        database = os.environ.get("AGENT_TASK_DATABASE")
+        if database:
+            args += ["--database", database]
         params = StdioServerParameters(command=AGENT_TASK, args=args)
         return Client(params, mode=mode, extensions=extensions)  # type: ignore[arg-type]
 

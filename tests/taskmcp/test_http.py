@@ -13,8 +13,15 @@ from tests.taskhttp.fixtures import Live
 WORKSPACE = "/v1/hub/workspace/mcp?repository=acme%2Fwidgets&profile=default"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _both_backends(module_backend: str) -> str:
+    """This module's service lives for the module: its backend does too (the service's
+    fixture depends on this one, so it is made again for each backend)."""
+    return module_backend
+
+
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def live(tmp_path_factory, _both_backends):
     server = Live(tmp_path_factory.mktemp("mcp")).start()
     yield server
     server.stop()

@@ -82,8 +82,15 @@ def test_an_empty_registry_offers_no_tools():
 # -- every endpoint, listed by the official SDK client --------------------------------------
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _both_backends(module_backend: str) -> str:
+    """This module's service lives for the module: its backend does too (the service's
+    fixture depends on this one, so it is made again for each backend)."""
+    return module_backend
+
+
 @pytest.fixture(scope="module")
-def queue(tmp_path_factory):
+def queue(tmp_path_factory, _both_backends):
     svc = QueueService(tmp_path_factory.mktemp("names")).start()
     yield svc
     svc.stop()

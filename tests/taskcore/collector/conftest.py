@@ -338,3 +338,9 @@ def live(authority: Authority, state: CollectorState, tmp_path: Path):
     world = Live(authority, state, tmp_path)
     yield world
     world.close()
+
+
+@pytest.fixture(autouse=True)
+def _both_backends(backend: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return backend

@@ -207,6 +207,10 @@ def test_finalize_if_ready_without_a_pending_finalize_only_asks(live):
     assert live.client.calls == ["checkpoint", "qualification"]
 
 
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="another data dir is another journal only on SQLite; on PostgreSQL every data dir reads the one database",
+)
 def test_collect_against_another_data_dir_runs_nothing(live, tmp_path):
     other = tmp_path / "other-data"
     open_storage(other, create=True).close()
@@ -410,6 +414,10 @@ class FailingAt(InProcessClient):
         return super().upload(repository, profile, data)
 
 
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="a data dir without a journal exists only on SQLite; on PostgreSQL the journal is the database",
+)
 def test_a_failure_before_the_claim_claims_nothing(live, tmp_path):
     other = tmp_path / "not-the-service-data"
     live.checkpoint()

@@ -9,6 +9,11 @@ from taskcore.evidence.authority_key import AUTHORITY_KEY_FILE
 from taskcore.store import open_storage
 from taskcore.store.datadir import JOURNAL_NAME, check_new_journal, prior_state
 
+pytestmark = pytest.mark.backend_only(
+    "sqlite",
+    reason="the data-dir journal checks guard DATA_DIR/journal.sqlite; a PostgreSQL journal is not in the data dir",
+)
+
 
 def test_an_empty_or_unrelated_directory_has_no_prior_state(tmp_path):
     assert prior_state(tmp_path) == ()

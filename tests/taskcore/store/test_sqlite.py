@@ -8,6 +8,11 @@ import taskcore.store.sqlite as sqlite_module
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.sqlite import Component, Migration, SqliteDatabase, storage_error
 
+pytestmark = pytest.mark.backend_only(
+    "sqlite",
+    reason="SqliteDatabase itself (pragmas, WAL, the file's integrity, a full file system)",
+)
+
 NOTES_V1 = Component("notes", (Migration(1, "CREATE TABLE note(id INTEGER PRIMARY KEY, b TEXT)"),))
 NOTES_V2 = Component(
     "notes", (*NOTES_V1.migrations, Migration(2, "ALTER TABLE note ADD COLUMN c TEXT"))

@@ -59,6 +59,10 @@ def transfer(attempt="att-1", upload="up-1", digest="d" * 64) -> TransferRecord:
     )
 
 
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="on PostgreSQL the audience belongs to the database every replica shares, not to a data dir",
+)
 def test_the_audience_is_stable_per_data_dir_and_distinct_between_them(tmp_path):
     a = open_storage(tmp_path / "a", create=True)
     b = open_storage(tmp_path / "b", create=True)

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from taskcore.store.gate_api import GateFileRecord, GateSessionRecord
 from taskcore.store.sqlite_gate import COMPONENT, GateIndexDatabase
 from taskcore.store.storage import journal_components
+
+pytestmark = pytest.mark.backend_only(
+    "sqlite", reason="the done gate's index is a per-user SQLite cache, never the shared journal"
+)
 
 
 def session(key: str, repo: str, rung: int, last: int, sub: bool = False) -> GateSessionRecord:

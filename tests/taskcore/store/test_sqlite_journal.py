@@ -100,6 +100,7 @@ def test_unknown_states_are_refused_by_the_schema(storage):
         tx.journal.insert_task(_task(state="running"))
 
 
+@pytest.mark.backend_only("sqlite", reason="SQLite query plans (EXPLAIN QUERY PLAN)")
 def test_prior_subject_lookup_uses_the_partial_unresolved_index(storage):
     with storage.write() as tx:
         tx.journal.insert_task(_task("t-old", state="claimed", subject_seq=1))

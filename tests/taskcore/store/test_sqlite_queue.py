@@ -190,6 +190,10 @@ def _plans(storage, sql: str, args: tuple) -> list[str]:
         return [str(r[3]) for r in tx.conn.execute("EXPLAIN QUERY PLAN " + sql, args)]
 
 
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="SQLite query plans (EXPLAIN QUERY PLAN); PostgreSQL's claim is one SKIP LOCKED statement",
+)
 def test_claim_next_probes_are_index_searches_with_no_sort(storage):
     from taskcore.store import sqlite_queue
 

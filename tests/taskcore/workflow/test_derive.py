@@ -1,5 +1,6 @@
 """Task derivation: same inputs give the same task IDs and digests; any bound change differs."""
 
+import pytest
 from taskcore.contract import CAPABILITY, WorkflowTask, subject_digest
 from taskcore.digest import sha256_hex
 
@@ -10,6 +11,10 @@ def _tasks(world, response) -> list[WorkflowTask]:
     return [world.task(response, t.step_id) for t in response.tasks]
 
 
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="two journals side by side are two data dirs; on PostgreSQL both would be the one shared database",
+)
 def test_same_inputs_in_two_journals_give_the_same_task_ids_and_digests(tmp_path):
     a = make_world(tmp_path / "a")
     b = make_world(tmp_path / "b")

@@ -65,6 +65,9 @@ def _all_reads(journal, caller):
         assert info.value.code is ErrorCode.NOT_FOUND
 
 
+@pytest.mark.backend_only(
+    "sqlite", reason="what a read leaves in a data dir is about the SQLite journal file"
+)
 def test_reads_on_a_missing_data_dir_create_nothing(tmp_path: Path):
     data_dir = tmp_path / "absent"
     with pytest.raises(TaskError) as info:
@@ -73,6 +76,9 @@ def test_reads_on_a_missing_data_dir_create_nothing(tmp_path: Path):
     assert not data_dir.exists()
 
 
+@pytest.mark.backend_only(
+    "sqlite", reason="what a read leaves in a data dir is about the SQLite journal file"
+)
 def test_reads_on_a_data_dir_without_a_journal_create_nothing(tmp_path: Path):
     with pytest.raises(TaskError):
         open_reader(tmp_path)
@@ -83,6 +89,9 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.backend_only(
+    "sqlite", reason="compares the SQLite journal file's bytes before and after"
+)
 def test_every_read_leaves_an_existing_journal_unchanged(world):
     cp = world.checkpoint()
     task = world.task(cp, "implement")

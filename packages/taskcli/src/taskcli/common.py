@@ -4,7 +4,8 @@ Output for programs is ``--json`` (one JSON document on stdout); output for peop
 readable text. Errors go to stderr as one line (or as ``{error, code}`` JSON with ``--json``)
 and the process exits with the status of the error's kind (:func:`exit_table`). Commands that
 talk to a running service take ``--url`` and ``--token-file`` (or ``AGENT_TASK_URL``,
-``AGENT_TASK_TOKEN_FILE`` / ``AGENT_TASK_TOKEN``); operator commands take ``--data-dir``.
+``AGENT_TASK_TOKEN_FILE`` / ``AGENT_TASK_TOKEN``); operator commands take ``--data-dir``
+and ``--database`` (a PostgreSQL journal, ``$AGENT_TASK_DATABASE``).
 """
 
 from __future__ import annotations
@@ -26,11 +27,13 @@ from taskcore.paths import default_data_dir
 from taskcore.tokenfile import no_token_error, read_token_file
 
 __all__ = [
+    "DATABASE_ENV",
     "DEFAULT_URL",
     "RequestCommand",
     "ServiceClient",
     "client_options",
     "data_dir_option",
+    "database_option",
     "emit",
     "exit_table",
     "fail",
@@ -81,12 +84,49 @@ class RequestCommand(click.Command):
             raise
 
 
-data_dir_option = click.option(
+DATABASE_ENV = "AGENT_TASK_DATABASE"
+"""The variable ``taskcore.store.open_storage`` reads (``taskcore.store.storage.DATABASE_ENV``)."""
+
+
+def _set_database(ctx: click.Context, param: click.Parameter, value: str | None) -> None:
+    """Make ``--database`` the journal of every storage this process opens.
+
+    ``open_storage`` (the one place storage is opened) reads ``$AGENT_TASK_DATABASE``; the
+    option sets it for this process, so every command, and everything a command opens
+    (the local authority a collector or a Stop hook reads, the operator's admin), uses the
+    same database. ``--database ''`` forces the SQLite journal in the data dir.
+    """
+    if value is None:
+        return
+    value = value.strip()
+    if value and not value.startswith(("postgresql://", "postgres://")):
+        raise click.BadParameter("a database URL starts with postgresql://", ctx, param)
+    os.environ[DATABASE_ENV] = value
+
+
+database_option = click.option(
+    "--database",
+    metavar="URL",
+    default=None,
+    expose_value=False,
+    is_eager=True,
+    callback=_set_database,
+    help="A PostgreSQL journal, postgresql://USER@HOST/DB (default: $AGENT_TASK_DATABASE; "
+    "none: the SQLite journal in the data dir).",
+)
+"""``--database URL``: where the journal is, for every command that opens storage."""
+
+_data_dir_only = click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),
     default=None,
     help="Service data directory (default: $AGENT_TASK_DATA_DIR or ~/.local/share/agent-task).",
 )
+
+
+def data_dir_option(f: F) -> F:
+    """``--data-dir`` and ``--database``: every command that opens storage takes both."""
+    return database_option(_data_dir_only(f))
 
 
 _GLOBAL_DATA_DIR = "agent_task.data_dir"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from taskcli.common import exit_table, set_global_data_dir
+from taskcli.common import database_option, exit_table, set_global_data_dir
 
 __all__ = ["cli", "load_commands", "main"]
 
@@ -32,6 +32,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "stop_cmd",
     "retention_cmd",
     "landing_cmd",
+    "db_cmd",
 )
 
 
@@ -127,6 +128,10 @@ _COMMANDS: dict[str, tuple[str, str]] = {
         "landing_cmd",
         "Forge commit statuses (publish_forge_status): what is queued and how delivery went.",
     ),
+    "db": (
+        "db_cmd",
+        "The journal's schema: migrate it, or show its backend and versions.",
+    ),
 }
 
 
@@ -170,6 +175,7 @@ class _LazyGroup(click.Group):
     help="The service's data dir, for every command that uses one (default "
     "$AGENT_TASK_DATA_DIR or ~/.local/share/agent-task); a command's own --data-dir wins.",
 )
+@database_option
 @click.pass_context
 def cli(ctx: click.Context, data_dir: Path | None) -> None:
     """agent-task: typed, leased tasks for coding agents, with signed evidence.

@@ -32,7 +32,7 @@ from taskcore.collector.stophook import (
     settings_advice,
 )
 
-from taskcli.common import ServiceClient, emit, resolve_data_dir, run
+from taskcli.common import ServiceClient, database_option, emit, resolve_data_dir, run
 
 __all__ = ["register"]
 
@@ -64,6 +64,7 @@ def _hook_command(name: str, harness: str) -> click.Command:
         default=None,
         help="The local authority's data dir (opened read-only).",
     )
+    @database_option
     def command(
         change: str,
         endpoint: str,

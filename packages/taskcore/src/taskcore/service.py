@@ -77,7 +77,7 @@ from taskcore.registry import (
     default_registry,
     portable_tool_name,
 )
-from taskcore.store.storage import SqliteStorage, Storage, Transaction, open_storage
+from taskcore.store.storage import Storage, Transaction, open_storage
 
 __all__ = [
     "MCP_TOOL_NAME_PATTERN",
@@ -195,7 +195,7 @@ class Service:
         (see :mod:`taskcore.store.datadir`).
         """
         config_obj = ServiceConfig(data_dir=Path(data_dir), **config)
-        storage: SqliteStorage = open_storage(
+        storage = open_storage(
             data_dir, create=True, busy_timeout_ms=config_obj.busy_timeout_ms, init=init
         )
         # The authority's descriptor-signing key is made with the data dir it belongs to.
@@ -225,6 +225,14 @@ class Service:
     def ping(self) -> None:
         """Raise ``STORAGE_UNAVAILABLE`` unless storage answers (the health check; no auth)."""
         self.storage.ping()
+
+    def health(self) -> dict[str, Any]:
+        """The health answer: storage answers; its backend and schema version per component.
+
+        Raises ``STORAGE_UNAVAILABLE`` unless storage answers.
+        """
+        self.storage.ping()
+        return {"status": "ok", "backend": self.storage.backend, "schema": self.storage.schema()}
 
     # -- auditing (through taskcore.audit, the one writer) ------------------------------------
     def _audit(

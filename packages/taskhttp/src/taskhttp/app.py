@@ -9,7 +9,7 @@ route                                                                  what
 ``POST .../agent-tasks/collector-upload``                              raw signed transfer
 ``POST /mcp``                                                          MCP: queue tools
 ``POST /v1/hub/workspace/mcp?repository=R&profile=P``                  MCP: workflow tools
-``GET /v1/hub/health``                                                 storage ping only
+``GET /v1/hub/health``                                                 storage ping, backend, schema
 ``GET /openapi.json``                                                  every route and body
 =====================================================================  ========================
 
@@ -284,10 +284,10 @@ def create_app(
 
     async def health(request: Request) -> Response:
         try:
-            await _in_thread(service.ping)
+            answer = await _in_thread(service.health)
         except TaskError as err:
             return error_response(err)
-        return JSONResponse({"status": "ok"})
+        return JSONResponse(answer)
 
     async def openapi(request: Request) -> Response:
         base = str(request.base_url).rstrip("/")[:512]

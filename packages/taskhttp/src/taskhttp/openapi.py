@@ -252,15 +252,23 @@ def _service_paths() -> dict[str, Any]:
         HEALTH_PATH: {
             "get": {
                 "operationId": "health",
-                "summary": "Ping storage only (no authentication; not a readiness check).",
+                "summary": "Ping storage; say which backend and schema versions it holds "
+                "(no authentication; not a readiness check).",
                 "security": [],
                 "responses": {
                     "200": _ok(
                         "storage answers",
                         {
                             "type": "object",
-                            "properties": {"status": {"const": "ok"}},
-                            "required": ["status"],
+                            "properties": {
+                                "status": {"const": "ok"},
+                                "backend": {"enum": ["sqlite", "postgresql"]},
+                                "schema": {
+                                    "type": "object",
+                                    "additionalProperties": {"type": "integer", "minimum": 0},
+                                },
+                            },
+                            "required": ["status", "backend", "schema"],
                             "additionalProperties": False,
                         },
                     ),

@@ -41,22 +41,29 @@ if TYPE_CHECKING:
     from taskcore.store.collector_api import CollectorStore
     from taskcore.store.forge_api import ForgeStore
     from taskcore.store.journal_api import JournalStore
+    from taskcore.store.postgres.storage import PostgresStorage
     from taskcore.store.queue_api import QueueStore
     from taskcore.store.retention_api import RetentionStore
     from taskcore.store.tokens_api import TokenStore
 
 __all__ = [
+    "DATABASE_ENV",
     "JOURNAL_FILENAME",
     "JoinedStorage",
     "SqliteStorage",
     "SqliteTransaction",
     "Storage",
     "Transaction",
+    "database_url",
     "journal_components",
     "open_storage",
 ]
 
 JOURNAL_FILENAME = JOURNAL_NAME
+
+DATABASE_ENV = "AGENT_TASK_DATABASE"
+"""The environment variable naming a PostgreSQL database (what ``--database`` sets)."""
+
 
 # Each name is a module ``taskcore.store.sqlite_<name>`` exporting ``COMPONENT``.
 _COMPONENT_MODULES: tuple[str, ...] = (
@@ -125,7 +132,10 @@ class Transaction(Protocol):
 
 
 class Storage(Protocol):
-    """A journal: transactions, a health ping, close."""
+    """A journal: transactions, a health ping, its schema, close."""
+
+    backend: str
+    """``"sqlite"`` or ``"postgresql"``."""
 
     def write(self) -> AbstractContextManager[Transaction]:
         """A serialized write transaction, durable when the block exits cleanly."""
@@ -137,6 +147,10 @@ class Storage(Protocol):
 
     def ping(self) -> None:
         """Raise ``STORAGE_UNAVAILABLE`` unless storage answers."""
+        ...
+
+    def schema(self) -> dict[str, int]:
+        """The recorded schema version of each component."""
         ...
 
     def close(self) -> None:
@@ -172,8 +186,15 @@ class JoinedStorage:
         """The joined transaction (reads see its own uncommitted rows)."""
         yield self.tx
 
+    backend = "joined"
+    """Not a backend: the opener's storage knows which one it is."""
+
     def ping(self) -> None:
         """Nothing to check: the transaction is open."""
+
+    def schema(self) -> dict[str, int]:
+        """Nothing to report: ask the opener's storage."""
+        return {}
 
     def close(self) -> None:
         """Nothing to release: the transaction belongs to its opener."""
@@ -278,6 +299,8 @@ class SqliteStorage:
     """Concurrent :meth:`write` calls are queued and grouped here (``Service.write`` adds no
     lock of its own)."""
 
+    backend = "sqlite"
+
     def __init__(self, db: SqliteDatabase, *, set_aside: tuple[Path, ...] = ()) -> None:
         self.db = db
         self.writer = GroupCommit(db)
@@ -329,12 +352,26 @@ class SqliteStorage:
         """Raise ``STORAGE_UNAVAILABLE`` unless storage answers."""
         self.db.ping()
 
+    def schema(self) -> dict[str, int]:
+        """The recorded schema version of each component."""
+        with self.db.read() as conn:
+            return {str(n): int(v) for n, v in conn.execute("SELECT * FROM schema_versions")}
+
     def close(self) -> None:
         """Release every connection."""
         self.writer.close()
         with self._transactions_lock:
             self._transactions.clear()
         self.db.close()
+
+
+def database_url(database: str | None = None) -> str | None:
+    """The PostgreSQL database to use: ``database``, else ``$AGENT_TASK_DATABASE``, else none.
+
+    An empty value means none (the embedded SQLite journal in the data dir).
+    """
+    chosen = database if database is not None else os.environ.get(DATABASE_ENV, "")
+    return chosen.strip() or None
 
 
 def open_storage(
@@ -344,8 +381,15 @@ def open_storage(
     readonly: bool = False,
     busy_timeout_ms: int = 10_000,
     init: bool = False,
-) -> SqliteStorage:
-    """Open the journal in ``data_dir``.
+    database: str | None = None,
+) -> SqliteStorage | PostgresStorage:
+    """Open the journal: the PostgreSQL ``database`` if one is named, else the one in ``data_dir``.
+
+    This is the one place storage is opened. ``database`` (default ``$AGENT_TASK_DATABASE``,
+    what every command's ``--database`` sets) is a ``postgresql://`` URL: that database is
+    the journal, migrated on open under an advisory lock unless ``readonly`` (which refuses a
+    schema that is behind instead), and ``data_dir`` keeps only the files a replica keeps
+    (the authority key). Otherwise the journal is ``DATA_DIR/journal.sqlite``:
 
     With ``create=False`` a missing journal is a ``NOT_FOUND`` error and nothing is created;
     this is what side-effect-free reads use (``JOURNAL_MISSING`` instead when the directory
@@ -354,11 +398,17 @@ def open_storage(
     earlier one (:func:`taskcore.store.datadir.check_new_journal`: ``JOURNAL_MISSING``
     otherwise); ``init=True`` moves such state aside first (``agent-task serve --init``).
     """
+    url = database_url(database)
+    if url is not None:
+        from taskcore.store.postgres.storage import PostgresStorage
+
+        if create and not readonly:
+            # The replica's own files (the authority key, the first admin token) live here.
+            _make_data_dir(Path(data_dir))
+        return PostgresStorage(url, migrate_on_open=not readonly, busy_timeout_ms=busy_timeout_ms)
     data_dir = Path(data_dir)
     if create and not readonly:
-        if data_dir.is_symlink():
-            raise TaskError(ErrorCode.INVALID_PATH, "the data directory must not be a symlink")
-        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _make_data_dir(data_dir)
         if _fresh(data_dir / JOURNAL_FILENAME):
             # Concurrent first starts: one creates the journal while the others wait here,
             # then find it non-empty instead of mistaking its first moments for a loss.
@@ -374,6 +424,12 @@ def open_storage(
         # lost (JOURNAL_MISSING, how to restore) rather than "there is no journal".
         check_new_journal(data_dir)
     return _open_sqlite(data_dir, create, readonly, busy_timeout_ms)
+
+
+def _make_data_dir(data_dir: Path) -> None:
+    if data_dir.is_symlink():
+        raise TaskError(ErrorCode.INVALID_PATH, "the data directory must not be a symlink")
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
 
 
 def _fresh(journal: Path) -> bool:

@@ -25,15 +25,15 @@ from pathlib import Path
 
 from taskcore.actors import Actor
 from taskcore.clock import Clock
-from taskcore.store.storage import SqliteStorage, open_storage
+from taskcore.store.storage import Storage, open_storage
 from taskcore.workflow.guard import ActorGuard
 from taskcore.workflow.journal import Caller, WorkflowJournal
 
 __all__ = ["local_reader", "open_reader"]
 
 
-def open_reader(data_dir: Path | str, *, busy_timeout_ms: int = 10_000) -> SqliteStorage:
-    """Open ``DATA_DIR/journal.sqlite`` read-only; never create or migrate anything."""
+def open_reader(data_dir: Path | str, *, busy_timeout_ms: int = 10_000) -> Storage:
+    """Open the journal read-only (see ``open_storage``); never create or migrate anything."""
     return open_storage(data_dir, create=False, readonly=True, busy_timeout_ms=busy_timeout_ms)
 
 

@@ -1,0 +1,336 @@
+"""The PostgreSQL journal: :class:`PostgresStorage`, a second implementation of ``Storage``.
+
+Many ``agent-task serve`` replicas share one database. The guarantees are the SQLite
+journal's, kept across processes and hosts:
+
+* **One writer at a time.** SQLite's ``BEGIN IMMEDIATE`` admits one writer per file; every
+  read-modify-write of the domain code (a fence taken from a task row, an idempotency row
+  checked then inserted, a gate consumed, a lease renewed) was written against that. A write
+  transaction here takes the transaction-scoped advisory lock :data:`WRITER_LOCK` first, in
+  the same round trip as ``BEGIN``, so the same holds for every replica: two replicas racing
+  a workflow claim take turns, the second sees the first's fence and takes the next one. The
+  statements that are hot under contention are also safe without it: ``claimNext`` selects
+  ``FOR UPDATE SKIP LOCKED``, the phase index is read under ``pg_advisory_xact_lock`` on the
+  task, idempotency rows have unique constraints.
+* **Durable when acknowledged.** ``COMMIT`` returns after the WAL is flushed
+  (``synchronous_commit`` is left at its default, ``on``).
+* **Reads see one snapshot.** ``read()`` is ``REPEATABLE READ READ ONLY``.
+* **Nothing cached across requests.** Tokens, enrollments, revocations and queue verbs are
+  read from the database by each call, so a token revoked through one replica is refused by
+  every other at its next request (``docs/deploy.md``, "Caches").
+
+Connections come from a ``psycopg_pool`` pool (``pool_size`` in the URL's query sets its
+maximum, default 4; each replica's writers also queue on the service's in-process lock).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import apsw
+import psycopg
+from psycopg import errors as pg_errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from taskcore.errors import ErrorCode, TaskError
+from taskcore.store.postgres.connection import PgConnection, pg_error
+from taskcore.store.postgres.migrations import COMPONENTS, migrate, schema_versions
+
+if TYPE_CHECKING:
+    from taskcore.store.audit_api import AuditStore
+    from taskcore.store.authority_api import AuthorityStore
+    from taskcore.store.collector_api import CollectorStore
+    from taskcore.store.forge_api import ForgeStore
+    from taskcore.store.journal_api import JournalStore
+    from taskcore.store.queue_api import QueueStore
+    from taskcore.store.retention_api import RetentionStore
+    from taskcore.store.tokens_api import TokenStore
+
+__all__ = ["WRITER_LOCK", "PgTransaction", "PostgresStorage", "redact", "split_url"]
+
+WRITER_LOCK = 0x6167_746B_0000_0002
+"""The transaction advisory lock every write transaction holds (one writer at a time)."""
+
+_BEGIN_WRITE = (
+    "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {timeout}; "
+    f"SELECT pg_advisory_xact_lock({WRITER_LOCK})"
+)
+_BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+_DEFAULT_POOL = 4
+_MAX_POOL = 64
+
+
+def split_url(url: str) -> tuple[str, int]:
+    """Return the libpq URL without our own ``pool_size`` parameter, and the pool size.
+
+    >>> split_url("postgresql://u@h/db?pool_size=8&sslmode=require")
+    ('postgresql://u@h/db?sslmode=require', 8)
+    """
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise TaskError(
+            ErrorCode.BAD_INPUT, "a database URL starts with postgresql:// (or postgres://)"
+        )
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    size = _DEFAULT_POOL
+    kept = []
+    for key, value in query:
+        if key == "pool_size":
+            if not value.isdigit() or not 1 <= int(value) <= _MAX_POOL:
+                raise TaskError(
+                    ErrorCode.BAD_INPUT, f"pool_size must be a whole number from 1 to {_MAX_POOL}"
+                )
+            size = int(value)
+        else:
+            kept.append((key, value))
+    return urlunsplit(parts._replace(query=urlencode(kept))), size
+
+
+def redact(url: str) -> str:
+    """The URL without its password (for logs and messages).
+
+    >>> redact("postgresql://app:s3cret@db.internal:5432/agent_task")
+    'postgresql://app:***@db.internal:5432/agent_task'
+    """
+    parts = urlsplit(url)
+    if parts.password is None:
+        return urlunsplit(parts._replace(query=""))
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc, query=""))
+
+
+class PgTransaction:
+    """The PostgreSQL transaction object: domain stores bound to one connection."""
+
+    def __init__(self, conn: PgConnection, *, writable: bool) -> None:
+        self.conn = conn
+        self.writable = writable
+
+    # The SQLite stores are typed against apsw.Connection; PgConnection provides the three
+    # calls they make (execute, changes, last_insert_rowid), hence the casts.
+    @cached_property
+    def _apsw(self) -> apsw.Connection:
+        return cast("apsw.Connection", self.conn)
+
+    @cached_property
+    def audit(self) -> AuditStore:
+        """Audit events."""
+        from taskcore.store.postgres.stores import PgAuditStore
+
+        return PgAuditStore(self._apsw)
+
+    @cached_property
+    def tokens(self) -> TokenStore:
+        """Bearer tokens (hashes only)."""
+        from taskcore.store.postgres.stores import PgTokenStore
+
+        return PgTokenStore(self._apsw)
+
+    @cached_property
+    def queue(self) -> QueueStore:
+        """The agent task queue."""
+        from taskcore.store.postgres.stores import PgQueueStore
+
+        return PgQueueStore(self._apsw)
+
+    @cached_property
+    def authority(self) -> AuthorityStore:
+        """Repositories, profiles, requirements, Changes, subjects, enrollments."""
+        from taskcore.store.postgres.stores import PgAuthorityStore
+
+        return PgAuthorityStore(self._apsw)
+
+    @cached_property
+    def journal(self) -> JournalStore:
+        """Workflow tasks, attempts, retained results, idempotency rows, transitions."""
+        from taskcore.store.postgres.stores import PgJournalStore
+
+        return PgJournalStore(self._apsw)
+
+    @cached_property
+    def collector(self) -> CollectorStore:
+        """Collector profiles, retained signed transfers, receipts."""
+        from taskcore.store.postgres.stores import PgCollectorStore
+
+        return PgCollectorStore(self._apsw)
+
+    @cached_property
+    def retention(self) -> RetentionStore:
+        """The retention sweep's lease and last report."""
+        from taskcore.store.postgres.stores import PgRetentionStore
+
+        return PgRetentionStore(self._apsw)
+
+    @cached_property
+    def forge(self) -> ForgeStore:
+        """Forge settings and the commit-status outbox."""
+        from taskcore.store.postgres.stores import PgForgeStore
+
+        return PgForgeStore(self._apsw)
+
+
+def _unavailable(exc: BaseException) -> TaskError:
+    return TaskError(
+        ErrorCode.STORAGE_UNAVAILABLE,
+        f"the PostgreSQL database does not answer ({type(exc).__name__}); check the server "
+        "and the service log, then retry",
+        retry_after=1,
+    )
+
+
+def _typed(exc: BaseException) -> TaskError | None:
+    """The typed error for a storage failure, or ``None`` for a bug to report as is."""
+    if isinstance(exc, OverflowError):
+        return TaskError(
+            ErrorCode.OUT_OF_BOUNDS,
+            "an integer is above 2^63-1, the largest value storage can hold; send a smaller value",
+        )
+    if isinstance(
+        exc,
+        pg_errors.SerializationFailure | pg_errors.DeadlockDetected | pg_errors.LockNotAvailable,
+    ):
+        return TaskError(ErrorCode.BUSY, "the journal is busy; retry the same request shortly")
+    if isinstance(exc, pg_errors.DiskFull):
+        return TaskError(
+            ErrorCode.STORAGE_FULL,
+            "the PostgreSQL server's disk is full; nothing was written. Free space and retry",
+            retry_after=5,
+        )
+    if isinstance(exc, PoolTimeout):
+        return TaskError(
+            ErrorCode.BUSY, "no database connection is free; retry shortly", retry_after=1
+        )
+    if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+        return _unavailable(exc)
+    return None
+
+
+class PostgresStorage:
+    """The journal in a PostgreSQL database (``postgresql://`` URL)."""
+
+    backend = "postgresql"
+    set_aside: tuple[Path, ...] = ()
+    """Nothing is ever moved aside for a database (the data-dir check is SQLite's)."""
+
+    def __init__(
+        self, url: str, *, migrate_on_open: bool = True, busy_timeout_ms: int = 10_000
+    ) -> None:
+        conninfo, size = split_url(url)
+        # A writer waits for the writer lock at most this long, then gets BUSY (SQLite's
+        # busy timeout); 0 would mean "forever" to PostgreSQL, so it is at least 1 ms.
+        self._begin_write = _BEGIN_WRITE.format(timeout=max(1, int(busy_timeout_ms)))
+        self.url = redact(url)
+        self._local = threading.local()
+        self.applied: list[str] = []
+        """The migrations this open applied (``component version``)."""
+        try:
+            with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+                self.applied = migrate(conn, apply=migrate_on_open)
+        except psycopg.OperationalError as exc:
+            raise _unavailable(exc) from None
+        except psycopg.Error as exc:
+            raise TaskError(
+                ErrorCode.STORAGE_UNAVAILABLE,
+                f"the database schema could not be checked or migrated ({type(exc).__name__}: "
+                f"{str(exc)[:200]}); see 'agent-task db status'",
+            ) from None
+        self.pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
+            conninfo,
+            min_size=1,
+            max_size=size,
+            kwargs={"autocommit": True},
+            open=False,
+            timeout=30.0,
+            name="agent-task",
+        )
+        self.pool.open(wait=True, timeout=30.0)
+
+    @contextmanager
+    def _transaction(self, begin: str, *, writable: bool) -> Iterator[PgTransaction]:
+        if getattr(self._local, "busy", False):
+            raise TaskError(ErrorCode.INTERNAL, "nested transactions are not supported")
+        self._local.busy = True
+        try:
+            with self.pool.connection() as raw:
+                try:
+                    raw.execute(begin)
+                except psycopg.Error as exc:
+                    raise _typed(exc) or _unavailable(exc) from None
+                try:
+                    yield PgTransaction(PgConnection(raw), writable=writable)
+                except BaseException as exc:
+                    _rollback(raw)
+                    cause = exc.__cause__ if isinstance(exc, apsw.Error | OverflowError) else exc
+                    typed = _typed(exc) or (None if cause is None else _typed(cause))
+                    if typed is None:
+                        raise
+                    raise typed from None
+                try:
+                    raw.execute("COMMIT")
+                except psycopg.Error as exc:
+                    _rollback(raw)
+                    mapped = pg_error(exc)
+                    raise (
+                        _typed(mapped)
+                        or _typed(exc)
+                        or TaskError(
+                            ErrorCode.STORAGE_UNAVAILABLE,
+                            f"the transaction could not commit ({type(exc).__name__}); "
+                            "nothing was written",
+                        )
+                    ) from None
+        except PoolTimeout as exc:
+            raise _typed(exc) or _unavailable(exc) from None
+        finally:
+            self._local.busy = False
+
+    @contextmanager
+    def write(self) -> Iterator[PgTransaction]:
+        """A write transaction under :data:`WRITER_LOCK`, durable on a clean exit."""
+        with self._transaction(self._begin_write, writable=True) as tx:
+            yield tx
+
+    @contextmanager
+    def read(self) -> Iterator[PgTransaction]:
+        """A read-only transaction over one snapshot."""
+        with self._transaction(_BEGIN_READ, writable=False) as tx:
+            yield tx
+
+    def ping(self) -> None:
+        """Raise ``STORAGE_UNAVAILABLE`` unless the database answers."""
+        try:
+            with self.pool.connection(timeout=5.0) as raw:
+                raw.execute("SELECT 1").fetchone()
+        except (psycopg.Error, PoolTimeout):
+            raise TaskError(ErrorCode.STORAGE_UNAVAILABLE, "storage does not answer") from None
+
+    def schema(self) -> dict[str, int]:
+        """The recorded schema version of each component."""
+        try:
+            with self.pool.connection(timeout=5.0) as raw:
+                return schema_versions(raw)
+        except (psycopg.Error, PoolTimeout):
+            raise TaskError(ErrorCode.STORAGE_UNAVAILABLE, "storage does not answer") from None
+
+    def close(self) -> None:
+        """Close the pool."""
+        self.pool.close()
+
+
+def _rollback(raw: psycopg.Connection[Any]) -> None:
+    try:
+        if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            raw.execute("ROLLBACK")
+    except psycopg.Error:
+        pass
+
+
+def known_versions() -> dict[str, int]:
+    """The schema version of each component this release writes."""
+    return {c.name: c.latest for c in COMPONENTS}

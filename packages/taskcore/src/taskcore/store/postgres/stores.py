@@ -1,0 +1,141 @@
+"""The PostgreSQL domain stores: the SQLite stores' statements, overridden where they differ.
+
+Each class subclasses its SQLite twin and runs on a :class:`PgConnection` (which translates
+placeholders and errors). What is PostgreSQL's own:
+
+* ``claimNext`` (:meth:`PgQueueStore.best_claimable`) is one statement over both the ready
+  set and the expired leases, ordered by the claim key, ``FOR UPDATE SKIP LOCKED``: a row
+  another transaction is claiming is skipped, never claimed twice.
+* The phase index (:meth:`PgQueueStore.next_phase_index`) is read under
+  ``pg_advisory_xact_lock`` on the task, so two writers of one task take indexes in turn
+  (the ``UNIQUE (task_id, phase_index)`` constraint stays the backstop).
+* ``journal_request`` pruning selects by ``ctid``; the integrity check is PostgreSQL's own
+  business (checksums, WAL), so it reports nothing.
+* The collector's transfer and receipt sequence numbers (``max(seq) + 1``) are taken under an
+  advisory transaction lock per table, so racing replicas never compute the same one.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from taskcore.store.queue_api import QueueCount, TaskRecord
+from taskcore.store.sqlite_audit import SqliteAuditStore
+from taskcore.store.sqlite_authority import SqliteAuthorityStore
+from taskcore.store.sqlite_collector import SqliteCollectorStore
+from taskcore.store.sqlite_forge import SqliteForgeStore
+from taskcore.store.sqlite_journal import SqliteJournalStore
+from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
+from taskcore.store.sqlite_retention import SqliteRetentionStore
+from taskcore.store.sqlite_tokens import SqliteTokenStore
+
+__all__ = [
+    "PgAuditStore",
+    "PgAuthorityStore",
+    "PgCollectorStore",
+    "PgForgeStore",
+    "PgJournalStore",
+    "PgQueueStore",
+    "PgRetentionStore",
+    "PgTokenStore",
+    "advisory_key",
+]
+
+_PHASE_LOCK_SPACE = 0x6167_746B  # "agtk": the high half of the per-task phase lock key
+
+
+def advisory_key(space: int, name: str) -> int:
+    """A signed 64-bit advisory lock key: ``space`` in the high half, crc32(name) below."""
+    value = (space << 32) | zlib.crc32(name.encode("utf-8"))
+    return value - (1 << 64) if value >= (1 << 63) else value
+
+
+_CLAIM = (
+    f"{_TASK_SELECT} WHERE workspace = ? AND autonomy_ceiling BETWEEN ? AND ? "
+    "AND (status = 'QUEUED' OR (status = 'LEASED' AND lease_expires_at_ms <= ?)) {verb}"
+    "ORDER BY priority DESC, created_at_ms, seq LIMIT 1 FOR UPDATE SKIP LOCKED"
+)
+_CLAIM_ANY = _CLAIM.format(verb="")
+_CLAIM_VERB = _CLAIM.format(verb="AND verb = ? ")
+
+
+class PgAuditStore(SqliteAuditStore):
+    """Audit events (same statements)."""
+
+
+class PgTokenStore(SqliteTokenStore):
+    """Tokens (same statements)."""
+
+
+class PgQueueStore(SqliteQueueStore):
+    """The queue: ``claimNext`` with ``SKIP LOCKED``, the phase index under a lock."""
+
+    def best_claimable(
+        self, workspace: str, *, max_autonomy: int, autonomy: int, verb: str | None, now_ms: int
+    ) -> TaskRecord | None:
+        """Return (and row-lock) the task ``claimNext`` should take, or ``None``."""
+        if verb is None:
+            row = self._one(_CLAIM_ANY, (workspace, autonomy, max_autonomy, now_ms))
+        else:
+            row = self._one(_CLAIM_VERB, (workspace, autonomy, max_autonomy, now_ms, verb))
+        return None if row is None else TASKS.from_row(row)
+
+    def next_phase_index(self, workspace: str, task_id: str) -> int:
+        """One more than the highest phase index, read under the task's advisory lock."""
+        self._one(
+            "SELECT pg_advisory_xact_lock(?)",
+            (advisory_key(_PHASE_LOCK_SPACE, f"{workspace}\x1f{task_id}".replace("\x00", "")),),
+        )
+        return super().next_phase_index(workspace, task_id)
+
+    def depth(self, workspace: str | None, *, now_ms: int) -> tuple[QueueCount, ...]:
+        """Count tasks by workspace and effective status (``FILTER`` for SQLite's boolean sum)."""
+        where, args = ("WHERE workspace = ?", [workspace]) if workspace is not None else ("", [])
+        rows = self._conn.execute(
+            "SELECT workspace, CASE WHEN status = 'LEASED' AND lease_expires_at_ms <= ? "  # noqa: S608 - constant names
+            "THEN 'QUEUED' ELSE status END AS effective, COUNT(*), "
+            "COUNT(*) FILTER (WHERE status = 'LEASED' AND lease_expires_at_ms <= ?) "
+            f"FROM queue_task {where} GROUP BY workspace, effective "
+            "ORDER BY workspace, effective",
+            (now_ms, now_ms, *args),
+        ).fetchall()
+        out: list[QueueCount] = []
+        expired: dict[str, int] = {}
+        for row in rows:
+            ws, status, count, lapsed = str(row[0]), str(row[1]), int(row[2] or 0), int(row[3] or 0)
+            out.append(QueueCount(workspace=ws, status=status, count=count))
+            if lapsed:
+                expired[ws] = expired.get(ws, 0) + lapsed
+        out.extend(
+            QueueCount(workspace=ws, status="LEASE_EXPIRED", count=n)
+            for ws, n in sorted(expired.items())
+        )
+        return tuple(out)
+
+
+class PgAuthorityStore(SqliteAuthorityStore):
+    """Authority records (same statements)."""
+
+
+class PgJournalStore(SqliteJournalStore):
+    """The workflow journal; integrity is PostgreSQL's own."""
+
+    def integrity_errors(self) -> tuple[str, ...]:
+        """Nothing to report: PostgreSQL checks its pages itself (``data_checksums``)."""
+        return ()
+
+
+class PgCollectorStore(SqliteCollectorStore):
+    """Collector records; sequence numbers taken under a per-table advisory lock."""
+
+    def _next_seq(self, table: str) -> int:
+        self._conn.execute("SELECT pg_advisory_xact_lock(?)", (advisory_key(0x7365_7100, table),))
+        return super()._next_seq(table)
+
+
+class PgRetentionStore(SqliteRetentionStore):
+    """The retention lease (same statements)."""
+
+
+class PgForgeStore(SqliteForgeStore):
+    """Forge settings and the outbox (same statements)."""
