@@ -27,7 +27,7 @@ from taskcore.actors import RiskClass, Tier
 from taskcore.clock import FakeClock
 from taskcore.service import CallContext, Operation, Surface
 from taskcore.signing import public_key_hex, sign_bytes, sign_digest
-from taskcore.store.storage import SqliteStorage, open_storage
+from taskcore.store.storage import Storage, open_storage
 
 __all__ = [
     "OTHER_PUBLIC",
@@ -78,8 +78,12 @@ def signer(seed: str = SEED) -> FixedSigner:
 
 
 @contextmanager
-def temp_journal(directory: Path | str) -> Iterator[SqliteStorage]:
-    """A fresh journal in ``directory`` (created, migrated), closed when the block ends."""
+def temp_journal(directory: Path | str) -> Iterator[Storage]:
+    """A fresh journal in ``directory`` (created, migrated), closed when the block ends.
+
+    The journal is the one :func:`~taskcore.store.storage.open_storage` opens: the PostgreSQL
+    database ``$AGENT_TASK_DATABASE`` names if it is set, else ``directory/journal.sqlite``.
+    """
     storage = open_storage(Path(directory), create=True)
     try:
         yield storage
