@@ -200,12 +200,6 @@ def test_an_executable_other_than_the_pinned_one_is_a_runtime_mismatch():
     assert err.value.code is ErrorCode.RUNTIME_MISMATCH
 
 
-def test_a_required_path_missing_from_the_revision_is_not_found():
-    with pytest.raises(TaskError) as err:
-        build_review_request(BINDING, profile(required_paths=("nope.py",)), SOURCES)
-    assert err.value.code is ErrorCode.NOT_FOUND
-
-
 def test_review_records_round_trip_canonically():
     _, _, _, record, _ = review([envelope(), envelope()])
     assert decode_record(ReviewRecord, canonical_json(record)) == record
