@@ -20,7 +20,13 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 from taskcore import Actor, ErrorCode, FakeClock, Service, TaskError, Tier
 from taskcore.limits import LEASE_DEFAULT_MS, LEASE_WALLCLOCK_CAP_SECONDS, MAX_LEASE_EXTENSIONS
 from taskcore.queue.transitions import (
@@ -382,10 +388,21 @@ class QueueMachine(RuleBasedStateMachine):
                 assert live is None
 
 
-TestQueueStateMachine = QueueMachine.TestCase
-TestQueueStateMachine.settings = settings(
+_MACHINE_SETTINGS = settings(
     max_examples=40,
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+
+
+# A plain test function, not hypothesis' unittest TestCase: the directory's autouse backend
+# fixture cannot reach a TestCase.
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="each example opens a fresh journal in its own temp dir; the PostgreSQL test database "
+    "is emptied once per test, not per example (the same verbs run on PostgreSQL in the other "
+    "queue tests)",
+)
+def test_queue_state_machine() -> None:
+    run_state_machine_as_test(QueueMachine, settings=_MACHINE_SETTINGS)

@@ -311,6 +311,10 @@ def test_many_threads_every_write_lands_once(db: SqliteDatabase) -> None:
 # -- the service, many threads ---------------------------------------------------------------
 
 
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="group commit is the SQLite storage's writer; PostgreSQL's concurrency is tested in tests/replicas and the queue suite",
+)
 def test_service_threads_share_commits_and_audit_every_call(tmp_path: Path) -> None:
     service = Service.open(tmp_path / "data")
     threads, cycles = 8, 15
@@ -460,6 +464,10 @@ def _check_after_kill(data_dir: Path, log_path: Path) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="group commit is the SQLite storage's writer; PostgreSQL's concurrency is tested in tests/replicas and the queue suite",
+)
 def test_sigkill_during_batches_loses_nothing_acknowledged(tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     Service.open(data_dir).close()
@@ -486,6 +494,10 @@ def test_sigkill_during_batches_loses_nothing_acknowledged(tmp_path: Path) -> No
     assert acked_total >= KILLS
 
 
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="group commit is the SQLite storage's writer; PostgreSQL's concurrency is tested in tests/replicas and the queue suite",
+)
 def test_the_service_adds_a_lock_only_for_a_storage_that_does_not_group(tmp_path: Path) -> None:
     service = Service.open(tmp_path / "data")
 

@@ -58,6 +58,10 @@ def test_prune_never_deletes_a_row_at_or_after_the_cutoff(storage):
 
 def test_the_audit_table_keeps_no_index_on_time(storage):
     with storage.read() as tx:
-        names = {n for (n,) in tx.conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+        if storage.backend == "postgresql":
+            sql = "SELECT indexname FROM pg_indexes WHERE tablename = 'audit_event'"
+        else:
+            sql = "SELECT name FROM sqlite_master WHERE type = 'index'"
+        names = {n for (n,) in tx.conn.execute(sql)}
     assert "audit_event_at" not in names
     assert {"audit_event_workspace", "audit_event_subject"} <= names

@@ -162,6 +162,10 @@ def _statements(storage, fn) -> list[str]:
     return seen
 
 
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="counts statements with apsw's exec trace (the PostgreSQL store inherits the same memo)",
+)
 def test_rows_read_twice_in_a_transaction_are_read_once(storage):
     def twice(tx) -> None:
         for _ in range(2):
@@ -217,6 +221,9 @@ def test_a_rolled_back_transaction_leaves_no_memo_behind(storage):
         assert tx.authority.get_profile("r", "p").target == "main"
 
 
+@pytest.mark.backend_only(
+    "sqlite", reason="committed immutable rows are shared by the SQLite storage only"
+)
 def test_committed_requirements_and_policies_are_read_once_per_storage(storage):
     def read(tx) -> None:
         assert tx.authority.get_requirement("r", HEX).requirement_id == "ci"

@@ -124,10 +124,10 @@ class SqliteAuditStore:
         """
         self._conn.execute(
             "DELETE FROM audit_event WHERE seq IN (SELECT seq FROM "
-            "(SELECT seq, at_ms FROM audit_event ORDER BY seq LIMIT ?) "
+            "(SELECT seq, at_ms FROM audit_event ORDER BY seq LIMIT ?) AS head "
             "WHERE at_ms < ? AND seq < coalesce((SELECT min(seq) FROM "
-            "(SELECT seq, at_ms FROM audit_event ORDER BY seq LIMIT ?) WHERE at_ms >= ?), "
-            "9223372036854775807))",
+            "(SELECT seq, at_ms FROM audit_event ORDER BY seq LIMIT ?) AS head2 "
+            "WHERE at_ms >= ?), 9223372036854775807))",
             (limit, before_ms, limit, before_ms),
         )
         return int(self._conn.changes())

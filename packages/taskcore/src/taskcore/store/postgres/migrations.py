@@ -76,6 +76,12 @@ AUDIT = Component(
             ALTER TABLE audit_event ADD COLUMN calls BIGINT NOT NULL DEFAULT 1
             """,
         ),
+        Migration(
+            4,
+            # The SQLite twin's migration 4: the retention sweep deletes the oldest rows by
+            # seq, so no index on at_ms is kept up by every call.
+            "DROP INDEX audit_event_at",
+        ),
     ),
 )
 
@@ -255,6 +261,15 @@ QUEUE = Component(
                 created_at_ms BIGINT NOT NULL,
                 updated_at_ms BIGINT NOT NULL
             );
+            """,
+        ),
+        Migration(
+            2,
+            # The SQLite twin's migration 2: only matter tasks get an entry.
+            """
+            DROP INDEX queue_task_matter;
+            CREATE INDEX queue_task_matter ON queue_task (workspace, matter_id, seq)
+                WHERE matter_id IS NOT NULL;
             """,
         ),
     ),
