@@ -30,12 +30,9 @@ lone surrogates, depth) before the MCP SDK, which is lenient about all of these,
 from __future__ import annotations
 
 import contextlib
-import functools
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Sequence
 from urllib.parse import unquote
 
-import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -64,20 +61,14 @@ from taskhttp.openapi import (
     openapi_document,
 )
 from taskhttp.requestlog import RequestLogMiddleware
+from taskhttp.threads import WorkerPool
 
 __all__ = ["UPLOAD_OPERATION", "create_app"]
-
-T = TypeVar("T")
 
 UPLOAD_OPERATION = "collector_upload"
 """The workflow operation the collector upload route dispatches (raw bytes in)."""
 
 _REPOSITORIES = "/v1/hub/workspace/repositories/"
-
-
-async def _in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    # The journal is synchronous; keep the event loop free while it works.
-    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
 
 def _ok(body: bytes) -> Response:
@@ -113,16 +104,19 @@ def _client(scope: Scope) -> str | None:
 class _AdmittedMcp:
     """An MCP endpoint behind the same admission, body budget and strict parse as the rest."""
 
-    def __init__(self, service: Service, endpoint: McpEndpoint, budget: BodyBudget) -> None:
+    def __init__(
+        self, service: Service, endpoint: McpEndpoint, budget: BodyBudget, pool: WorkerPool
+    ) -> None:
         self.service = service
         self.endpoint = endpoint
         self.budget = budget
+        self.pool = pool
         self.name = f"mcp.{endpoint.family.value}"
 
     async def refuse(
         self, bearer: str | None, err: TaskError, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        await _in_thread(self.service.refuse, bearer, self.name, err)
+        await self.pool.run(self.service.refuse, bearer, self.name, err)
         await error_response(err)(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -137,7 +131,7 @@ class _AdmittedMcp:
             await self.refuse(bearer, err, scope, receive, send)
             return
         try:
-            await _in_thread(
+            await self.pool.run(
                 self.service.admit, bearer, client=_client(scope), door=Door.MCP, label=self.name
             )
         except TaskError as err:
@@ -191,9 +185,10 @@ def create_app(
     queue_mcp = McpEndpoint(service, Family.QUEUE)
     workspace_mcp = McpEndpoint(service, Family.WORKSPACE)
     openapi_cache: dict[tuple[int, str], bytes] = {}
+    pool = WorkerPool()  # the journal is synchronous: keep the event loop free while it works
 
     async def refuse(bearer: str | None, name: str, err: TaskError) -> Response:
-        await _in_thread(service.refuse, bearer, name, err)
+        await pool.run(service.refuse, bearer, name, err)
         return error_response(err)
 
     async def verb(request: Request) -> Response:
@@ -207,7 +202,7 @@ def create_app(
         except TaskError as err:
             return await refuse(bearer, name, err)
         try:
-            await _in_thread(
+            await pool.run(
                 service.admit,
                 bearer,
                 name,
@@ -223,7 +218,7 @@ def create_app(
             except TaskError as err:
                 return await refuse(bearer, name, err)
             try:
-                result = await _in_thread(
+                result = await pool.run(
                     service.call, bearer, name, body, door=Door.HTTP, surfaces=VERB_SURFACES
                 )
             except TaskError as err:
@@ -247,7 +242,7 @@ def create_app(
         except TaskError as err:
             return await refuse(bearer, name, err)
         try:
-            await _in_thread(
+            await pool.run(
                 service.admit,
                 bearer,
                 name if upload else None,
@@ -270,7 +265,7 @@ def create_app(
         bearer: str | None, body: bytes, route: TaskRoute, upload: bool
     ) -> Response:
         try:
-            result = await _in_thread(
+            result = await pool.run(
                 service.call_workflow,
                 bearer,
                 body,
@@ -284,7 +279,7 @@ def create_app(
 
     async def health(request: Request) -> Response:
         try:
-            await _in_thread(service.ping)
+            await pool.run(service.ping)
         except TaskError as err:
             return error_response(err)
         return JSONResponse({"status": "ok"})
@@ -322,14 +317,17 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with queue_mcp.run(), workspace_mcp.run():
-            yield
+        try:
+            async with queue_mcp.run(), workspace_mcp.run():
+                yield
+        finally:
+            pool.close()
 
     table: list[BaseRoute] = [
         Route("/v/{verb}", verb, methods=["POST"]),
         Route(_REPOSITORIES + "{rest:path}", workflow, methods=["POST"]),
-        Route(MCP_PATH, _AdmittedMcp(service, queue_mcp, budget)),
-        Route(WORKSPACE_MCP_PATH, _AdmittedMcp(service, workspace_mcp, budget)),
+        Route(MCP_PATH, _AdmittedMcp(service, queue_mcp, budget, pool)),
+        Route(WORKSPACE_MCP_PATH, _AdmittedMcp(service, workspace_mcp, budget, pool)),
         Route(HEALTH_PATH, health, methods=["GET"]),
         Route(OPENAPI_PATH, openapi, methods=["GET"]),
         Route(METRICS_PATH, Metrics(service).endpoint, methods=["GET"]),
