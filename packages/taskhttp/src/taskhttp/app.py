@@ -149,6 +149,61 @@ class _AdmittedMcp:
             await self.endpoint(scope, _replay(body, receive), send)
 
 
+class _Verb:
+    """``POST /v/{verb}`` as a bare ASGI endpoint.
+
+    Starlette wraps a function endpoint in a request/response adapter and a second exception
+    wrapper per request; the errors this endpoint does not answer itself reach the same
+    handlers through the application's own middleware, so it needs neither.
+    """
+
+    def __init__(self, service: Service, budget: BodyBudget, pool: WorkerPool) -> None:
+        self.service = service
+        self.budget = budget
+        self.pool = pool
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.respond(Request(scope, receive), scope)
+        await response(scope, receive, send)
+
+    async def respond(self, request: Request, scope: Scope) -> Response:
+        service = self.service
+        name = str(scope["path_params"]["verb"])
+        bearer = bearer_from_header(request.headers.get("authorization"))
+        try:
+            require_media_type(request, JSON)
+            op = service.registry.get(name)
+            limit = op.max_input_bytes if op is not None else REQUEST_BODY_MAX_BYTES
+            declared_length(request, limit)
+        except TaskError as err:
+            await self.pool.run(service.refuse, bearer, name, err)
+            return error_response(err)
+        try:
+            await self.pool.run(
+                service.admit,
+                bearer,
+                name,
+                client=_client(scope),
+                door=Door.HTTP,
+                surfaces=VERB_SURFACES,
+            )
+        except TaskError as err:
+            return error_response(err)
+        async with self.budget.hold() as held:
+            try:
+                body = await read_body(request, limit, held)
+            except TaskError as err:
+                await self.pool.run(service.refuse, bearer, name, err)
+                return error_response(err)
+            try:
+                result = await self.pool.run(
+                    service.call, bearer, name, body, door=Door.HTTP, surfaces=VERB_SURFACES
+                )
+            except TaskError as err:
+                return error_response(err)
+        return _ok(result.body)
+
+
 def _replay(body: bytes, receive: Receive) -> Receive:
     """A ``receive`` that hands over ``body`` once, then waits on the real connection."""
     sent = False
@@ -190,40 +245,6 @@ def create_app(
     async def refuse(bearer: str | None, name: str, err: TaskError) -> Response:
         await pool.run(service.refuse, bearer, name, err)
         return error_response(err)
-
-    async def verb(request: Request) -> Response:
-        name = str(request.path_params["verb"])
-        bearer = bearer_from_header(request.headers.get("authorization"))
-        try:
-            require_media_type(request, JSON)
-            op = service.registry.get(name)
-            limit = op.max_input_bytes if op is not None else REQUEST_BODY_MAX_BYTES
-            declared_length(request, limit)
-        except TaskError as err:
-            return await refuse(bearer, name, err)
-        try:
-            await pool.run(
-                service.admit,
-                bearer,
-                name,
-                client=_client(request.scope),
-                door=Door.HTTP,
-                surfaces=VERB_SURFACES,
-            )
-        except TaskError as err:
-            return error_response(err)
-        async with budget.hold() as held:
-            try:
-                body = await read_body(request, limit, held)
-            except TaskError as err:
-                return await refuse(bearer, name, err)
-            try:
-                result = await pool.run(
-                    service.call, bearer, name, body, door=Door.HTTP, surfaces=VERB_SURFACES
-                )
-            except TaskError as err:
-                return error_response(err)
-        return _ok(result.body)
 
     async def workflow(request: Request) -> Response:
         bearer = bearer_from_header(request.headers.get("authorization"))
@@ -324,7 +345,7 @@ def create_app(
             pool.close()
 
     table: list[BaseRoute] = [
-        Route("/v/{verb}", verb, methods=["POST"]),
+        Route("/v/{verb}", _Verb(service, budget, pool), methods=["POST"]),
         Route(_REPOSITORIES + "{rest:path}", workflow, methods=["POST"]),
         Route(MCP_PATH, _AdmittedMcp(service, queue_mcp, budget, pool)),
         Route(WORKSPACE_MCP_PATH, _AdmittedMcp(service, workspace_mcp, budget, pool)),
