@@ -50,7 +50,7 @@ from taskcore.service import WORKFLOW_PREFIX, Surface
 from taskmcp import Family, McpEndpoint, error_response
 
 from taskhttp.body import JSON, OCTET_STREAM, declared_length, read_body, require_media_type
-from taskhttp.limits import BodyBudget, TransportLimits
+from taskhttp.limits import BodyBudget, Reservation, TransportLimits
 from taskhttp.metrics import METRICS_PATH, Metrics
 from taskhttp.openapi import (
     HEALTH_PATH,
@@ -189,7 +189,8 @@ class _Verb:
             )
         except TaskError as err:
             return error_response(err)
-        async with self.budget.hold() as held:
+        held = Reservation(self.budget)  # what ``budget.hold()`` does, without a generator
+        try:
             try:
                 body = await read_body(request, limit, held)
             except TaskError as err:
@@ -201,6 +202,8 @@ class _Verb:
                 )
             except TaskError as err:
                 return error_response(err)
+        finally:
+            held.release()
         return _ok(result.body)
 
 
