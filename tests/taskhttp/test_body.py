@@ -113,3 +113,24 @@ def test_a_streamed_body_is_reserved_as_it_arrives():
     with pytest.raises(TaskError) as err:
         anyio.run(read_body, _request({}, [b"123", b"456"]), 100, Reservation(budget))
     assert err.value.code is ErrorCode.OVERLOADED
+
+
+def test_a_client_that_goes_away_mid_body_is_bad_input():
+    messages = [
+        {"type": "http.request", "body": b"12", "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+
+    async def receive():
+        return messages.pop(0)
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": []}
+    with pytest.raises(TaskError) as err:
+        anyio.run(read_body, Request(scope, receive), 100)
+    assert err.value.code is ErrorCode.BAD_INPUT
+    assert "went away" in err.value.message
+
+
+def test_empty_chunks_and_a_final_empty_message_add_nothing():
+    assert _read(_request({}, [b"", b"ab", b""]), 2) == b"ab"
+    assert _read(_request({}, []), 0) == b""

@@ -62,3 +62,43 @@ def test_text_lines_are_key_value():
 def test_an_unknown_format_is_refused():
     with pytest.raises(ValueError, match="log format"):
         RequestLogMiddleware(Starlette(), fmt="xml")
+
+
+def test_an_id_header_the_app_set_is_replaced_and_a_reused_response_is_left_alone(captured):
+    logger, lines = captured
+    shared = PlainTextResponse("hi")  # one object answered twice: its headers must not grow
+
+    async def again(request):
+        return shared
+
+    async def own_id(request):
+        return PlainTextResponse("hi", headers={"X-Request-Id": "from-the-app"})
+
+    app = Starlette(routes=[Route("/again", again), Route("/own", own_id)])
+    with BackgroundServer(RequestLogMiddleware(app, fmt="json", logger=logger)) as url:
+        first = httpx.get(url + "/again", headers={"X-Request-Id": "one"})
+        second = httpx.get(url + "/again", headers={"X-Request-Id": "two"})
+        own = httpx.get(url + "/own", headers={"X-Request-Id": "three"})
+    assert first.headers.get_list("x-request-id") == ["one"]
+    assert second.headers.get_list("x-request-id") == ["two"]
+    assert own.headers.get_list("x-request-id") == ["three"]
+    assert all(key != b"x-request-id" for key, _ in shared.raw_headers)
+    records = [json.loads(line) for line in lines]
+    assert [r["request_id"] for r in records] == ["one", "two", "three"]
+    assert all(len(r["ts"]) == 20 and r["ts"].endswith("Z") for r in records)
+
+
+def test_no_line_is_formatted_when_the_logger_drops_info(monkeypatch):
+    logger = logging.getLogger("test.requestlog.quiet")
+    logger.setLevel(logging.WARNING)
+    formatted = []
+    monkeypatch.setattr("taskhttp.requestlog.format_line", lambda *a: formatted.append(a) or "line")
+    with BackgroundServer(_app("text", logger)) as url:
+        answer = httpx.get(url + "/hi")
+    assert answer.status_code == 200
+    assert answer.headers["x-request-id"]
+    assert formatted == []
+    logger.setLevel(logging.INFO)
+    with BackgroundServer(_app("text", logger)) as url:
+        httpx.get(url + "/hi")
+    assert len(formatted) == 1

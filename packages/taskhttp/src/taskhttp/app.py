@@ -30,12 +30,9 @@ lone surrogates, depth) before the MCP SDK, which is lenient about all of these,
 from __future__ import annotations
 
 import contextlib
-import functools
-from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Sequence
 from urllib.parse import unquote
 
-import anyio.to_thread
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -53,7 +50,7 @@ from taskcore.service import WORKFLOW_PREFIX, Surface
 from taskmcp import Family, McpEndpoint, error_response
 
 from taskhttp.body import JSON, OCTET_STREAM, declared_length, read_body, require_media_type
-from taskhttp.limits import BodyBudget, TransportLimits
+from taskhttp.limits import BodyBudget, Reservation, TransportLimits
 from taskhttp.metrics import METRICS_PATH, Metrics
 from taskhttp.openapi import (
     HEALTH_PATH,
@@ -64,20 +61,14 @@ from taskhttp.openapi import (
     openapi_document,
 )
 from taskhttp.requestlog import RequestLogMiddleware
+from taskhttp.threads import WorkerPool
 
 __all__ = ["UPLOAD_OPERATION", "create_app"]
-
-T = TypeVar("T")
 
 UPLOAD_OPERATION = "collector_upload"
 """The workflow operation the collector upload route dispatches (raw bytes in)."""
 
 _REPOSITORIES = "/v1/hub/workspace/repositories/"
-
-
-async def _in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    # The journal is synchronous; keep the event loop free while it works.
-    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
 
 def _ok(body: bytes) -> Response:
@@ -113,16 +104,19 @@ def _client(scope: Scope) -> str | None:
 class _AdmittedMcp:
     """An MCP endpoint behind the same admission, body budget and strict parse as the rest."""
 
-    def __init__(self, service: Service, endpoint: McpEndpoint, budget: BodyBudget) -> None:
+    def __init__(
+        self, service: Service, endpoint: McpEndpoint, budget: BodyBudget, pool: WorkerPool
+    ) -> None:
         self.service = service
         self.endpoint = endpoint
         self.budget = budget
+        self.pool = pool
         self.name = f"mcp.{endpoint.family.value}"
 
     async def refuse(
         self, bearer: str | None, err: TaskError, scope: Scope, receive: Receive, send: Send
     ) -> None:
-        await _in_thread(self.service.refuse, bearer, self.name, err)
+        await self.pool.run(self.service.refuse, bearer, self.name, err)
         await error_response(err)(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -137,7 +131,7 @@ class _AdmittedMcp:
             await self.refuse(bearer, err, scope, receive, send)
             return
         try:
-            await _in_thread(
+            await self.pool.run(
                 self.service.admit, bearer, client=_client(scope), door=Door.MCP, label=self.name
             )
         except TaskError as err:
@@ -153,6 +147,64 @@ class _AdmittedMcp:
                 await self.refuse(bearer, err, scope, receive, send)
                 return
             await self.endpoint(scope, _replay(body, receive), send)
+
+
+class _Verb:
+    """``POST /v/{verb}`` as a bare ASGI endpoint.
+
+    Starlette wraps a function endpoint in a request/response adapter and a second exception
+    wrapper per request; the errors this endpoint does not answer itself reach the same
+    handlers through the application's own middleware, so it needs neither.
+    """
+
+    def __init__(self, service: Service, budget: BodyBudget, pool: WorkerPool) -> None:
+        self.service = service
+        self.budget = budget
+        self.pool = pool
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.respond(Request(scope, receive), scope)
+        await response(scope, receive, send)
+
+    async def respond(self, request: Request, scope: Scope) -> Response:
+        service = self.service
+        name = str(scope["path_params"]["verb"])
+        bearer = bearer_from_header(request.headers.get("authorization"))
+        try:
+            require_media_type(request, JSON)
+            op = service.registry.get(name)
+            limit = op.max_input_bytes if op is not None else REQUEST_BODY_MAX_BYTES
+            declared_length(request, limit)
+        except TaskError as err:
+            await self.pool.run(service.refuse, bearer, name, err)
+            return error_response(err)
+        try:
+            await self.pool.run(
+                service.admit,
+                bearer,
+                name,
+                client=_client(scope),
+                door=Door.HTTP,
+                surfaces=VERB_SURFACES,
+            )
+        except TaskError as err:
+            return error_response(err)
+        held = Reservation(self.budget)  # what ``budget.hold()`` does, without a generator
+        try:
+            try:
+                body = await read_body(request, limit, held)
+            except TaskError as err:
+                await self.pool.run(service.refuse, bearer, name, err)
+                return error_response(err)
+            try:
+                result = await self.pool.run(
+                    service.call, bearer, name, body, door=Door.HTTP, surfaces=VERB_SURFACES
+                )
+            except TaskError as err:
+                return error_response(err)
+        finally:
+            held.release()
+        return _ok(result.body)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -191,44 +243,11 @@ def create_app(
     queue_mcp = McpEndpoint(service, Family.QUEUE)
     workspace_mcp = McpEndpoint(service, Family.WORKSPACE)
     openapi_cache: dict[tuple[int, str], bytes] = {}
+    pool = WorkerPool()  # the journal is synchronous: keep the event loop free while it works
 
     async def refuse(bearer: str | None, name: str, err: TaskError) -> Response:
-        await _in_thread(service.refuse, bearer, name, err)
+        await pool.run(service.refuse, bearer, name, err)
         return error_response(err)
-
-    async def verb(request: Request) -> Response:
-        name = str(request.path_params["verb"])
-        bearer = bearer_from_header(request.headers.get("authorization"))
-        try:
-            require_media_type(request, JSON)
-            op = service.registry.get(name)
-            limit = op.max_input_bytes if op is not None else REQUEST_BODY_MAX_BYTES
-            declared_length(request, limit)
-        except TaskError as err:
-            return await refuse(bearer, name, err)
-        try:
-            await _in_thread(
-                service.admit,
-                bearer,
-                name,
-                client=_client(request.scope),
-                door=Door.HTTP,
-                surfaces=VERB_SURFACES,
-            )
-        except TaskError as err:
-            return error_response(err)
-        async with budget.hold() as held:
-            try:
-                body = await read_body(request, limit, held)
-            except TaskError as err:
-                return await refuse(bearer, name, err)
-            try:
-                result = await _in_thread(
-                    service.call, bearer, name, body, door=Door.HTTP, surfaces=VERB_SURFACES
-                )
-            except TaskError as err:
-                return error_response(err)
-        return _ok(result.body)
 
     async def workflow(request: Request) -> Response:
         bearer = bearer_from_header(request.headers.get("authorization"))
@@ -247,7 +266,7 @@ def create_app(
         except TaskError as err:
             return await refuse(bearer, name, err)
         try:
-            await _in_thread(
+            await pool.run(
                 service.admit,
                 bearer,
                 name if upload else None,
@@ -270,7 +289,7 @@ def create_app(
         bearer: str | None, body: bytes, route: TaskRoute, upload: bool
     ) -> Response:
         try:
-            result = await _in_thread(
+            result = await pool.run(
                 service.call_workflow,
                 bearer,
                 body,
@@ -284,7 +303,7 @@ def create_app(
 
     async def health(request: Request) -> Response:
         try:
-            answer = await _in_thread(service.health)
+            answer = await pool.run(service.health)
         except TaskError as err:
             return error_response(err)
         return JSONResponse(answer)
@@ -322,14 +341,17 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with queue_mcp.run(), workspace_mcp.run():
-            yield
+        try:
+            async with queue_mcp.run(), workspace_mcp.run():
+                yield
+        finally:
+            pool.close()
 
     table: list[BaseRoute] = [
-        Route("/v/{verb}", verb, methods=["POST"]),
+        Route("/v/{verb}", _Verb(service, budget, pool), methods=["POST"]),
         Route(_REPOSITORIES + "{rest:path}", workflow, methods=["POST"]),
-        Route(MCP_PATH, _AdmittedMcp(service, queue_mcp, budget)),
-        Route(WORKSPACE_MCP_PATH, _AdmittedMcp(service, workspace_mcp, budget)),
+        Route(MCP_PATH, _AdmittedMcp(service, queue_mcp, budget, pool)),
+        Route(WORKSPACE_MCP_PATH, _AdmittedMcp(service, workspace_mcp, budget, pool)),
         Route(HEALTH_PATH, health, methods=["GET"]),
         Route(OPENAPI_PATH, openapi, methods=["GET"]),
         Route(METRICS_PATH, Metrics(service).endpoint, methods=["GET"]),

@@ -138,6 +138,8 @@ class Metrics:
             ["code"],
             registry=self.registry,
         )
+        self._counts: dict[tuple[str, str, str], Counter] = {}
+        self._timings: dict[tuple[str, str], Histogram] = {}
         self._snapshot = _Snapshot()
         self.registry.register(self._snapshot)
         self._render_lock = threading.Lock()
@@ -146,9 +148,16 @@ class Metrics:
     def observe(self, event: CallObserved) -> None:
         """Count one call (the service calls this once per call)."""
         door = "transport" if event.door is None else event.door.value
-        self.calls.labels(event.operation, door, event.code).inc()
+        key = (event.operation, door, event.code)
+        count = self._counts.get(key)
+        if count is None:  # the labelled child, found once (labels are bounded, see above)
+            count = self._counts.setdefault(key, self.calls.labels(*key))
+        count.inc()
         if event.door is not None:
-            self.latency.labels(event.operation, door).observe(event.seconds)
+            timed = self._timings.get(key[:2])
+            if timed is None:
+                timed = self._timings.setdefault(key[:2], self.latency.labels(*key[:2]))
+            timed.observe(event.seconds)
         if event.operation == "agenttask.checkpoint" and event.code == "LEASE_RUNAWAY":
             self.runaway.inc()
         if event.operation == "workflow.collector_upload":

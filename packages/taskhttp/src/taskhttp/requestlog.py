@@ -39,6 +39,24 @@ def format_line(fields: dict[str, Any], fmt: str) -> str:
     )
 
 
+_ID_KEY = REQUEST_ID_HEADER.lower().encode("latin-1")
+
+
+class _Clock:
+    """The log line's UTC timestamp, formatted once per second."""
+
+    def __init__(self) -> None:
+        self.second = -1
+        self.text = ""
+
+    def now(self) -> str:
+        second = int(time.time())
+        if second != self.second:
+            self.text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+            self.second = second
+        return self.text
+
+
 def _request_id(scope: Scope) -> str:
     for key, value in scope.get("headers", []):
         if key.lower() == b"x-request-id" and _SAFE_ID.fullmatch(value):
@@ -57,6 +75,7 @@ class RequestLogMiddleware:
         self.app = app
         self.fmt = fmt
         self.log = logger or _log
+        self._clock = _Clock()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Serve one ASGI call; HTTP requests get an id header and a log line."""
@@ -70,25 +89,34 @@ class RequestLogMiddleware:
 
         async def send_with_id(message: Message) -> None:
             nonlocal status, sent
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-                MutableHeaders(scope=message)[REQUEST_ID_HEADER] = request_id
-            elif message["type"] == "http.response.body":
+            kind = message["type"]
+            if kind == "http.response.body":
                 sent += len(message.get("body", b""))
+            elif kind == "http.response.start":
+                status = int(message["status"])
+                headers = message.get("headers", ())
+                if all(k != _ID_KEY for k, _ in headers):  # a new list: never the response's
+                    message["headers"] = [*headers, (_ID_KEY, request_id.encode("latin-1"))]
+                else:  # an id header to replace, in place
+                    MutableHeaders(scope=message)[REQUEST_ID_HEADER] = request_id
             await send(message)
 
         try:
             await self.app(scope, receive, send_with_id)
         finally:
-            client = scope.get("client")
-            fields = {
-                "ts": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "request_id": request_id,
-                "method": str(scope.get("method", ""))[:16],
-                "path": str(scope.get("path", ""))[:256],
-                "status": status,
-                "bytes": sent,
-                "duration_ms": round((time.perf_counter() - started) * 1000, 3),
-                "client": client[0] if client else None,
-            }
-            self.log.info(format_line(fields, self.fmt))
+            if self.log.isEnabledFor(logging.INFO):
+                self._emit(scope, request_id, status, sent, started)
+
+    def _emit(self, scope: Scope, request_id: str, status: int, sent: int, started: float) -> None:
+        client = scope.get("client")
+        fields = {
+            "ts": self._clock.now(),
+            "request_id": request_id,
+            "method": str(scope.get("method", ""))[:16],
+            "path": str(scope.get("path", ""))[:256],
+            "status": status,
+            "bytes": sent,
+            "duration_ms": round((time.perf_counter() - started) * 1000, 3),
+            "client": client[0] if client else None,
+        }
+        self.log.info(format_line(fields, self.fmt))
