@@ -19,7 +19,6 @@ demand up to a bound, and the result handed back with ``call_soon_threadsafe``. 
 It serves asyncio loops only (uvicorn's, and the test client's default backend).
 
 >>> import asyncio
-import contextlib
 >>> pool = WorkerPool(max_threads=2)
 >>> asyncio.run(pool.run(sum, [1, 2, 3]))
 6
