@@ -200,7 +200,15 @@ def test_a_replica_killed_mid_run_loses_no_acknowledged_mutation_and_its_leases_
             finally:
                 client.close()
 
-        threads = [threading.Thread(target=work, args=(i,)) for i in range(12)]
+        errors: list[BaseException] = []
+
+        def guarded(i: int) -> None:
+            try:
+                work(i)
+            except BaseException as exc:  # a worker's failure fails the test, not just its thread
+                errors.append(exc)
+
+        threads = [threading.Thread(target=guarded, args=(i,)) for i in range(12)]
         for t in threads:
             t.start()
         started.wait()
@@ -215,6 +223,7 @@ def test_a_replica_killed_mid_run_loses_no_acknowledged_mutation_and_its_leases_
         for t in threads:
             t.join(300)
             assert not t.is_alive()
+        assert errors == []
     finally:
         _stop(replicas)
     rows = dict(
