@@ -160,7 +160,10 @@ def test_no_call_of_a_revoked_token_succeeds_after_the_revocation_commits(postgr
             thread.start()
         wait_for(lambda: all(cycles_of(t) >= 10 for t in workers))
         answer = service.invoke(
-            OPERATOR_ACTOR, "operator.token_revoke", {"token_id": victim.record.token_id}, door=Door.CLI
+            OPERATOR_ACTOR,
+            "operator.token_revoke",
+            {"token_id": victim.record.token_id},
+            door=Door.CLI,
         )
         assert answer.was_live
         revoked.set()
@@ -187,7 +190,9 @@ def test_no_call_of_a_revoked_token_succeeds_after_the_revocation_commits(postgr
     # By commit order: the revocation's audit row is drawn after every shared writer in flight
     # committed; no OK row of the victim comes after it, every later one is a refusal.
     (revoke_seq,) = [s for s, _, op, outcome, _ in rows if op == "operator.token_revoke"]
-    victim_rows = [(s, op, outcome) for s, actor, op, outcome, _ in rows if actor == victim.record.token_id]
+    victim_rows = [
+        (s, op, outcome) for s, actor, op, outcome, _ in rows if actor == victim.record.token_id
+    ]
     assert max(s for s, _, outcome in victim_rows if outcome == "OK") < revoke_seq
     # (Refusals at authentication are the anonymous actor's rows; the guard's are the token's.)
     assert {outcome for s, _, outcome in victim_rows if s > revoke_seq} <= {
