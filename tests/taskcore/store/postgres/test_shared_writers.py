@@ -23,7 +23,7 @@ import pytest
 from taskcore.actors import Tier
 from taskcore.auth import IssuedToken, issue_token
 from taskcore.clock import SystemClock
-from taskcore.errors import ErrorCode, TaskError
+from taskcore.errors import ErrorCode, ErrorKind, TaskError
 from taskcore.operator_ops import OPERATOR_ACTOR
 from taskcore.queue.operations import ROW_SAFE_VERBS
 from taskcore.service import Door, Service, ServiceConfig, default_registry
@@ -202,3 +202,20 @@ def test_no_call_of_a_revoked_token_succeeds_after_the_revocation_commits(postgr
     assert sum(r[4] for r in rows if r[2].startswith("agenttask.")) == len(calls)
     assert len({task for task, _ in claimed}) == len(claimed)
     assert {fence for _, fence in claimed} == {1}
+
+
+def test_a_deadlock_or_serialization_failure_is_busy_never_internal(postgres_url, tmp_path):
+    """Concurrent writers can lose to PostgreSQL's deadlock detector: that is BUSY (retry)."""
+    service = _service(tmp_path, postgres_url)
+    try:
+        storage = service.storage
+        for sql in (
+            "DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '40P01'; END $$",  # deadlock_detected
+            "DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = '40001'; END $$",  # serialization
+        ):
+            with pytest.raises(TaskError) as info, storage.write_shared() as tx:  # type: ignore[attr-defined]
+                tx.conn.execute(sql)
+            assert info.value.code is ErrorCode.BUSY
+            assert info.value.code.kind is ErrorKind.UNAVAILABLE  # 503, retry
+    finally:
+        service.close()
