@@ -36,6 +36,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -108,7 +109,12 @@ class AgentTask:
     def cycle(self) -> None:
         service = self.service
         service.dispatch(self.member, "agenttask.create", b'{"verb":"agent.run","payload":{"n":1}}')
-        claim = service.dispatch(self.worker, "agenttask.claimNext", b"{}").json()
+        # Under the shared writer lock a claimNext can answer {claimed: false} while every
+        # queued row is row-locked by another claimer or a create is committing; poll again
+        # (a cycle still takes exactly one task, so some task is always left for it).
+        claim: dict[str, Any] = {"claimed": False}
+        while not claim["claimed"]:
+            claim = service.dispatch(self.worker, "agenttask.claimNext", b"{}").json()
         body = {
             "taskId": claim["task"]["taskId"],
             "status": "DONE",
@@ -255,7 +261,9 @@ class Replicas:
 
     def cycle(self) -> None:
         self._post("agenttask.create", {"verb": "agent.run", "payload": {"n": 1}})
-        claim = self._post("agenttask.claimNext", {})
+        claim: dict[str, Any] = {"claimed": False}
+        while not claim["claimed"]:  # see AgentTask.cycle
+            claim = self._post("agenttask.claimNext", {})
         self._post(
             "agenttask.checkpoint",
             {"taskId": claim["task"]["taskId"], "status": "DONE", "fence": claim["lease"]["fence"]},

@@ -33,6 +33,7 @@ from taskcore.store import open_storage
 from tests.adversarial.served import Served
 
 WORKSPACE = "w"
+_UNFINISHED = "SELECT count(*) FROM queue_task WHERE status <> 'DONE'"
 
 
 def _start(tmp_path: Path, url: str, n: int) -> list[Served]:
@@ -152,6 +153,7 @@ def test_a_replica_killed_mid_run_loses_no_acknowledged_mutation_and_its_leases_
     acked_done: dict[str, int] = {}
     lock = threading.Lock()
     held: list[tuple[str, int]] = []
+    unanswered: set[str] = set()  # checkpoints whose replica died before answering
     try:
         with httpx.Client(base_url=replicas[0].url, timeout=60) as client:
             for _ in range(tasks):
@@ -170,6 +172,7 @@ def test_a_replica_killed_mid_run_loses_no_acknowledged_mutation_and_its_leases_
             order = itertools.cycle([replicas[i % 3], replicas[(i + 1) % 3], replicas[(i + 2) % 3]])
             target = next(order)
             client = httpx.Client(base_url=target.url, timeout=30)
+            pending: str | None = None
             started.wait()
             try:
                 while True:
@@ -177,14 +180,17 @@ def test_a_replica_killed_mid_run_loses_no_acknowledged_mutation_and_its_leases_
                         r = _post(client, "agenttask.claimNext", {"leaseMs": 2000}, token)
                         claim = r.json()
                         if not claim["claimed"]:
-                            with lock:
-                                if len(acked_done) == tasks:
-                                    return
+                            # Done when no task is left to finish (a DONE whose answer died
+                            # with the replica is never acknowledged, so count rows, not acks).
+                            if _rows(postgres_url, _UNFINISHED)[0][0] == 0:
+                                return
                             threading.Event().wait(0.2)  # leases of the dead still running
                             continue
                         task_id, fence = claim["task"]["taskId"], claim["lease"]["fence"]
                         body = {"taskId": task_id, "status": "DONE", "fence": fence}
+                        pending = task_id
                         r = _post(client, "agenttask.checkpoint", body, token)
+                        pending = None
                         if r.status_code == 200:
                             with lock:
                                 assert task_id not in acked_done
@@ -192,6 +198,10 @@ def test_a_replica_killed_mid_run_loses_no_acknowledged_mutation_and_its_leases_
                     except httpx.TransportError:
                         # The replica died under this client: go to the next one.
                         assert killed.is_set()
+                        if pending is not None:  # this DONE may or may not have committed
+                            with lock:
+                                unanswered.add(pending)
+                            pending = None
                         client.close()
                         target = next(order)
                         while target.proc.poll() is not None:
@@ -236,11 +246,14 @@ def test_a_replica_killed_mid_run_loses_no_acknowledged_mutation_and_its_leases_
     assert set(acked_created) == set(rows)
     for task_id, fence in acked_done.items():
         assert rows[task_id] == ("DONE", fence)
-    assert len(acked_done) == tasks
+    # Every task is DONE, and every DONE was acknowledged unless its replica died answering.
+    assert {status for status, _ in rows.values()} == {"DONE"}
+    assert set(rows) <= set(acked_done) | unanswered
+    assert len(unanswered) <= 12
     # The leases the dead replica handed out expired and others took those tasks over.
     for task_id, fence in held:
         assert rows[task_id][0] == "DONE"
-        assert acked_done[task_id] > fence
+        assert rows[task_id][1] > fence
 
 
 def test_a_token_revoked_through_one_replica_is_refused_by_another_at_once(tmp_path, postgres_url):

@@ -275,6 +275,12 @@ class Operation(Generic[I, O]):
     refusal in either phase is audited once. ``hold`` is entered after ``prepare`` and
     before the transaction opens, and held until it commits: the workflow operations take
     the actor/workspace guard there (the seed's lock order: guard, then transaction).
+
+    ``row_safe`` declares that every read-modify-write the operation does (handler, token
+    check, audit row) is guarded by a row lock, a row version compare-and-set or a unique
+    key, so it stays correct beside other row-safe calls without the single-writer lock: a
+    storage that can (PostgreSQL's ``write_shared``) runs such calls concurrently under the
+    shared form of its writer lock, every other write still exclusive. SQLite ignores it.
     """
 
     name: str
@@ -294,6 +300,7 @@ class Operation(Generic[I, O]):
     max_input_bytes: int = REQUEST_BODY_MAX_BYTES
     doors: frozenset[Door] = frozenset(Door)
     description: str = ""
+    row_safe: bool = False
 
     @property
     def min_autonomy(self) -> int:

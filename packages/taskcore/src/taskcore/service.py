@@ -45,7 +45,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -77,7 +77,7 @@ from taskcore.registry import (
     default_registry,
     portable_tool_name,
 )
-from taskcore.store.storage import Storage, Transaction, open_storage
+from taskcore.store.storage import SharedWriteStorage, Storage, Transaction, open_storage
 
 __all__ = [
     "MCP_TOOL_NAME_PATTERN",
@@ -210,14 +210,23 @@ class Service:
         self.storage.close()
 
     @contextlib.contextmanager
-    def write(self) -> Iterator[Transaction]:
+    def write(self, *, shared: bool = False) -> Iterator[Transaction]:
         """A write transaction, queued behind this process's other writers.
 
         A storage that queues and groups writers itself (``groups_writers``: the SQLite
         storage's group commit, :mod:`taskcore.store.groupcommit`) gets them concurrently;
         any other is entered one writer at a time. ``TxMode.OWN`` handlers should open their
         writes here too.
+
+        ``shared`` is for a ``row_safe`` operation's call: a storage that offers
+        ``write_shared`` (``shares_writers``: PostgreSQL's shared writer lock) runs it there,
+        concurrently with other such calls and without this process's lock. Any other storage
+        ignores it (SQLite's group commit already serializes every writer).
         """
+        if shared and getattr(self.storage, "shares_writers", False):
+            with cast("SharedWriteStorage", self.storage).write_shared() as tx:
+                yield tx
+            return
         grouped = getattr(self.storage, "groups_writers", False)
         with contextlib.nullcontext() if grouped else self._write_lock, self.storage.write() as tx:
             yield tx
@@ -630,9 +639,10 @@ class Service:
             else:
                 prepared = request if op.prepare is None else op.prepare(outside, request)
                 held = contextlib.nullcontext() if op.hold is None else op.hold(outside)
-                with held, self.write() as tx:
+                with held, self.write(shared=op.row_safe) as tx:
                     # The live authorization guard: the token must still be valid inside the
-                    # transaction that acts on it (revocation serializes with this commit).
+                    # transaction that acts on it (revocation serializes with this commit:
+                    # under a shared writer lock the token row is read FOR SHARE).
                     # In-process actors built by trusted code have no token record.
                     record = tx.tokens.get(actor.token_id)
                     if record is not None and record.revoked_at_ms is not None:

@@ -76,7 +76,7 @@ from taskcore.queue.types import (
 from taskcore.service import CallContext, CommitThenRefuse, Operation, Registry, Surface, TxMode
 from taskcore.store.storage import Transaction
 
-__all__ = ["QUEUE_VERBS", "register"]
+__all__ = ["QUEUE_VERBS", "ROW_SAFE_VERBS", "register"]
 
 R = TypeVar("R")
 
@@ -102,6 +102,29 @@ QUEUE_VERBS: tuple[str, ...] = (
     "agenttask.ext.update",
 )
 """The seed's nineteen verbs, in the seed's order."""
+
+ROW_SAFE_VERBS: tuple[str, ...] = (
+    "agenttask.create",
+    "agenttask.claimNext",
+    "agenttask.checkpoint",
+    "agenttask.release",
+)
+"""The verbs registered ``row_safe`` (PostgreSQL runs them under the shared writer lock).
+
+Why each is safe beside the others with no single writer (every other verb, and every write
+of the verb registry, matters, gates, grants and tokens, stays exclusive, so what these
+read from those tables cannot change under them):
+
+* ``create`` inserts one task row under a fresh random id (unique key) after reading the
+  verb registry, the parent's immutable depth and ceiling and the matter's grants;
+* ``claimNext`` takes its row with ``FOR UPDATE SKIP LOCKED`` and writes it by version
+  compare-and-set; the gate and phase it shows are written by exclusive verbs only;
+* ``checkpoint`` and ``release`` read the task and write it by version compare-and-set, the
+  fence, lease and runaway counters (``lease_extensions``, ``first_leased_at_ms``) all on
+  that one row: a racing writer of the row makes the later one ``CONFLICT``, nothing lost;
+* the front door's token check reads the token row ``FOR SHARE`` and the audit row is a
+  plain insert (its ``seq`` from a sequence). No idempotency, rate or gate rows are written.
+"""
 
 
 def _lease_ms(ctx: CallContext) -> int:
@@ -182,6 +205,7 @@ def _spec(
         handler=handler,
         tx=tx,
         description=description,
+        row_safe=name in ROW_SAFE_VERBS,
         **extra,
     )
 

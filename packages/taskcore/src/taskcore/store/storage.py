@@ -50,6 +50,7 @@ __all__ = [
     "DATABASE_ENV",
     "JOURNAL_FILENAME",
     "JoinedStorage",
+    "SharedWriteStorage",
     "SqliteStorage",
     "SqliteTransaction",
     "Storage",
@@ -155,6 +156,22 @@ class Storage(Protocol):
 
     def close(self) -> None:
         """Release every connection."""
+        ...
+
+
+class SharedWriteStorage(Storage, Protocol):
+    """A :class:`Storage` that can also run row-safe writers concurrently (``shares_writers``).
+
+    ``write_shared()`` is a write transaction that runs beside other shared ones and excludes
+    every ``write()`` (PostgreSQL: the shared form of the writer advisory lock). Only for an
+    operation declared ``row_safe``, whose every read-modify-write is guarded by its own
+    row locks, compare-and-sets or unique keys.
+    """
+
+    shares_writers: bool
+
+    def write_shared(self) -> AbstractContextManager[Transaction]:
+        """A write transaction under the shared writer lock, durable when the block exits."""
         ...
 
 

@@ -12,6 +12,15 @@ journal's, kept across processes and hosts:
   statements that are hot under contention are also safe without it: ``claimNext`` selects
   ``FOR UPDATE SKIP LOCKED``, the phase index is read under ``pg_advisory_xact_lock`` on the
   task, idempotency rows have unique constraints.
+* **Row-safe operations share it.** An operation declared ``row_safe`` in the registry
+  (:attr:`taskcore.registry.Operation.row_safe`: ``create``, ``claimNext``, ``checkpoint``,
+  ``release``) runs in :meth:`PostgresStorage.write_shared`, which takes the *shared* form
+  of :data:`WRITER_LOCK`: such transactions run concurrently with each other (on every
+  replica) and rely on their row locks (``FOR UPDATE SKIP LOCKED``, the task row's version
+  compare-and-set, unique keys), while every other write still waits for all of them and
+  they for it. Their token check reads the token row ``FOR SHARE``
+  (:class:`~taskcore.store.postgres.stores.PgTokenStore`), so a revocation, an exclusive
+  writer, commits only after the calls in flight with that token and every later call sees it.
 * **Durable when acknowledged.** ``COMMIT`` returns after the WAL is flushed
   (``synchronous_commit`` is left at its default, ``on``).
 * **Reads see one snapshot.** ``read()`` is ``REPEATABLE READ READ ONLY``.
@@ -20,7 +29,8 @@ journal's, kept across processes and hosts:
   every other at its next request (``docs/deploy.md``, "Caches").
 
 Connections come from a ``psycopg_pool`` pool (``pool_size`` in the URL's query sets its
-maximum, default 4; each replica's writers also queue on the service's in-process lock).
+maximum, default 4; each replica's exclusive writers also queue on the service's in-process
+lock, its shared writers do not).
 """
 
 from __future__ import annotations
@@ -60,6 +70,10 @@ WRITER_LOCK = 0x6167_746B_0000_0002
 _BEGIN_WRITE = (
     "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {timeout}; "
     f"SELECT pg_advisory_xact_lock({WRITER_LOCK})"
+)
+_BEGIN_SHARED = (
+    "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {timeout}; "
+    f"SELECT pg_advisory_xact_lock_shared({WRITER_LOCK})"
 )
 _BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
 _DEFAULT_POOL = 4
@@ -108,9 +122,11 @@ def redact(url: str) -> str:
 class PgTransaction:
     """The PostgreSQL transaction object: domain stores bound to one connection."""
 
-    def __init__(self, conn: PgConnection, *, writable: bool) -> None:
+    def __init__(self, conn: PgConnection, *, writable: bool, shared: bool = False) -> None:
         self.conn = conn
         self.writable = writable
+        self.shared = shared
+        """Whether this write transaction holds the writer lock in its shared form."""
 
     # The SQLite stores are typed against apsw.Connection; PgConnection provides the three
     # calls they make (execute, changes, last_insert_rowid), hence the casts.
@@ -130,7 +146,7 @@ class PgTransaction:
         """Bearer tokens (hashes only)."""
         from taskcore.store.postgres.stores import PgTokenStore
 
-        return PgTokenStore(self._apsw)
+        return PgTokenStore(self._apsw, share_rows=self.shared)
 
     @cached_property
     def queue(self) -> QueueStore:
@@ -225,6 +241,7 @@ class PostgresStorage:
         # A writer waits for the writer lock at most this long, then gets BUSY (SQLite's
         # busy timeout); 0 would mean "forever" to PostgreSQL, so it is at least 1 ms.
         self._begin_write = _BEGIN_WRITE.format(timeout=max(1, int(busy_timeout_ms)))
+        self._begin_shared = _BEGIN_SHARED.format(timeout=max(1, int(busy_timeout_ms)))
         self.url = redact(url)
         self._local = threading.local()
         self.applied: list[str] = []
@@ -252,7 +269,9 @@ class PostgresStorage:
         self.pool.open(wait=True, timeout=30.0)
 
     @contextmanager
-    def _transaction(self, begin: str, *, writable: bool) -> Iterator[PgTransaction]:
+    def _transaction(
+        self, begin: str, *, writable: bool, shared: bool = False
+    ) -> Iterator[PgTransaction]:
         if getattr(self._local, "busy", False):
             raise TaskError(ErrorCode.INTERNAL, "nested transactions are not supported")
         self._local.busy = True
@@ -263,7 +282,7 @@ class PostgresStorage:
                 except psycopg.Error as exc:
                     raise _typed(exc) or _unavailable(exc) from None
                 try:
-                    yield PgTransaction(PgConnection(raw), writable=writable)
+                    yield PgTransaction(PgConnection(raw), writable=writable, shared=shared)
                 except BaseException as exc:
                     _rollback(raw)
                     cause = exc.__cause__ if isinstance(exc, apsw.Error | OverflowError) else exc
@@ -294,6 +313,21 @@ class PostgresStorage:
     def write(self) -> Iterator[PgTransaction]:
         """A write transaction under :data:`WRITER_LOCK`, durable on a clean exit."""
         with self._transaction(self._begin_write, writable=True) as tx:
+            yield tx
+
+    shares_writers = True
+    """:meth:`write_shared` is offered: row-safe operations run concurrently (``Service.write``
+    then adds no in-process lock for them)."""
+
+    @contextmanager
+    def write_shared(self) -> Iterator[PgTransaction]:
+        """A write transaction under the *shared* :data:`WRITER_LOCK`, durable on a clean exit.
+
+        Only for operations whose every read-modify-write is guarded by a row lock, a
+        compare-and-set or a unique key (``Operation.row_safe``): others like it run at the
+        same time; an exclusive :meth:`write` waits for all of them, and they for it.
+        """
+        with self._transaction(self._begin_shared, writable=True, shared=True) as tx:
             yield tx
 
     @contextmanager

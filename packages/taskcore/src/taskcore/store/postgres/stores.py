@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import zlib
 
+import apsw
+
 from taskcore.store.queue_api import QueueCount, TaskRecord
 from taskcore.store.sqlite_audit import SqliteAuditStore
 from taskcore.store.sqlite_authority import SqliteAuthorityStore
@@ -27,7 +29,8 @@ from taskcore.store.sqlite_forge import SqliteForgeStore
 from taskcore.store.sqlite_journal import SqliteJournalStore
 from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
 from taskcore.store.sqlite_retention import SqliteRetentionStore
-from taskcore.store.sqlite_tokens import SqliteTokenStore
+from taskcore.store.sqlite_tokens import TOKENS, SqliteTokenStore
+from taskcore.store.tokens_api import TokenRecord
 
 __all__ = [
     "PgAuditStore",
@@ -64,7 +67,20 @@ class PgAuditStore(SqliteAuditStore):
 
 
 class PgTokenStore(SqliteTokenStore):
-    """Tokens (same statements)."""
+    """Tokens; in a shared-lock write transaction :meth:`get` reads the row ``FOR SHARE``."""
+
+    def __init__(self, conn: apsw.Connection, *, share_rows: bool = False) -> None:
+        super().__init__(conn)
+        self._share_rows = share_rows
+
+    def get(self, token_id: str) -> TokenRecord | None:
+        """The token, row-share-locked in a shared write (a revocation then waits for us)."""
+        if not self._share_rows:
+            return super().get(token_id)
+        row = self._conn.execute(
+            f"{TOKENS.select()} WHERE token_id = ? FOR SHARE", (token_id,)
+        ).fetchone()
+        return None if row is None else TOKENS.from_row(row)
 
 
 class PgQueueStore(SqliteQueueStore):
