@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from taskcore.evidence.forge_delivery import (
     ForgeDelivery,
     ForgeReply,
     ForgeRequest,
+    UrllibTransport,
     build_request,
 )
 from taskcore.service import Service
@@ -467,3 +470,64 @@ def test_the_worker_thread_delivers_without_being_asked(authority, state, tmp_pa
         worker.stop()
         world.close()
         forge.close()
+
+
+class _TrickleForge:
+    """Accepts, then answers one byte every 0.2 s: each read succeeds, no answer ever ends."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/repos/o/r/statuses/abc"
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return
+        self.held.append(conn)
+        try:
+            conn.recv(65536)
+            for byte in b"HTTP/1.1 200 OK\r\nX-Slow: " + b"a" * 10_000:
+                conn.sendall(bytes([byte]))
+                time.sleep(0.2)
+        except OSError:
+            return
+
+    def close(self) -> None:
+        for conn in self.held:
+            conn.close()
+        self.sock.close()
+
+
+def test_the_timeout_bounds_the_whole_exchange_not_each_read():
+    forge = _TrickleForge()
+    request = ForgeRequest(method="POST", url=forge.url, headers=(), body=b"{}")
+    try:
+        started = time.monotonic()
+        with pytest.raises(TimeoutError, match="within 1 s"):
+            UrllibTransport().send(request, 1.0)
+        # Each byte arrives well inside the per-read timeout; only the whole-exchange bound
+        # ends it (without it this call would read for over half an hour).
+        assert time.monotonic() - started < 10
+    finally:
+        forge.close()
+
+
+def test_an_answer_that_is_not_http_is_unreachable_not_a_crash():
+    server = socket.create_server(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{server.getsockname()[1]}/x"
+
+    def garbage() -> None:
+        conn, _ = server.accept()
+        conn.recv(65536)
+        conn.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+        conn.close()
+
+    threading.Thread(target=garbage, daemon=True).start()
+    try:
+        with pytest.raises(OSError, match="not HTTP"):
+            UrllibTransport().send(ForgeRequest(method="POST", url=url, headers=(), body=b"{}"), 5)
+    finally:
+        server.close()

@@ -35,10 +35,11 @@ the audit carry fixed categories (``http_503``, ``unreachable``), never response
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
+import socket
 import threading
-import urllib.error
-import urllib.request
+import urllib.parse
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Final, Protocol
 from urllib.parse import quote
@@ -131,21 +132,54 @@ class Transport(Protocol):
 
 
 class UrllibTransport:
-    """The standard library's HTTP client (the response body is read and dropped)."""
+    """The standard library's HTTP client (the response body is read and dropped).
+
+    ``timeout`` bounds the whole exchange, not only each socket read: a forge (or anything
+    in between) that trickles its answer a byte at a time would otherwise hold the delivery
+    worker for as long as it likes. At the deadline a watchdog shuts the socket down, the
+    blocked read returns, and the attempt is a ``timeout``.
+    """
 
     def send(self, request: ForgeRequest, timeout: float) -> ForgeReply:
         """POST ``request``."""
-        http = urllib.request.Request(  # noqa: S310 - operator-configured http(s) base URL
-            request.url, data=request.body, method=request.method, headers=dict(request.headers)
+        parts = urllib.parse.urlsplit(request.url)
+        secure = parts.scheme == "https"
+        conn: http.client.HTTPConnection = (
+            http.client.HTTPSConnection(parts.hostname or "", parts.port, timeout=timeout)
+            if secure
+            else http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout)
         )
+        fired = threading.Event()
+
+        def cut() -> None:
+            fired.set()
+            sock = conn.sock
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+
+        watchdog = threading.Timer(timeout, cut)
+        watchdog.daemon = True
+        watchdog.start()
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         try:
-            with urllib.request.urlopen(http, timeout=timeout) as response:  # noqa: S310
-                response.read(65536)
-                return ForgeReply(status=int(response.status))
-        except urllib.error.HTTPError as err:
-            with contextlib.suppress(OSError):
-                err.read(65536)
-            return ForgeReply(status=int(err.code), retry_after=err.headers.get("Retry-After"))
+            conn.request(request.method, target, body=request.body, headers=dict(request.headers))
+            response = conn.getresponse()
+            response.read(65536)
+            status = int(response.status)
+            retry_after = response.getheader("Retry-After") if status >= 400 else None
+        except (OSError, http.client.HTTPException) as exc:
+            if fired.is_set():
+                raise TimeoutError(f"the forge did not answer within {timeout:g} s") from None
+            if isinstance(exc, OSError):
+                raise
+            raise OSError(f"the forge's answer is not HTTP: {exc!r}") from None
+        finally:
+            watchdog.cancel()
+            conn.close()
+        if fired.is_set():
+            raise TimeoutError(f"the forge did not answer within {timeout:g} s")
+        return ForgeReply(status=status, retry_after=retry_after)
 
 
 def build_request(row: OutboxRecord, token: str) -> ForgeRequest:

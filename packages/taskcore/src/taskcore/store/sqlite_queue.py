@@ -722,7 +722,7 @@ class SqliteQueueStore:
         rows = self._conn.execute(
             "SELECT workspace, CASE WHEN status = 'LEASED' AND lease_expires_at_ms <= ? "  # noqa: S608 - constant names
             "THEN 'QUEUED' ELSE status END AS effective, COUNT(*), "
-            "SUM(status = 'LEASED' AND lease_expires_at_ms <= ?) "
+            "COUNT(*) FILTER (WHERE status = 'LEASED' AND lease_expires_at_ms <= ?) "
             f"FROM queue_task {where} GROUP BY workspace, effective "
             "ORDER BY workspace, effective",
             (now_ms, now_ms, *args),

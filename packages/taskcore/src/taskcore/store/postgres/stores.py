@@ -21,7 +21,7 @@ import zlib
 
 import apsw
 
-from taskcore.store.queue_api import QueueCount, TaskRecord
+from taskcore.store.queue_api import TaskRecord
 from taskcore.store.sqlite_audit import SqliteAuditStore
 from taskcore.store.sqlite_authority import SqliteAuthorityStore
 from taskcore.store.sqlite_collector import SqliteCollectorStore
@@ -103,30 +103,6 @@ class PgQueueStore(SqliteQueueStore):
             (advisory_key(_PHASE_LOCK_SPACE, f"{workspace}\x1f{task_id}".replace("\x00", "")),),
         )
         return super().next_phase_index(workspace, task_id)
-
-    def depth(self, workspace: str | None, *, now_ms: int) -> tuple[QueueCount, ...]:
-        """Count tasks by workspace and effective status (``FILTER`` for SQLite's boolean sum)."""
-        where, args = ("WHERE workspace = ?", [workspace]) if workspace is not None else ("", [])
-        rows = self._conn.execute(
-            "SELECT workspace, CASE WHEN status = 'LEASED' AND lease_expires_at_ms <= ? "  # noqa: S608 - constant names
-            "THEN 'QUEUED' ELSE status END AS effective, COUNT(*), "
-            "COUNT(*) FILTER (WHERE status = 'LEASED' AND lease_expires_at_ms <= ?) "
-            f"FROM queue_task {where} GROUP BY workspace, effective "
-            "ORDER BY workspace, effective",
-            (now_ms, now_ms, *args),
-        ).fetchall()
-        out: list[QueueCount] = []
-        expired: dict[str, int] = {}
-        for row in rows:
-            ws, status, count, lapsed = str(row[0]), str(row[1]), int(row[2] or 0), int(row[3] or 0)
-            out.append(QueueCount(workspace=ws, status=status, count=count))
-            if lapsed:
-                expired[ws] = expired.get(ws, 0) + lapsed
-        out.extend(
-            QueueCount(workspace=ws, status="LEASE_EXPIRED", count=n)
-            for ws, n in sorted(expired.items())
-        )
-        return tuple(out)
 
 
 class PgAuthorityStore(SqliteAuthorityStore):
