@@ -3,7 +3,8 @@
 Each replica is a process with its own storage (its own connection pool) on the shared
 database, as two ``agent-task serve`` processes are; both are released by one barrier and
 send a claim for the same task with their own identity. Every round has exactly one winner;
-the winner reconciles (gives the task back) and the next round starts. The fences the
+once both claims are answered the winner reconciles (gives the task back) and the next round
+starts. The fences the
 winners got are strictly increasing, 1, 2, 3, ...: no fence is handed out twice however the
 claims interleave.
 """
@@ -50,12 +51,17 @@ def _replica(data_dir: str, task_json: str, me: int, barrier, done, out_path: st
             )
         except TaskError as err:
             results.append({"round": rnd, "refused": err.code.value})
+            claimed = None
         else:
-            fence = claimed["attempt"]["fence"]
-            results.append({"round": rnd, "fence": fence})
+            results.append({"round": rnd, "fence": claimed["attempt"]["fence"]})
+        # Both claims are answered before the winner gives the task back: a claim that the
+        # journal serialized after the winner's reconcile would rightly win again (the task
+        # is free then), which is not the race this test is about.
+        done.wait()
+        if claimed is not None:
             release = mutation(claimed, MutationAction.RECONCILE, f"rec-{tag}", reason="race")
             journal.reconcile(caller, release)
-        done.wait()  # the winner has given the task back before anyone claims again
+        # The next round's barrier is passed only once the winner has given the task back.
     storage.close()
     Path(out_path).write_text(json.dumps(results))
 
