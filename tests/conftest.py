@@ -79,11 +79,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
     """Skip a test marked ``backend_only`` on the other backend (either fixture's param)."""
-    marker = item.get_closest_marker("backend_only")
     params = getattr(getattr(item, "callspec", None), "params", {})
-    active = params.get("backend", params.get("module_backend"))
-    if marker is not None and active is not None and active != marker.args[0]:
-        pytest.skip(f"{marker.args[0]} only: {marker.kwargs.get('reason', '')}")
+    _skip_other_backend(item, params.get("backend", params.get("module_backend")))
 
 
 def _required(config: pytest.Config) -> bool:
@@ -150,6 +147,22 @@ class PostgresServer:
                 conn.execute(f"TRUNCATE {quoted} RESTART IDENTITY CASCADE")
 
 
+def _skip_other_backend(node: pytest.Item | pytest.Collector, active: str | None) -> None:
+    """Skip, saying why, a test marked ``backend_only`` for the other backend."""
+    marker = node.get_closest_marker("backend_only")
+    if marker is not None and active is not None and active != marker.args[0]:
+        pytest.skip(f"{marker.args[0]} only: {marker.kwargs.get('reason', '')}")
+
+
+def _need_server(config: pytest.Config, server: PostgresServer) -> None:
+    """Fail (under CI or --require-postgres) or skip, saying how to fix it, without a server."""
+    if server.error is not None:
+        message = f"{server.error}. Start it (.ci/postgres) or point {SERVER_ENV} at a server"
+        if _required(config):
+            pytest.fail(message)
+        pytest.skip(message)
+
+
 @pytest.fixture(scope="session")
 def postgres_server(request: pytest.FixtureRequest) -> Iterator[PostgresServer]:
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
@@ -163,13 +176,7 @@ def postgres_server(request: pytest.FixtureRequest) -> Iterator[PostgresServer]:
 @pytest.fixture
 def postgres_url(request: pytest.FixtureRequest, postgres_server: PostgresServer) -> str:
     """The URL of this session's emptied test database (fails or skips when unreachable)."""
-    if postgres_server.error is not None:
-        message = (
-            f"{postgres_server.error}. Start it (.ci/postgres) or point {SERVER_ENV} at a server"
-        )
-        if _required(request.config):
-            pytest.fail(message)
-        pytest.skip(message)
+    _need_server(request.config, postgres_server)
     postgres_server.reset()
     return postgres_server.url
 
@@ -184,16 +191,10 @@ def module_backend(
     the module's SQLite data dir is.
     """
     name = str(request.param)
-    marker = request.node.get_closest_marker("backend_only")
-    if marker is not None and marker.args[0] != name:
-        pytest.skip(f"{marker.args[0]} only: {marker.kwargs.get('reason', '')}")
+    _skip_other_backend(request.node, name)
     with pytest.MonkeyPatch.context() as patch:
         if name == "postgresql":
-            if postgres_server.error is not None:
-                message = f"{postgres_server.error}. Start it (.ci/postgres) or set {SERVER_ENV}"
-                if _required(request.config):
-                    pytest.fail(message)
-                pytest.skip(message)
+            _need_server(request.config, postgres_server)
             postgres_server.reset()
             patch.setenv("AGENT_TASK_DATABASE", postgres_server.url)
         else:
@@ -205,9 +206,7 @@ def module_backend(
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """``"sqlite"`` or ``"postgresql"``; on PostgreSQL ``AGENT_TASK_DATABASE`` is set."""
     name = str(request.param)
-    marker = request.node.get_closest_marker("backend_only")
-    if marker is not None and marker.args[0] != name:
-        pytest.skip(f"{marker.args[0]} only: {marker.kwargs.get('reason', '')}")
+    _skip_other_backend(request.node, name)
     if name == "postgresql":
         url = request.getfixturevalue("postgres_url")
         monkeypatch.setenv("AGENT_TASK_DATABASE", url)

@@ -35,6 +35,7 @@ lock, its shared writers do not).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -358,11 +359,15 @@ class PostgresStorage:
 
 
 def _rollback(raw: psycopg.Connection[Any]) -> None:
-    try:
+    """Roll back what is left open before a connection goes back to the pool.
+
+    Best effort: the caller's error is the one to report, and a connection too broken to roll
+    back is discarded by psycopg_pool when it is returned (it drops connections that come back
+    in a bad state).
+    """
+    with contextlib.suppress(psycopg.Error):
         if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             raw.execute("ROLLBACK")
-    except psycopg.Error:
-        pass
 
 
 def known_versions() -> dict[str, int]:
