@@ -1,8 +1,11 @@
 """Hypothesis strategies for every v1 contract type.
 
-Each strategy builds only valid instances (the cross-field rules of each type are honoured
-by construction, not by filtering), so property tests can start from any of them and mutate
-one thing. ``ALL_TYPES`` maps every wire type to its strategy; the coverage test in
+Each strategy builds only valid instances, so property tests can start from any of them and
+mutate one thing. A type whose decoder checks nothing beyond its published JSON Schema is
+drawn from that schema (``taskcore.schema_strategies.wire_values``), with a field override
+where the decoder checks a value further (a canonical path); the composites below remain for
+the types with cross-field rules (digests that must agree, a trust class that decides which
+fields are present, recovery dispositions), honoured by construction, not by filtering. ``ALL_TYPES`` maps every wire type to its strategy; the coverage test in
 ``test_common.py`` checks that no contract type is left out.
 """
 
@@ -38,12 +41,10 @@ from taskcore.contract import (
     IsolationPolicy,
     MutationAction,
     NamedReference,
-    NetworkAccess,
     ObservedState,
     ReferenceFetchRequest,
     ReferenceFetchResponse,
     ReferenceStatus,
-    SandboxMode,
     SchemaMismatch,
     TaskClaimRequest,
     TaskCriterion,
@@ -51,7 +52,6 @@ from taskcore.contract import (
     TaskRecoveryEnvelope,
     TaskResultAssertion,
     TaskStatusRequest,
-    TransportBasis,
     TrustClass,
     UnresolvedEffect,
     WorkflowProgression,
@@ -59,7 +59,8 @@ from taskcore.contract import (
     WorkflowTaskAttempt,
     WorkflowTaskSubject,
 )
-from taskcore.limits import LEASE_MAX_MS, LEASE_MIN_MS, U64_MAX
+from taskcore.limits import U64_MAX
+from taskcore.schema_strategies import wire_values
 
 ID_ALPHABET = string.ascii_letters + string.digits + "._-"
 # Reference path components: printable ASCII without '/', '\\' and ':'.
@@ -99,23 +100,9 @@ def unique_ids(min_size: int = 0, max_size: int = 5) -> st.SearchStrategy[list[s
 
 # -- common -----------------------------------------------------------------------------------
 
-agents = st.builds(AgentIdentity, owner_id=ids, agent_id=ids)
-executors = st.builds(
-    ExecutorBinding,
-    registration_id=ids,
-    executor_id=ids,
-    registration_epoch=positive,
-    verification_key_id=ids,
-)
-schema_mismatches = st.builds(
-    SchemaMismatch,
-    status=st.just("schema_mismatch"),
-    capability=st.text(text_chars, max_size=128),
-    required_schema_version=u64,
-    supported_schema_versions=st.lists(u64, max_size=8).map(tuple),
-    server_schema_versions=st.lists(u64, max_size=8).map(tuple),
-    action=st.text(text_chars, max_size=64),
-)
+agents = wire_values(AgentIdentity)
+executors = wire_values(ExecutorBinding)
+schema_mismatches = wire_values(SchemaMismatch)
 
 # -- task -------------------------------------------------------------------------------------
 
@@ -161,23 +148,7 @@ def entrypoints(
 
 targets = st.text(string.ascii_letters + string.digits + "._/-", min_size=1, max_size=40)
 
-subjects = st.builds(
-    WorkflowTaskSubject,
-    version=st.just(1),
-    repository_id=ids,
-    profile_id=ids,
-    target=targets,
-    revision=hex64,
-    change_id=ids,
-    change_version=positive,
-    context_digest=hex64,
-    policy_epoch=u64,
-    requirement_digest=hex64,
-    plan_digest=hex64,
-    skill_id=ids,
-    skill_digest=hex64,
-    step_id=ids,
-)
+subjects = wire_values(WorkflowTaskSubject)
 
 
 @st.composite
@@ -215,16 +186,7 @@ def entrypoint_responses(draw: st.DrawFn) -> InstructionEntrypointResponse:
 
 # -- requests ---------------------------------------------------------------------------------
 
-claims = st.builds(
-    TaskClaimRequest,
-    version=st.just(1),
-    request_id=ids,
-    task_id=ids,
-    task_digest=hex64,
-    execution_operation_id=ids,
-    requested_lease_ms=st.integers(LEASE_MIN_MS, LEASE_MAX_MS),
-    executor=st.none() | executors,
-)
+claims = wire_values(TaskClaimRequest)
 
 
 @st.composite
@@ -245,25 +207,9 @@ def mutations(draw: st.DrawFn, action: MutationAction | None = None) -> TaskMuta
     )
 
 
-status_requests = st.builds(
-    TaskStatusRequest, version=st.just(1), task_id=ids, task_digest=hex64, attempt_id=ids
-)
-instructions_requests = st.builds(
-    InstructionsRequest,
-    version=st.just(1),
-    task_id=ids,
-    task_digest=hex64,
-    supported_schema_versions=st.lists(u64, min_size=1, max_size=8).map(tuple),
-)
-reference_requests = st.builds(
-    ReferenceFetchRequest,
-    version=st.just(1),
-    task_id=ids,
-    task_digest=hex64,
-    name=ids,
-    expected_sha256=hex64,
-    expected_schema_version=u64,
-)
+status_requests = wire_values(TaskStatusRequest)
+instructions_requests = wire_values(InstructionsRequest)
+reference_requests = wire_values(ReferenceFetchRequest)
 
 
 @st.composite
@@ -292,20 +238,7 @@ def reference_responses(draw: st.DrawFn) -> ReferenceFetchResponse:
 
 # -- attempt, assertion -----------------------------------------------------------------------
 
-attempts = st.builds(
-    WorkflowTaskAttempt,
-    version=st.just(1),
-    task_id=ids,
-    task_digest=hex64,
-    attempt_id=ids,
-    claim_request_id=ids,
-    execution_operation_id=ids,
-    agent=agents,
-    executor=st.none() | executors,
-    fence=positive,
-    lease_ms=st.integers(1, LEASE_MAX_MS),
-    issued_at_ms=u64,
-)
+attempts = wire_values(WorkflowTaskAttempt)
 
 
 def criterion_results(name: str) -> st.SearchStrategy[CriterionResult]:
@@ -318,7 +251,7 @@ def criterion_results(name: str) -> st.SearchStrategy[CriterionResult]:
     )
 
 
-provenances = st.builds(ExecutorProvenance, observation_digest=hex64, signature=hex128)
+provenances = wire_values(ExecutorProvenance)
 
 
 @st.composite
@@ -348,102 +281,39 @@ def assertions(draw: st.DrawFn, trust_class: TrustClass | None = None) -> TaskRe
 
 # -- enrollment, collector --------------------------------------------------------------------
 
-enrollments = st.builds(
-    ExecutorEnrollment,
-    version=st.just(1),
-    registration_id=ids,
-    executor_id=ids,
-    repository_id=ids,
-    step_id=ids,
-    registration_epoch=positive,
-    verification_key_id=ids,
-    public_key=hex64,
-    enrolled_at_ms=u64,
-)
-revocations = st.builds(
-    ExecutorRevocation,
-    version=st.just(1),
-    registration_id=ids,
-    executor_id=ids,
-    registration_epoch=positive,
-    verification_key_id=ids,
-    revoked_at_ms=u64,
-    reason=reasons,
-)
+enrollments = wire_values(ExecutorEnrollment)
+revocations = wire_values(ExecutorRevocation)
 env_names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True)
-recipes = st.builds(
-    CommandRecipe,
-    argv=st.lists(
-        st.text(
-            st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),
-            min_size=1,
-            max_size=20,
-        ),
+# The decoder checks these paths beyond their schema (canonical relative, or absolute without
+# "." and ".." components): drawn here, the rest of each profile from its schema.
+working_directories = st.just(".") | reference_paths()
+# An argument may not contain NUL (no schema spelling either).
+argvs = st.lists(
+    st.text(
+        st.characters(exclude_categories=("Cs",), exclude_characters="\x00"),
         min_size=1,
-        max_size=5,
-    ).map(tuple),
-    working_directory=st.just(".") | reference_paths(),
-    environment_allowlist=st.lists(env_names, max_size=4).map(tuple),
-    timeout_ms=st.integers(1, 6 * 60 * 60 * 1000),
-    output_limit_bytes=st.integers(1, 8 * 1024 * 1024),
+        max_size=20,
+    ),
+    min_size=1,
+    max_size=5,
 )
-isolation_policies = st.builds(
-    IsolationPolicy,
-    minimum_sandbox=st.sampled_from(SandboxMode),
-    network=st.sampled_from(NetworkAccess),
-    memory_limit_bytes=st.none() | st.integers(16 * 1024 * 1024, 1 << 40),
-    process_limit=st.none() | st.integers(4, 1 << 22),
-    output_cap_bytes=st.integers(1, 4 * 1024 * 1024 * 1024),
-    tmp_size_bytes=st.integers(1024 * 1024, 1 << 40),
-    read_only_paths=st.lists(
-        st.from_regex(r"/[a-z0-9_.-]{1,12}(/[a-z0-9_-]{1,12}){0,3}", fullmatch=True).filter(
-            lambda p: (
-                "/./" not in p + "/"
-                and not p.endswith("/.")
-                and "/../" not in p + "/"
-                and not p.endswith("/..")
-                and p not in ("/.", "/..")
-            )
-        ),
-        max_size=4,
-        unique=True,
-    ).map(tuple),
+recipes = wire_values(
+    CommandRecipe, fields={"working_directory": working_directories, "argv": argvs}
 )
-command_profiles = st.builds(
-    CommandCollectorProfile,
-    version=st.just(1),
-    kind=st.just("command"),
-    profile_id=ids,
-    repository_id=ids,
-    workflow_profile_id=ids,
-    step_id=ids,
-    registration_id=ids,
-    registration_epoch=positive,
-    recipe=recipes,
-    runtime_identity_sha256=hex64,
-    isolation=st.none() | isolation_policies,
+absolute_paths = st.from_regex(
+    r"/[a-z0-9_.-]{1,12}(/[a-z0-9_-]{1,12}){0,3}", fullmatch=True
+).filter(lambda p: not ({".", ".."} & set(p.split("/"))))
+isolation_policies = wire_values(
+    IsolationPolicy, fields={"read_only_paths": st.lists(absolute_paths, max_size=4, unique=True)}
 )
-review_profiles = st.builds(
-    FiniteReviewCollectorProfile,
-    version=st.just(1),
-    kind=st.just("finite_review"),
-    profile_id=ids,
-    repository_id=ids,
-    workflow_profile_id=ids,
-    step_id=ids,
-    registration_id=ids,
-    registration_epoch=positive,
-    executable_sha256=hex64,
-    provider_scope=ids,
-    transport_basis=st.sampled_from(TransportBasis),
-    model=ids,
-    policy_digest=hex64,
-    required_paths=st.lists(reference_paths(), max_size=4).map(tuple),
-    max_calls=st.integers(1, 1000),
-    max_input_tokens=positive,
-    max_output_tokens=positive,
-    timeout_ms=st.integers(1, 6 * 60 * 60 * 1000),
-)
+_profile_paths = {
+    "working_directory": working_directories,
+    "argv": argvs,
+    "read_only_paths": st.lists(absolute_paths, max_size=4, unique=True),
+    "required_paths": st.lists(reference_paths(), max_size=4),
+}
+command_profiles = wire_values(CommandCollectorProfile, fields=_profile_paths)
+review_profiles = wire_values(FiniteReviewCollectorProfile, fields=_profile_paths)
 
 # -- recovery ---------------------------------------------------------------------------------
 

@@ -254,6 +254,26 @@ def _is_int_tuple(tp: Any) -> bool:
     return _is_var_tuple(tp) and get_args(tp)[0] is int
 
 
+def _int_ranged(tp: Any) -> bool:
+    """Whether a field's ``lo``/``hi`` bound its integers.
+
+    Only ``int`` fields (``None`` allowed) and ``tuple[int, ...]`` fields: the JSON Schema
+    publishes ``minimum``/``maximum`` for exactly these. A free JSON field (``Any``) or a
+    ``float`` field carries the default rules too, and applying their 0..2^64-1 range there
+    refused a top-level ``-1`` the schema allows (a nested one was always accepted).
+    """
+    if get_origin(tp) in (typing.Union, types.UnionType):
+        return any(_int_ranged(arg) for arg in get_args(tp) if arg is not type(None))
+    return tp is int or _is_int_tuple(tp)
+
+
+def _ranged_rules(rules: FieldRules, tp: Any) -> FieldRules:
+    """``rules`` as they apply to a value of declared type ``tp`` (see :func:`_int_ranged`)."""
+    if rules.version or _int_ranged(tp) or (rules.lo is None and rules.hi is None):
+        return rules
+    return attrs.evolve(rules, lo=None, hi=None)
+
+
 def make_converter() -> cattrs.Converter:
     """Build the strict converter. Call once per :class:`Codec`; never share a global one."""
     conv = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
@@ -308,7 +328,7 @@ def make_converter() -> cattrs.Converter:
         attrs.resolve_types(cl)
         overrides: dict[str, Any] = {}
         for field in attrs.fields(cl):
-            rules = field_rules(field)
+            rules = _ranged_rules(field_rules(field), field.type)
             inner = conv.get_structure_hook(field.type) if field.type is not None else None
 
             def checked(
@@ -570,6 +590,7 @@ class _FastStructure:
 
     def _field(self, i: int, tp: Any, rules: FieldRules, env: dict[str, Any]) -> list[str]:
         """Lines that test ``x`` against one field's type and rules and leave it in ``r<i>``."""
+        rules = _ranged_rules(rules, tp)
         args = get_args(tp)
         optional = get_origin(tp) in (typing.Union, types.UnionType) and type(None) in args
         bare = tp
