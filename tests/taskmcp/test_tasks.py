@@ -132,6 +132,12 @@ def test_the_sdk_client_resolves_a_handle_transparently_while_an_agent_works(que
                 if claimed["claimed"]:
                     break
                 await anyio.sleep(0.05)
+            # The agent finishes only once the requester has polled the handle (otherwise, on
+            # a loaded machine, its first poll could already find the task completed).
+            for _ in range(600):
+                if requester.seen:
+                    break
+                await anyio.sleep(0.05)
             await agent.call_tool(
                 "agenttask_checkpoint",
                 {

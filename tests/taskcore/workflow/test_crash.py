@@ -128,6 +128,15 @@ def _child(data_dir: str, tasks_json: str, log_path: str, seed: int) -> None:
             )
 
 
+def _wait_until_started(log_path: Path, child: multiprocessing.process.BaseProcess) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and child.is_alive():
+        if log_path.exists() and log_path.stat().st_size > 0:
+            return
+        time.sleep(0.005)
+    raise AssertionError(f"the child logged no request within 60 s (alive: {child.is_alive()})")
+
+
 def _resend(journal: WorkflowJournal, caller: Caller, kind: str, request) -> bytes | ErrorCode:
     try:
         return _call(journal, caller, kind, request)
@@ -155,6 +164,10 @@ def test_sigkill_at_random_points_never_loses_or_changes_an_acknowledged_outcome
             target=_child, args=(str(world.data_dir), tasks_json, str(log_path), run)
         )
         child.start()
+        # The kill lands at a random point of the child's work, counted from its first logged
+        # request (on a loaded machine, or PostgreSQL, opening the journal alone can take
+        # longer than the window, and the kill then proved nothing).
+        _wait_until_started(log_path, child)
         time.sleep(rng.uniform(0.05, 0.35))
         os.kill(child.pid, signal.SIGKILL)
         child.join(10)
