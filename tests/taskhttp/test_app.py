@@ -413,3 +413,58 @@ def test_no_bad_input_yields_500(live, method, path, content_type, body, role):
         headers["Authorization"] = f"Bearer {live.tokens[role]}"
     r = httpx.request(method, live.url + path, content=body, headers=headers, timeout=10)
     assert r.status_code < 500, r.text
+
+
+_LAZY_MCP_PROBE = """
+import sys, json, threading
+import httpx
+from taskcore import Service
+from taskcore.auth import issue_token
+from taskcore import Tier
+from taskhttp import BackgroundServer, create_app
+
+service = Service.open(sys.argv[1])
+token = issue_token(service.storage, service.clock, workspace="w", tier=Tier.AGENT).token
+auth = {"Authorization": f"Bearer {token}"}
+report = {}
+with BackgroundServer(create_app(service)) as url:
+    httpx.get(url + "/v1/hub/health")
+    httpx.post(url + "/v/observe.whoami", json={}, headers=auth)
+    report["before"] = "mcp" in sys.modules
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "0"}}}
+    headers = {**auth, "Accept": "application/json, text/event-stream"}
+    answers = []
+    def first():
+        answers.append(httpx.post(url + "/mcp", json=init, headers=headers).status_code)
+    racers = [threading.Thread(target=first) for _ in range(4)]
+    for t in racers: t.start()
+    for t in racers: t.join()
+    report["answers"] = answers
+    report["after"] = "mcp" in sys.modules
+    listed = httpx.post(url + "/mcp", headers=headers,
+        json={"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}).json()
+    report["tools"] = len(listed["result"]["tools"])
+service.close()
+print(json.dumps(report))
+"""
+
+
+def test_the_mcp_sdk_loads_on_the_first_mcp_request_only(tmp_path):
+    # The SDK is most of serve's start-up; a service no MCP client talks to never loads it.
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _LAZY_MCP_PROBE, str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["before"] is False
+    assert report["answers"] == [200, 200, 200, 200]  # four racing first requests, one start
+    assert report["after"] is True
+    assert report["tools"] > 0

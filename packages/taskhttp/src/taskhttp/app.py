@@ -30,9 +30,13 @@ lone surrogates, depth) before the MCP SDK, which is lenient about all of these,
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import unquote
 
+import anyio
+import anyio.abc
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
@@ -47,7 +51,7 @@ from taskcore.auth import bearer_from_header
 from taskcore.codec import dumps, parse_json
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES, JSON_MAX_DEPTH, REQUEST_BODY_MAX_BYTES
 from taskcore.service import WORKFLOW_PREFIX, Surface
-from taskmcp import Family, McpEndpoint, error_response
+from taskmcp.family import Family, error_response, max_body
 
 from taskhttp.body import JSON, OCTET_STREAM, declared_length, read_body, require_media_type
 from taskhttp.limits import BodyBudget, Reservation, TransportLimits
@@ -63,7 +67,10 @@ from taskhttp.openapi import (
 from taskhttp.requestlog import RequestLogMiddleware
 from taskhttp.threads import WorkerPool
 
-__all__ = ["UPLOAD_OPERATION", "create_app"]
+if TYPE_CHECKING:
+    from taskmcp.http import McpEndpoint
+
+__all__ = ["UPLOAD_OPERATION", "LazyMcp", "create_app"]
 
 UPLOAD_OPERATION = "collector_upload"
 """The workflow operation the collector upload route dispatches (raw bytes in)."""
@@ -101,17 +108,91 @@ def _client(scope: Scope) -> str | None:
     return str(client[0]) if client else None
 
 
+class LazyMcp:
+    """The two MCP endpoints, built on the first request to either.
+
+    The ``mcp`` SDK costs about 0.6 s of imports (most of what ``agent-task serve`` spends
+    before it listens; docs/performance.md), and a service that no MCP client talks to never
+    needs it. The first MCP request imports it in a worker thread, builds both endpoints and
+    runs their session managers in a task of the application's lifespan, then every request
+    goes to the running endpoint. Everything before that (admission, the body bound, the
+    strict parse) needs only :mod:`taskmcp.family`.
+    """
+
+    def __init__(self, service: Service, pool: WorkerPool) -> None:
+        self.service = service
+        self.pool = pool
+        self._endpoints: dict[Family, McpEndpoint] | None = None
+        self._lock = anyio.Lock()
+        self._group: anyio.abc.TaskGroup | None = None
+
+    @contextlib.asynccontextmanager
+    async def run(self) -> AsyncIterator[None]:
+        """The lifespan's part: a task group the endpoints' session managers run in."""
+        async with anyio.create_task_group() as group:
+            self._group = group
+            try:
+                yield
+            finally:
+                self._group = None
+                group.cancel_scope.cancel()
+
+    async def endpoint(self, family: Family) -> McpEndpoint:
+        """The running endpoint of ``family`` (built and started on first use)."""
+        if self._endpoints is None:
+            async with self._lock:
+                if self._endpoints is None:
+                    self._endpoints = await self._start()
+        return self._endpoints[family]
+
+    async def _start(self) -> dict[Family, McpEndpoint]:
+        if self._group is None:
+            raise TaskError(ErrorCode.BUSY, "the server is starting or stopping; retry")
+        http = await self.pool.run(importlib.import_module, "taskmcp.http")
+        endpoints: dict[Family, McpEndpoint] = {
+            family: http.McpEndpoint(self.service, family) for family in Family
+        }
+        started = anyio.Event()
+        failed: list[Exception] = []
+
+        async def serve() -> None:
+            try:
+                async with contextlib.AsyncExitStack() as stack:
+                    for endpoint in endpoints.values():
+                        await stack.enter_async_context(endpoint.run())
+                    started.set()
+                    await anyio.sleep_forever()
+            except Exception as exc:
+                failed.append(exc)
+                started.set()
+
+        self._group.start_soon(serve)
+        await started.wait()
+        if failed:
+            raise TaskError(
+                ErrorCode.INTERNAL, "the MCP endpoints could not start; see the server log"
+            ) from failed[0]
+        return endpoints
+
+
 class _AdmittedMcp:
     """An MCP endpoint behind the same admission, body budget and strict parse as the rest."""
 
     def __init__(
-        self, service: Service, endpoint: McpEndpoint, budget: BodyBudget, pool: WorkerPool
+        self,
+        service: Service,
+        mcp: LazyMcp,
+        family: Family,
+        budget: BodyBudget,
+        pool: WorkerPool,
     ) -> None:
         self.service = service
-        self.endpoint = endpoint
+        self.mcp = mcp
+        self.family = family
+        self.max_body = max_body(service.registry, family)
         self.budget = budget
         self.pool = pool
-        self.name = f"mcp.{endpoint.family.value}"
+        self.name = f"mcp.{family.value}"
 
     async def refuse(
         self, bearer: str | None, err: TaskError, scope: Scope, receive: Receive, send: Send
@@ -121,12 +202,13 @@ class _AdmittedMcp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
-            await self.endpoint(scope, receive, send)  # 405 for GET/DELETE
+            endpoint = await self.mcp.endpoint(self.family)
+            await endpoint(scope, receive, send)  # 405 for GET/DELETE
             return
         request = Request(scope, receive)
         bearer = bearer_from_header(request.headers.get("authorization"))
         try:
-            declared_length(request, self.endpoint.max_body)
+            declared_length(request, self.max_body)
         except TaskError as err:
             await self.refuse(bearer, err, scope, receive, send)
             return
@@ -139,14 +221,15 @@ class _AdmittedMcp:
             return
         async with self.budget.hold() as held:
             try:
-                body = await read_body(request, self.endpoint.max_body, held)
+                body = await read_body(request, self.max_body, held)
                 # The SDK accepts NaN, Infinity, 1e400 and duplicate keys (the last wins);
                 # the JSON-RPC envelope adds two levels above the tool arguments.
-                parse_json(body, max_bytes=self.endpoint.max_body, max_depth=JSON_MAX_DEPTH + 2)
+                parse_json(body, max_bytes=self.max_body, max_depth=JSON_MAX_DEPTH + 2)
             except TaskError as err:
                 await self.refuse(bearer, err, scope, receive, send)
                 return
-            await self.endpoint(scope, _replay(body, receive), send)
+            endpoint = await self.mcp.endpoint(self.family)
+            await endpoint(scope, _replay(body, receive), send)
 
 
 class _Verb:
@@ -240,10 +323,9 @@ def create_app(
     """
     transport = limits or TransportLimits()
     budget = BodyBudget(transport.body_bytes_in_flight)
-    queue_mcp = McpEndpoint(service, Family.QUEUE)
-    workspace_mcp = McpEndpoint(service, Family.WORKSPACE)
     openapi_cache: dict[tuple[int, str], bytes] = {}
     pool = WorkerPool()  # the journal is synchronous: keep the event loop free while it works
+    mcp = LazyMcp(service, pool)
 
     async def refuse(bearer: str | None, name: str, err: TaskError) -> Response:
         await pool.run(service.refuse, bearer, name, err)
@@ -342,7 +424,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
-            async with queue_mcp.run(), workspace_mcp.run():
+            async with mcp.run():
                 yield
         finally:
             pool.close()
@@ -350,8 +432,8 @@ def create_app(
     table: list[BaseRoute] = [
         Route("/v/{verb}", _Verb(service, budget, pool), methods=["POST"]),
         Route(_REPOSITORIES + "{rest:path}", workflow, methods=["POST"]),
-        Route(MCP_PATH, _AdmittedMcp(service, queue_mcp, budget, pool)),
-        Route(WORKSPACE_MCP_PATH, _AdmittedMcp(service, workspace_mcp, budget, pool)),
+        Route(MCP_PATH, _AdmittedMcp(service, mcp, Family.QUEUE, budget, pool)),
+        Route(WORKSPACE_MCP_PATH, _AdmittedMcp(service, mcp, Family.WORKSPACE, budget, pool)),
         Route(HEALTH_PATH, health, methods=["GET"]),
         Route(OPENAPI_PATH, openapi, methods=["GET"]),
         Route(METRICS_PATH, Metrics(service).endpoint, methods=["GET"]),

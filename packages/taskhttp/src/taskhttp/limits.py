@@ -49,7 +49,7 @@ from taskcore.limits import (
     HTTP_KEEPALIVE_TIMEOUT_SECONDS,
     RETRY_AFTER_OVERLOADED_SECONDS,
 )
-from taskmcp import error_response
+from taskmcp.family import error_response
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 __all__ = [

@@ -41,7 +41,7 @@ from starlette.responses import Response
 from taskcore import Door, Service, TaskError
 from taskcore.auth import bearer_from_header
 from taskcore.service import CallObserved
-from taskmcp import error_response
+from taskmcp.family import error_response
 
 __all__ = ["METRICS_PATH", "Metrics"]
 

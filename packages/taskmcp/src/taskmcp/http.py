@@ -18,31 +18,15 @@ from urllib.parse import parse_qs
 
 import anyio.to_thread
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 from taskcore import Actor, ErrorCode, Route, Service, TaskError
 from taskcore.auth import bearer_from_header
 
+from taskmcp.family import MCP_ENVELOPE_OVERHEAD_BYTES, Family, error_response
+from taskmcp.family import max_body as default_max_body
 from taskmcp.server import SCOPE_ACTOR_KEY, SCOPE_ROUTE_KEY, build_server, scope_principal
-from taskmcp.tools import Family, tool_operations
 
 __all__ = ["MCP_ENVELOPE_OVERHEAD_BYTES", "McpEndpoint", "error_response"]
-
-MCP_ENVELOPE_OVERHEAD_BYTES = 64 * 1024
-"""Room for the JSON-RPC envelope around the largest tool input (ours)."""
-
-
-def error_response(err: TaskError) -> JSONResponse:
-    """The ``{error, code}`` response with the status of the error's kind.
-
-    It carries the headers the error asks for (``WWW-Authenticate`` on 401, ``Retry-After``
-    on 429 and 503).
-    """
-    return JSONResponse(
-        err.to_json(),
-        status_code=err.code.kind.http_status,
-        headers=err.transport_headers() or None,
-    )
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -76,15 +60,14 @@ class McpEndpoint:
         self.service = service
         self.family = family
         self.server = build_server(service, family, scope_principal)
-        if max_body is None:
-            bounds = [op.max_input_bytes for op in tool_operations(service.registry, family)]
-            max_body = max(bounds, default=0) + MCP_ENVELOPE_OVERHEAD_BYTES
-        self.max_body = max_body
+        self.max_body = (
+            max_body if max_body is not None else default_max_body(service.registry, family)
+        )
         self.manager = StreamableHTTPSessionManager(
             app=self.server,
             stateless=True,
             json_response=True,
-            max_request_body_size=max_body,
+            max_request_body_size=self.max_body,
         )
 
     @contextlib.asynccontextmanager

@@ -17,41 +17,16 @@ the operation's own text. A listing for an actor shows only what its tier and au
 
 from __future__ import annotations
 
-import enum
 from typing import Any
 
 import mcp.types as types
-from taskcore import CAPABILITY, SCHEMA_VERSION, Actor, Operation, Registry, RiskClass, Surface
+from taskcore import CAPABILITY, SCHEMA_VERSION, Actor, Operation, Registry, RiskClass
 from taskcore.schema import SchemaBuilder, input_schema
 from taskcore.service import WORKFLOW_PREFIX
 
+from taskmcp.family import Family, tool_operations
+
 __all__ = ["Family", "operation_for_tool", "tool_operations", "tools"]
-
-
-class Family(enum.Enum):
-    """Which MCP endpoint: the queue tools or the workspace (workflow) tools."""
-
-    QUEUE = "queue"
-    WORKSPACE = "workspace"
-
-    @property
-    def surfaces(self) -> frozenset[Surface]:
-        """The operation families this endpoint serves."""
-        if self is Family.QUEUE:
-            return frozenset({Surface.QUEUE, Surface.GATE})
-        return frozenset({Surface.WORKFLOW})
-
-
-def tool_operations(
-    registry: Registry, family: Family, actor: Actor | None = None
-) -> tuple[Operation[Any, Any], ...]:
-    """Return the operations ``family`` offers as tools (to ``actor``), sorted by tool name."""
-    ops = [
-        op
-        for op in registry.select(surfaces=family.surfaces)
-        if op.mcp_tool and (actor is None or op.admits(actor))
-    ]
-    return tuple(sorted(ops, key=lambda op: op.tool_name))
 
 
 def operation_for_tool(registry: Registry, family: Family, tool_name: str) -> str:

@@ -1,0 +1,68 @@
+"""The two MCP tool families and what the HTTP app needs of them before the SDK is loaded.
+
+Nothing here imports the ``mcp`` SDK (its pydantic models take about 0.6 s to import), so
+``agent-task serve`` can answer its first request before loading it: :mod:`taskhttp` builds
+the MCP endpoints on the first request to an MCP path (:class:`taskhttp.app` ``LazyMcp``).
+
+>>> from taskcore.service import default_registry
+>>> max_body(default_registry(), Family.QUEUE) > MCP_ENVELOPE_OVERHEAD_BYTES
+True
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+from starlette.responses import JSONResponse
+from taskcore import Actor, Operation, Registry, Surface, TaskError
+
+__all__ = ["MCP_ENVELOPE_OVERHEAD_BYTES", "Family", "error_response", "max_body", "tool_operations"]
+
+MCP_ENVELOPE_OVERHEAD_BYTES = 64 * 1024
+"""Room for the JSON-RPC envelope around the largest tool input (ours)."""
+
+
+class Family(enum.Enum):
+    """Which MCP endpoint: the queue tools or the workspace (workflow) tools."""
+
+    QUEUE = "queue"
+    WORKSPACE = "workspace"
+
+    @property
+    def surfaces(self) -> frozenset[Surface]:
+        """The operation families this endpoint serves."""
+        if self is Family.QUEUE:
+            return frozenset({Surface.QUEUE, Surface.GATE})
+        return frozenset({Surface.WORKFLOW})
+
+
+def tool_operations(
+    registry: Registry, family: Family, actor: Actor | None = None
+) -> tuple[Operation[Any, Any], ...]:
+    """Return the operations ``family`` offers as tools (to ``actor``), sorted by tool name."""
+    ops = [
+        op
+        for op in registry.select(surfaces=family.surfaces)
+        if op.mcp_tool and (actor is None or op.admits(actor))
+    ]
+    return tuple(sorted(ops, key=lambda op: op.tool_name))
+
+
+def max_body(registry: Registry, family: Family) -> int:
+    """The default body bound of a family's endpoint: its largest tool input plus the envelope."""
+    bounds = [op.max_input_bytes for op in tool_operations(registry, family)]
+    return max(bounds, default=0) + MCP_ENVELOPE_OVERHEAD_BYTES
+
+
+def error_response(err: TaskError) -> JSONResponse:
+    """The ``{error, code}`` response with the status of the error's kind.
+
+    It carries the headers the error asks for (``WWW-Authenticate`` on 401, ``Retry-After``
+    on 429 and 503).
+    """
+    return JSONResponse(
+        err.to_json(),
+        status_code=err.code.kind.http_status,
+        headers=err.transport_headers() or None,
+    )
