@@ -1,32 +1,35 @@
-"""The done gate's Stop hook, fast path: the answer from the index alone, or ``None``.
+"""The done gate's Stop hook, fast path: the full hook's answer without attrs, or ``None``.
 
 Most of a hook's time is interpreter start-up and imports (attrs alone costs more than
 ``python -c pass``). This module loads only the standard library, apsw and three small gate
 modules (:mod:`~taskcore.donegate.light`, :mod:`~taskcore.donegate.budget`,
-:mod:`~taskcore.donegate.receipt`), and answers when the local index already holds everything
-the answer needs:
+:mod:`~taskcore.donegate.receipt`). It answers when:
 
 * the command line is one of the plain forms ``--harness H [--subagent] [--deadline-ms N]
   [--index PATH]`` (read by :mod:`taskcli.gate_stop`, which calls :func:`answer`);
 * the payload is a ``Stop`` with a ``transcript_path`` (or a ``SubagentStop`` without
   ``--subagent``, which is silent);
-* the index exists at the schema this code knows, and has read the transcript to its end
-  (same size, nothing after the last newline, same first line, same harness), and, for a
-  Claude Code main session, every subagent file beside it too: then
-  :meth:`taskcore.donegate.index.GateIndex.refresh` would read nothing and write nothing;
-* the index holds the verdict of the session's stored state (written with that state; see
-  ``gate_verdict`` in :mod:`taskcore.store.sqlite_gate`), and ``last_assistant_message``
-  cannot change it (it only matters below rung 2, where the fast path steps aside).
+* the index exists at the schema this code knows.
 
-Then the answer is the full hook's: the receipt from that verdict and the repository's
-history, the budget spent in one ``BEGIN IMMEDIATE`` transaction (``synchronous=FULL``), the
-same output bytes. In every other case, and on any error before the budget is written, the
-payload bytes go to the full hook (:func:`taskcore.donegate.hook.respond`), which answers as
-it always has. :mod:`taskcli.gate_stop` holds the deadline for both (``SIGALRM`` on the fast
-path, a worker thread on the full one).
+Then, if the index has read the transcript to its end (same size, nothing after the last
+newline, same first line, same harness) and, for a Claude Code main session, every subagent
+file beside it too, it answers from the verdict stored with the session's state
+(``gate_verdict``, see :mod:`taskcore.store.sqlite_gate`), unless ``last_assistant_message``
+could change it (below rung 2). Otherwise (the usual real stop: the agent's last turn is not
+indexed yet) :func:`taskcore.donegate.quickindex.bring_up_to_date` reads what is new with the
+gate's readers and writes the rows :meth:`taskcore.donegate.index.GateIndex.refresh` writes,
+inside the transaction that spends the budget (one ``BEGIN IMMEDIATE`` at
+``synchronous=FULL``, one commit per stop).
 
-tests/taskcore/donegate/test_quickhook.py runs both paths over the same indexes and payloads and
-compares their output and the budget they leave.
+The answer is the full hook's: the receipt from that verdict and the repository's history,
+the budget spent, the same output bytes. In every other case, and on any error before the
+commit (nothing is kept then), the payload bytes go to the full hook
+(:func:`taskcore.donegate.hook.respond`), which answers as it always has.
+:mod:`taskcli.gate_stop` holds the deadline for both (``SIGALRM`` on the fast path, a worker
+thread on the full one).
+
+tests/taskcore/donegate/test_quickhook.py and test_quickindex.py run both paths over the same
+indexes, transcripts and payloads and compare their output, the index rows and the budget.
 """
 
 from __future__ import annotations
