@@ -16,8 +16,9 @@ Rows:
 * hooks: ``agent-task gate-stop`` (a session above the line, silent; below the line, a
   block with the budget written; a transcript that grew by one assistant message since the
   last index pass, and one that grew by a turn with a failing test run: the hook reads the
-  new lines, writes the index and blocks) and ``agent-task task-stop`` (the pass path: two local reads of the journal and
-  the work tree, ``qualification`` over HTTP), each against ``python -c pass`` (goal <= 3x);
+  new lines, writes the index and blocks) and ``agent-task task-stop`` (the pass path: two
+  local reads of the journal and the work tree, ``qualification`` over HTTP), each against
+  ``python -c pass`` (goal <= 3x);
 * cli: ``agent-task --help`` and ``agent-task call agenttask.get`` against a live service on
   a socket (goal <= 10x ``python -c pass``);
 * queue: create + claimNext + checkpoint(DONE) through ``Service.dispatch`` against
