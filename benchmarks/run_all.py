@@ -13,10 +13,12 @@ Rows:
 * intake: ``Codec.decode(TaskResultAssertion)`` + ``verify_observation`` against
   ``json.loads`` + ``hashlib.sha256`` + PyNaCl verify of the same bytes (goal: >= 0.5x the
   baseline's rate);
-* hooks: ``agent-task gate-stop`` (fast path: a session above the line, silent; below the
-  line, a block with the budget written; and a transcript that grew, which the full hook
-  reads) and ``agent-task task-stop`` (the pass path: two local reads of the journal and
-  the work tree, ``qualification`` over HTTP), each against ``python -c pass`` (goal <= 3x);
+* hooks: ``agent-task gate-stop`` (a session above the line, silent; below the line, a
+  block with the budget written; a transcript that grew by one assistant message since the
+  last index pass, and one that grew by a turn with a failing test run: the hook reads the
+  new lines, writes the index and blocks) and ``agent-task task-stop`` (the pass path: two
+  local reads of the journal and the work tree, ``qualification`` over HTTP), each against
+  ``python -c pass`` (goal <= 3x);
 * cli: ``agent-task --help`` and ``agent-task call agenttask.get`` against a live service on
   a socket (goal <= 10x ``python -c pass``);
 * queue: create + claimNext + checkpoint(DONE) through ``Service.dispatch`` against
@@ -192,6 +194,30 @@ def _gate_setup(tmp: Path) -> tuple[dict[str, str], Path, Path]:
     )
 
 
+def _failing_turn(session: str) -> bytes:
+    """An agent turn: a test run that fails (exit 1), then a claim (the session stays below)."""
+
+    def line(kind: str, second: int, content: Any) -> str:
+        return json.dumps(
+            {
+                "type": kind,
+                "timestamp": f"2026-09-20T10:01:{second:02d}.000Z",
+                "cwd": "/home/dev/src/acme-api",
+                "sessionId": session,
+                "isSidechain": False,
+                "message": {"role": kind, "content": content},
+            }
+        )
+
+    use = {"type": "tool_use", "id": "toolu_bench", "name": "Bash"}
+    use["input"] = {"command": "uv run pytest -q tests/test_handlers.py"}
+    result = {"type": "tool_result", "tool_use_id": "toolu_bench", "is_error": True}
+    result["content"] = "Exit code 1\n1 failed, 12 passed"
+    text = {"type": "text", "text": "Done: the timeout is in place."}
+    lines = [line("assistant", 1, [use]), line("user", 2, [result]), line("assistant", 3, [text])]
+    return "".join(f"{x}\n" for x in lines).encode()
+
+
 def _stop_payload(path: Path) -> bytes:
     return json.dumps(
         {
@@ -214,6 +240,7 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
     index = env["AGENT_TASK_GATE_INDEX"]
     gate = [AGENT_TASK, "gate-stop", "--harness", "claude-code"]
     grown = below.read_bytes().splitlines()[-1] + b"\n"
+    turn = _failing_turn(below.stem)
 
     def silent() -> float:
         return process_ms(gate, _stop_payload(above), env)
@@ -227,6 +254,14 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
     def grew() -> float:
         with open(below, "ab") as f:  # one more line since the last stop: the full hook
             f.write(grown)
+        conn = apsw.Connection(index)
+        conn.execute("DELETE FROM gate_budget")
+        conn.close()
+        return process_ms(gate, _stop_payload(below), env)
+
+    def grew_turn() -> float:
+        with open(below, "ab") as f:  # a turn with a shell command: the classifier loads too
+            f.write(turn)
         conn = apsw.Connection(index)
         conn.execute("DELETE FROM gate_budget")
         conn.close()
@@ -275,6 +310,7 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
         "gate-stop silent": silent,
         "gate-stop block": block,
         "gate-stop grew": grew,
+        "gate-stop grew turn": grew_turn,
         "help": lambda: process_ms([AGENT_TASK, "--help"]),
         "call": lambda: process_ms(get),
     }
@@ -309,8 +345,16 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
             3.0,
         ),
         row(
-            "gate-stop, transcript grew (full hook)",
+            "gate-stop, transcript grew (one message)",
             got["gate-stop grew"],
+            "python -c pass",
+            base,
+            "<= 3x",
+            3.0,
+        ),
+        row(
+            "gate-stop, transcript grew (a turn with a test run)",
+            got["gate-stop grew turn"],
             "python -c pass",
             base,
             "<= 3x",

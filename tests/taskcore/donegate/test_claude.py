@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from hypothesis import given
@@ -339,3 +340,48 @@ def test_never_raises_on_arbitrary_json_shaped_like_records(value: object) -> No
     bash(ev, "t1", "pytest")
     feed(ev, json.dumps(value).encode())
     Evidence.from_json(ev.to_json())
+
+
+def _by_datetime(value: str) -> int | None:
+    """The reference :func:`parse_ts` (what it returned before its datetime-free path)."""
+    try:
+        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        return None
+
+
+_STAMPS = st.datetimes(
+    min_value=datetime(1, 1, 1),
+    max_value=datetime(9999, 12, 31, 23, 59, 59, 999999),
+)
+
+
+@given(_STAMPS, st.sampled_from(["", "ms", "us"]))
+def test_the_harness_stamp_form_reads_as_datetime_reads_it(when, precision):
+    text = f"{when.year:04d}-{when:%m-%dT%H:%M:%S}"
+    if precision == "ms":
+        text += f".{when.microsecond // 1000:03d}"
+    elif precision == "us":
+        text += f".{when.microsecond:06d}"
+    assert parse_ts(text + "Z") == _by_datetime(text + "Z")
+
+
+@given(
+    st.text(alphabet="0123456789-:TZ.+ ", min_size=18, max_size=30)
+    | st.sampled_from(
+        [
+            "2024-02-29T00:00:00Z",
+            "2023-02-29T00:00:00Z",
+            "0000-01-01T00:00:00Z",
+            "2026-13-01T00:00:00Z",
+            "2026-01-01T24:00:00Z",
+            "2026-01-01T23:59:60Z",
+            "2026-01-01T10:00:00.5Z",
+            "2026-01-01 10:00:00.000Z",
+            "2026-01-01T10:00:00.000+02:00",
+            "\uff12026-01-01T00:00:00Z",
+        ]
+    )
+)
+def test_any_other_text_reads_as_datetime_reads_it(text):
+    assert parse_ts(text) == _by_datetime(text)

@@ -101,36 +101,38 @@ def test_every_transcript_gets_the_full_hooks_answer_stop_after_stop(pair, extra
     assert answered >= 5 * len(_transcripts(roots)) // 2  # the fast path did answer
 
 
-def test_a_transcript_that_grew_is_read_by_the_full_hook_first(pair):
+def test_a_transcript_that_grew_is_read_by_the_fast_path_itself(pair):
     roots, (full_index, quick_index) = pair
     path = next(p for h, p in _transcripts(roots) if p.name.startswith("2c3a5e93"))
     payload = _payload(path)
-    assert _quick(quick_index, "claude-code", payload)[1]
+    assert _quick(quick_index, "claude-code", payload) == (
+        _full(full_index, "claude-code", payload),
+        True,
+    )
     last = path.read_bytes().splitlines()[-1]
     with open(path, "ab") as f:
         f.write(last + b"\n")
     expected = _full(full_index, "claude-code", payload)
-    got, quick = _quick(quick_index, "claude-code", payload)
-    assert (got, quick) == (expected, False)
+    assert _quick(quick_index, "claude-code", payload) == (expected, True)
     with open(path, "ab") as f:
         f.write(b'{"type": "user", "partial')  # a line still being written
-    assert quickhook.answer("claude-code", payload, index_path=str(quick_index)) is None
-    assert (
-        _full(full_index, "claude-code", payload) == _quick(quick_index, "claude-code", payload)[0]
-    )
+    expected = _full(full_index, "claude-code", payload)
+    assert _quick(quick_index, "claude-code", payload) == (expected, True)
+    assert _budget(full_index) == _budget(quick_index)
 
 
-def test_a_subagent_that_moved_on_sends_its_main_session_to_the_full_hook(pair):
-    roots, (_full_index, quick_index) = pair
+def test_a_subagent_that_moved_on_is_read_with_its_main_session(pair):
+    roots, (full_index, quick_index) = pair
     main = next(p for h, p in _transcripts(roots) if p.name.startswith("c38a5e93"))
     payload = _payload(main)
     assert _quick(quick_index, "claude-code", payload)[1]
+    _full(full_index, "claude-code", payload)
     sub = sorted((main.parent / main.stem / "subagents").glob("*.jsonl"))[0]
     with open(sub, "ab") as f:
         f.write(sub.read_bytes().splitlines()[-1] + b"\n")
-    assert quickhook.answer("claude-code", payload, index_path=str(quick_index)) is None
-    _full(quick_index, "claude-code", payload)  # brings the subagent up to date
-    assert quickhook.answer("claude-code", payload, index_path=str(quick_index)) is not None
+    expected = _full(full_index, "claude-code", payload)
+    assert _quick(quick_index, "claude-code", payload) == (expected, True)
+    assert _budget(full_index) == _budget(quick_index)
 
 
 def test_what_the_fast_path_does_not_know_goes_to_the_full_hook(pair, tmp_path):
@@ -166,20 +168,25 @@ def test_an_index_at_another_schema_version_is_left_to_the_full_hook(pair):
     assert quickhook.answer("claude-code", _payload(path), index_path=str(quick_index)) is None
 
 
-def test_the_installed_hook_answers_without_attrs_or_the_index_code(pair):
+@pytest.mark.parametrize("grown", [False, True], ids=["indexed", "grown"])
+def test_the_installed_hook_answers_without_attrs_or_the_index_code(pair, grown):
     import os
     import subprocess
     import sys
 
     roots, (_full_index, quick_index) = pair
     path = _transcripts(roots)[0][1]
+    if grown:  # the fast path reads the new line itself, with the readers alone
+        with open(path, "ab") as f:
+            f.write(path.read_bytes().splitlines(keepends=True)[-1])
     probe = (
         "import sys; sys.argv = ['agent-task', 'gate-stop', '--harness', 'claude-code',"
         f" '--index', {str(quick_index)!r}]\n"
         "from taskcli.entry import main\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "heavy = ('attrs', 'cattrs', 'orjson', 'click', 'taskcore.codec', 'taskcore.donegate.index',"
-        " 'taskcore.donegate.hook', 'typing')\n"
+        " 'taskcore.donegate.hook', 'typing', 'dataclasses', 'pathlib', 'datetime', 'hashlib',"
+        " 'taskcore.store')\n"
         "print('LOADED', [m for m in heavy if m in sys.modules], file=sys.stderr)"
     )
     done = subprocess.run(

@@ -12,8 +12,12 @@ failure.
 from __future__ import annotations
 
 import io
-import signal
 import sys
+
+try:  # the C module: signal.py's enum wrappers of every constant cost a Stop hook ~0.5 ms
+    import _signal as signal  # type: ignore[import-not-found]
+except ImportError:  # pragma: no cover - an interpreter without it
+    import signal
 
 from taskcore.donegate.light import CLAUDE_CODE, CODEX, fail_line, leave_now
 from taskcore.limits import GATE_HOOK_DEADLINE_MS, GATE_STDIN_MAX_BYTES

@@ -35,10 +35,12 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import datetime
-from typing import Any
 
 from taskcore.donegate.evidence import Evidence
+
+TYPE_CHECKING = False  # not typing's: the Stop hook's fast path reads transcripts without it
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["feed", "parse_ts", "task_notification"]
 
@@ -49,15 +51,17 @@ _EDIT_TOOLS = {
     "NotebookEdit": "notebook_path",
 }
 _SHELL_TOOLS = frozenset({"Bash"})
-_ID_RE = re.compile(rb'"tool_use_id"\s*:\s*"([^"]{1,200})"')
-_EXIT_RE = re.compile(r"^\s*(?:Error:\s*)?Exit code (-?\d+)")
-_BG_RE = re.compile(r"[Rr]unning in (?:the )?background with ID:?\s*([A-Za-z0-9_-]+)")
-_DENIED_RE = re.compile(
+# Patterns as text, compiled by ``re`` on first use (and cached there): a Stop hook reading a
+# turn without tool results never compiles them.
+_ID_RE = rb'"tool_use_id"\s*:\s*"([^"]{1,200})"'
+_EXIT_RE = r"^\s*(?:Error:\s*)?Exit code (-?\d+)"
+_BG_RE = r"[Rr]unning in (?:the )?background with ID:?\s*([A-Za-z0-9_-]+)"
+_DENIED_RE = (
     r"doesn't want to proceed|don't want to proceed|[Uu]ser rejected|tool use was rejected|"
     r"has been denied|[Pp]ermission to use .{0,80} denied|blocked by (?:a )?hook|"
     r"[Hh]ook .{0,40}(?:denied|blocked)"
 )
-_INTERRUPT_RE = re.compile(
+_INTERRUPT_RE = (
     r"\[Request interrupted by user|[Ii]nterrupted by user|"
     r"[Cc]ommand timed out|[Cc]ommand was (?:killed|aborted)"
 )
@@ -82,13 +86,59 @@ def parse_ts(value: Any) -> int | None:
 
     >>> parse_ts("2026-08-23T13:06:51.800Z")
     1787490411800
+    >>> parse_ts("2026-08-23T15:06:51.8+02:00")
+    1787490411800
     """
     if not isinstance(value, str) or len(value) > 64:
         return None
+    ms = _utc_ms(value)
+    if ms is not None:
+        return ms
+    from datetime import datetime  # only here: a Stop hook reading common stamps skips it
+
     try:
         return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
     except ValueError:
         return None
+
+
+_DAYS_IN_MONTH = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _utc_ms(value: str) -> int | None:
+    """:func:`parse_ts` of the harnesses' own form (``YYYY-MM-DDTHH:MM:SS[.fff|.ffffff]Z``).
+
+    The same number ``datetime`` gives, without importing it: the microseconds since the
+    epoch, divided and multiplied as ``datetime.timestamp() * 1000`` does. ``None`` for
+    anything else (then ``datetime`` decides).
+    """
+    n = len(value)
+    if n not in (20, 24, 27) or value[-1] != "Z" or not value.isascii():
+        return None
+    if value[4] != "-" or value[7] != "-" or value[10] != "T" or value[13] != ":":
+        return None
+    if value[16] != ":" or (n > 20 and value[19] != "."):
+        return None
+    digits = value[0:4] + value[5:7] + value[8:10] + value[11:13] + value[14:16] + value[17:19]
+    frac = value[20:-1]
+    if not digits.isdigit() or (frac and not frac.isdigit()):
+        return None
+    year, month, day = int(value[0:4]), int(value[5:7]), int(value[8:10])
+    hour, minute, second = int(value[11:13]), int(value[14:16]), int(value[17:19])
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    if not (year >= 1 and 1 <= month <= 12 and hour < 24 and minute < 60 and second < 60):
+        return None
+    if not 1 <= day <= _DAYS_IN_MONTH[month] + (1 if month == 2 and leap else 0):
+        return None
+    micro = int(frac.ljust(6, "0")) if frac else 0
+    # Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's days_from_civil).
+    y = year - (1 if month <= 2 else 0)
+    era = y // 400
+    yoe = y - era * 400
+    doy = (153 * (month - 3 if month > 2 else month + 9) + 2) // 5 + day - 1
+    days = era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+    total_us = (days * 86400 + hour * 3600 + minute * 60 + second) * 1_000_000 + micro
+    return int(total_us / 1_000_000 * 1000)
 
 
 def _text_of(content: Any) -> str:
@@ -134,7 +184,7 @@ def feed(ev: Evidence, line: bytes) -> None:
     """Read one Claude Code transcript line into ``ev``; never raises."""
     ev.lines += 1
     if len(line) > _BIG_LINE and b'"tool_result"' in line and b"<task-notification" not in line:
-        ids = _ID_RE.findall(line)
+        ids = re.findall(_ID_RE, line)
         if not any(i.decode("utf-8", "replace") in ev.pending for i in ids):
             ev.skipped_lines += 1
             return
@@ -261,12 +311,12 @@ def _result(ev: Evidence, ref: str, block: dict[str, Any], tur: Any, rec: dict[s
     is_error = block.get("is_error") is True
     entry = ev.pending[ref]
     denied = isinstance(rec.get("toolDenialKind"), str) or (
-        is_error and (_DENIED_RE.search(text[:600]) is not None or "<tool_use_error>" in text)
+        is_error and (re.search(_DENIED_RE, text[:600]) is not None or "<tool_use_error>" in text)
     )
     if entry.get("t") == "ed":
         ev.resolve_edit(ref, ok=not is_error and not denied)
         return
-    m = _EXIT_RE.match(text) or _EXIT_RE.match(tur_text)
+    m = re.match(_EXIT_RE, text) or re.match(_EXIT_RE, tur_text)
     if m:
         ev.resolve_shell(ref, exit_code=int(m.group(1)))
         return
@@ -275,13 +325,13 @@ def _result(ev: Evidence, ref: str, block: dict[str, Any], tur: Any, rec: dict[s
         return
     bg = tur.get("backgroundTaskId") if isinstance(tur, dict) else None
     if not isinstance(bg, str):
-        bm = _BG_RE.search(text[:400])
+        bm = re.search(_BG_RE, text[:400])
         bg = bm.group(1) if bm else None
     if bg:
         ev.resolve_shell(ref, background=bg[:128])
         return
     interrupted = (isinstance(tur, dict) and tur.get("interrupted") is True) or (
-        _INTERRUPT_RE.search(text[:400]) is not None and (is_error or len(text) < 400)
+        re.search(_INTERRUPT_RE, text[:400]) is not None and (is_error or len(text) < 400)
     )
     if interrupted:
         ev.resolve_shell(ref, interrupted=True)

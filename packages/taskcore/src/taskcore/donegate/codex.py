@@ -37,21 +37,25 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 from taskcore.donegate.claude import parse_ts
-from taskcore.donegate.commands import shell_line_from_argv
 from taskcore.donegate.evidence import Evidence
+
+TYPE_CHECKING = False  # not typing's: the Stop hook's fast path reads transcripts without it
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["feed", "patch_files"]
 
 _SHELL_CALLS = frozenset({"shell", "container.exec", "shell_command", "local_shell"})
-_EXITED = re.compile(
+# Patterns as text, compiled by ``re`` on first use (and cached there): a Stop hook reading a
+# turn without tool output never compiles them.
+_EXITED = (
     r"Process exited with code (-?\d+)|Exit code:?\s*(-?\d+)|"
     r'"exit_code"\s*:\s*(-?\d+)'
 )
-_RUNNING = re.compile(r"Process running with session ID (\d+)")
-_DENIED = re.compile(
+_RUNNING = r"Process running with session ID (\d+)"
+_DENIED = (
     r"rejected by (?:the )?user|declined by (?:the )?user|"
     r"aborted by (?:the )?user|approval denied|not approved"
 )
@@ -67,9 +71,7 @@ _WRAPPERS = (
     # or every hold would open a fresh budget.
     "<hook_prompt",
 )
-_PATCH_FILE = re.compile(
-    r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.MULTILINE
-)
+_PATCH_FILE = r"(?m)^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$"
 _BIG_LINE = 2048
 
 
@@ -80,11 +82,18 @@ def patch_files(patch: str) -> list[str]:
     ['src/a.py']
     """
     out = []
-    for m in _PATCH_FILE.finditer(patch[:1_000_000]):
+    for m in re.finditer(_PATCH_FILE, patch[:1_000_000]):
         path = (m.group(1) or m.group(2) or "").strip()
         if path:
             out.append(path)
     return out
+
+
+def shell_line_from_argv(argv: list[str]) -> str:
+    """:func:`taskcore.donegate.commands.shell_line_from_argv`, its module loaded on use."""
+    from taskcore.donegate.commands import shell_line_from_argv as join
+
+    return join(argv)
 
 
 def _args(payload: dict[str, Any]) -> dict[str, Any]:
@@ -132,7 +141,7 @@ def _exit_code(text: str) -> int | None:
                 return int(meta["exit_code"])
             if isinstance(obj.get("exit_code"), int):
                 return int(obj["exit_code"])
-    m = _EXITED.search(head)
+    m = re.search(_EXITED, head)
     if m:
         return int(next(g for g in m.groups() if g is not None))
     return None
@@ -249,7 +258,7 @@ def _output(ev: Evidence, call_id: str, text: str) -> None:
     if entry.get("t") == "poll":
         del ev.pending[call_id]
         code = _exit_code(text)
-        if code is not None and _RUNNING.search(text[:2000]) is None:
+        if code is not None and re.search(_RUNNING, text[:2000]) is None:
             ev.resolve_background(f"codex-proc:{entry['sid']}", exit_code=code)
         return
     if entry.get("t") == "ed":
@@ -259,10 +268,10 @@ def _output(ev: Evidence, call_id: str, text: str) -> None:
         code = _exit_code(text)
         ev.resolve_edit(call_id, ok=(code == 0) if code is not None else not failed)
         return
-    if _DENIED.search(text[:400]):
+    if re.search(_DENIED, text[:400]):
         ev.resolve_shell(call_id, denied=True)
         return
-    running = _RUNNING.search(text[:2000])
+    running = re.search(_RUNNING, text[:2000])
     if running:
         ev.resolve_shell(call_id, background=f"codex-proc:{running.group(1)}")
         return

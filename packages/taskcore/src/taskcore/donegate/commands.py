@@ -33,30 +33,39 @@ are writes. Nothing here runs anything or touches a file; unparseable text is ne
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import collections
 
-import attrs
-
-from taskcore.donegate.shell import Segment, segments, tokenize
+from taskcore.donegate.shell import segments, tokenize
 from taskcore.donegate.tools import Kind, classify
 from taskcore.donegate.unwrap import SHELLS, base
 from taskcore.donegate.writes import harmless_target
 
+TYPE_CHECKING = False  # not typing's: the Stop hook's fast path reads transcripts without it
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from taskcore.donegate.shell import Segment
+
 __all__ = ["Hit", "Kind", "ShellAnalysis", "analyze", "shell_line_from_argv"]
 
 
-@attrs.frozen(kw_only=True)
-class Hit:
-    """One classified simple command of a shell line."""
+class Hit(collections.namedtuple("Hit", ("kind", "command", "proven", "index"))):
+    """One classified simple command of a shell line.
 
+    Named tuples here, not attrs classes: the Stop hook's fast path
+    (:mod:`taskcore.donegate.quickhook`) classifies commands without loading attrs.
+    """
+
+    __slots__ = ()
     kind: Kind
     command: str
     proven: bool
     index: int
 
 
-@attrs.frozen(kw_only=True)
-class ShellAnalysis:
+class ShellAnalysis(
+    collections.namedtuple("ShellAnalysis", ("hits", "writes", "last_write_index", "segments"))
+):
     """Everything the gate needs from one shell line.
 
     ``writes`` are the paths (or ``(tool)`` labels) the line may change; ``last_write_index``
@@ -64,6 +73,7 @@ class ShellAnalysis:
     later ran after every write of the line (``pytest > out.txt`` checks what it wrote next to).
     """
 
+    __slots__ = ()
     hits: tuple[Hit, ...]
     writes: tuple[str, ...]
     last_write_index: int

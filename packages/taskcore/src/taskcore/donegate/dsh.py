@@ -56,13 +56,16 @@ loads it).
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any, Final
 
 from taskcore.donegate.evidence import Evidence
 from taskcore.limits import GATE_DSH_FRAME_MAX_BYTES, GATE_LINE_MAX_BYTES
+
+TYPE_CHECKING = False  # not typing's: the Stop hook's fast path reads transcripts without it
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any, Final
 
 __all__ = [
     "DSH",
@@ -228,7 +231,7 @@ def _split(text: bytes) -> Iterator[bytes]:
         start = end + 1
 
 
-def iter_lines(path: Path, offset: int, size: int) -> Iterator[tuple[bytes, int]]:
+def iter_lines(path: str | os.PathLike[str], offset: int, size: int) -> Iterator[tuple[bytes, int]]:
     """Yield ``(logical line, end)`` from ``offset`` to ``size`` of a dsh session file.
 
     For ``.jsonl.zstd`` each complete frame's lines are yielded with ``end`` 0 except the
@@ -241,7 +244,7 @@ def iter_lines(path: Path, offset: int, size: int) -> Iterator[tuple[bytes, int]
     with open(path, "rb") as f:
         f.seek(offset)
         data = f.read(max(0, size - offset))
-    if not path.name.endswith(".zstd"):
+    if not os.fspath(path).endswith(".zstd"):
         start = 0
         while True:
             nl = data.find(b"\n", start)

@@ -21,19 +21,21 @@ never ran and leave nothing.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
-from collections.abc import Iterable
-from typing import Any
 
-from taskcore.donegate.commands import Kind, analyze
+from taskcore.donegate.kinds import Kind
 from taskcore.limits import (
     GATE_CHECKS_KEPT,
     GATE_FILES_KEPT,
     GATE_PENDING_MAX,
     GATE_TEXT_KEPT_CHARS,
 )
+
+TYPE_CHECKING = False  # not typing's: the Stop hook's fast path reads transcripts without it
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
 
 __all__ = ["STATE_VERSION", "Check", "Evidence", "Pos", "is_artifact_path"]
 
@@ -44,7 +46,8 @@ Pos = tuple[int, int]
 """A position: (timestamp in ms, sequence within the transcript)."""
 
 # Paths that belong to the harness itself, not to the work (plans, memory, todo lists).
-_TOOL_STATE = re.compile(r"/\.(claude|codex)/(plans|todos|projects|sessions|memories)/")
+# Compiled by ``re`` on first use: most writes are inside the working directory.
+_TOOL_STATE = r"/\.(claude|codex)/(plans|todos|projects|sessions|memories)/"
 # Recognised to *ignore* writes there (scratch files are not the work); nothing is created.
 _TEMP_ROOTS = tuple(
     f"/{d}/" for d in ("tmp", "var/tmp", "private/tmp", "private/var/folders", "var/folders")
@@ -72,21 +75,51 @@ def is_artifact_path(path: str, cwd: str) -> bool:
         return True  # labels and relative paths are inside the work tree
     if cwd and (path == cwd or path.startswith(cwd.rstrip("/") + "/")):
         return True
-    if _TOOL_STATE.search(path):
+    if re.search(_TOOL_STATE, path):
         return False
     return not path.startswith(_TEMP_ROOTS)
 
 
-@dataclasses.dataclass
 class Check:
-    """One classified command run: its kind, outcome and where it happened."""
+    """One classified command run: its kind, outcome and where it happened.
 
-    kind: str
-    status: str  # passed | masked | failed | interrupted | pending
-    pos: Pos
-    cmd: str
-    exit: int | None = None
-    ref: str = ""
+    Plain classes here (no dataclasses, no attrs): the Stop hook's fast path
+    (:mod:`taskcore.donegate.quickhook`) reads transcripts without loading either.
+    """
+
+    __slots__ = ("cmd", "exit", "kind", "pos", "ref", "status")
+
+    def __init__(
+        self,
+        kind: str,
+        status: str,
+        pos: Pos,
+        cmd: str,
+        exit: int | None = None,
+        ref: str = "",
+    ) -> None:
+        self.kind = kind
+        self.status = status  # passed | masked | failed | interrupted | pending
+        self.pos = pos
+        self.cmd = cmd
+        self.exit = exit
+        self.ref = ref
+
+    def _key(self) -> tuple[Any, ...]:
+        return (self.kind, self.status, self.pos, self.cmd, self.exit, self.ref)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Check):
+            return NotImplemented
+        return self._key() == other._key()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        return (
+            f"Check(kind={self.kind!r}, status={self.status!r}, pos={self.pos!r}, "
+            f"cmd={self.cmd!r}, exit={self.exit!r}, ref={self.ref!r})"
+        )
 
     def to_json(self) -> list[Any]:
         """Compact list form for the stored state."""
@@ -106,41 +139,125 @@ class Check:
         )
 
 
-@dataclasses.dataclass
+_FIELDS = (
+    "harness",
+    "version",
+    "session_id",
+    "cwd",
+    "subagent",
+    "agent_id",
+    "parent_session_id",
+    "seq",
+    "ts",
+    "first_ts",
+    "lines",
+    "bad_lines",
+    "skipped_lines",
+    "prompts",
+    "last_prompt",
+    "last_prompt_seq",
+    "compactions",
+    "files",
+    "files_more",
+    "writes",
+    "last_change",
+    "checks",
+    "check_counts",
+    "commits",
+    "last_commit",
+    "ships",
+    "last_ship",
+    "pending",
+    "background",
+    "last_text",
+    "last_text_pos",
+)
+"""The state's fields, in the order of its stored JSON object."""
+
+_POS_FIELDS = ("last_change", "last_commit", "last_ship", "last_text_pos")
+
+
 class Evidence:
     """The resumable evidence state of one transcript."""
 
-    harness: str
-    version: int = STATE_VERSION
-    session_id: str = ""
-    cwd: str = ""
-    subagent: bool = False
-    agent_id: str = ""
-    parent_session_id: str = ""
-    seq: int = 0
-    ts: int = 0
-    first_ts: int = 0
-    lines: int = 0
-    bad_lines: int = 0
-    skipped_lines: int = 0
-    prompts: int = 0
-    last_prompt: str = ""
-    last_prompt_seq: int = 0
-    compactions: int = 0
-    files: list[str] = dataclasses.field(default_factory=list)
-    files_more: int = 0
-    writes: int = 0
-    last_change: Pos | None = None
-    checks: list[Check] = dataclasses.field(default_factory=list)
-    check_counts: dict[str, int] = dataclasses.field(default_factory=dict)
-    commits: int = 0
-    last_commit: Pos | None = None
-    ships: int = 0
-    last_ship: Pos | None = None
-    pending: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
-    background: dict[str, str] = dataclasses.field(default_factory=dict)
-    last_text: str = ""
-    last_text_pos: Pos | None = None
+    __slots__ = _FIELDS
+
+    def __init__(
+        self,
+        harness: str,
+        version: int = STATE_VERSION,
+        session_id: str = "",
+        cwd: str = "",
+        subagent: bool = False,
+        agent_id: str = "",
+        parent_session_id: str = "",
+        seq: int = 0,
+        ts: int = 0,
+        first_ts: int = 0,
+        lines: int = 0,
+        bad_lines: int = 0,
+        skipped_lines: int = 0,
+        prompts: int = 0,
+        last_prompt: str = "",
+        last_prompt_seq: int = 0,
+        compactions: int = 0,
+        files: list[str] | None = None,
+        files_more: int = 0,
+        writes: int = 0,
+        last_change: Pos | None = None,
+        checks: list[Check] | None = None,
+        check_counts: dict[str, int] | None = None,
+        commits: int = 0,
+        last_commit: Pos | None = None,
+        ships: int = 0,
+        last_ship: Pos | None = None,
+        pending: dict[str, dict[str, Any]] | None = None,
+        background: dict[str, str] | None = None,
+        last_text: str = "",
+        last_text_pos: Pos | None = None,
+    ) -> None:
+        self.harness = harness
+        self.version = version
+        self.session_id = session_id
+        self.cwd = cwd
+        self.subagent = subagent
+        self.agent_id = agent_id
+        self.parent_session_id = parent_session_id
+        self.seq = seq
+        self.ts = ts
+        self.first_ts = first_ts
+        self.lines = lines
+        self.bad_lines = bad_lines
+        self.skipped_lines = skipped_lines
+        self.prompts = prompts
+        self.last_prompt = last_prompt
+        self.last_prompt_seq = last_prompt_seq
+        self.compactions = compactions
+        self.files: list[str] = [] if files is None else files
+        self.files_more = files_more
+        self.writes = writes
+        self.last_change = last_change
+        self.checks: list[Check] = [] if checks is None else checks
+        self.check_counts: dict[str, int] = {} if check_counts is None else check_counts
+        self.commits = commits
+        self.last_commit = last_commit
+        self.ships = ships
+        self.last_ship = last_ship
+        self.pending: dict[str, dict[str, Any]] = {} if pending is None else pending
+        self.background: dict[str, str] = {} if background is None else background
+        self.last_text = last_text
+        self.last_text_pos = last_text_pos
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Evidence):
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in _FIELDS)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS)
+        return f"Evidence({inner})"
 
     # -- positions ------------------------------------------------------------------------
     def next_pos(self, ts_ms: int | None) -> Pos:
@@ -206,6 +323,8 @@ class Evidence:
 
     def issue_shell(self, ref: str, line: str, pos: Pos) -> None:
         """A shell command was issued; its checks and writes wait for the result."""
+        from taskcore.donegate.commands import analyze  # on use: the classifier's tables
+
         a = analyze(line)
         if not a.hits and not a.writes:
             return
@@ -358,10 +477,10 @@ class Evidence:
 
     # -- storage ----------------------------------------------------------------------------
     def to_json(self) -> str:
-        """Serialize for the index (compact, stable)."""
-        raw = dataclasses.asdict(self)
+        """Serialize for the index (compact, stable: the fields in their declared order)."""
+        raw: dict[str, Any] = {f: getattr(self, f) for f in _FIELDS}
         raw["checks"] = [c.to_json() for c in self.checks]
-        for key in ("last_change", "last_commit", "last_ship", "last_text_pos"):
+        for key in _POS_FIELDS:
             if raw[key] is not None:
                 raw[key] = list(raw[key])
         return json.dumps(raw, separators=(",", ":"), ensure_ascii=False)
@@ -373,11 +492,10 @@ class Evidence:
         if not isinstance(raw, dict) or raw.get("version") != STATE_VERSION:
             raise ValueError("stored gate state has another version")
         raw["checks"] = [Check.from_json(c) for c in raw.get("checks", [])]
-        for key in ("last_change", "last_commit", "last_ship", "last_text_pos"):
+        for key in _POS_FIELDS:
             if raw.get(key) is not None:
                 raw[key] = (int(raw[key][0]), int(raw[key][1]))
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in raw.items() if k in names})
+        return cls(**{k: v for k, v in raw.items() if k in _FIELDS})
 
     def copy(self) -> Evidence:
         """A deep copy (used to read a trailing partial line without storing it)."""

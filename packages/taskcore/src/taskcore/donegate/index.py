@@ -14,24 +14,20 @@ Nothing here sends anything anywhere or writes any file but the index.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import attrs
 
 from taskcore.clock import Clock, SystemClock
-from taskcore.donegate import claude, codex, dsh
 from taskcore.donegate.budget import Decision, decide
 from taskcore.donegate.config import CLAUDE_CODE, CODEX, DSH, GateConfig, harness_of, repository_of
 from taskcore.donegate.evidence import Evidence
-from taskcore.donegate.ladder import Verdict, evaluate
-from taskcore.donegate.light import head_digest
+from taskcore.donegate.ladder import evaluate
+from taskcore.donegate.transcript import feeder, head_of, read_transcript, session_key_for
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import GATE_LINE_MAX_BYTES
 from taskcore.store.gate_api import (
     GateBudgetRecord,
     GateFileRecord,
@@ -49,71 +45,6 @@ __all__ = [
     "session_key_for",
 ]
 
-_CHUNK = 4 * 1024 * 1024
-_FLUSH_BYTES = 32 * 1024 * 1024
-_FEEDERS: dict[str, Callable[[Evidence, bytes], None]] = {
-    CLAUDE_CODE: claude.feed,
-    CODEX: codex.feed,
-    DSH: dsh.feed,
-}
-
-
-def feeder(harness: str) -> Callable[[Evidence, bytes], None]:
-    """The line reader of a harness (``claude-code``, ``codex`` or ``dsh``)."""
-    return _FEEDERS[harness]
-
-
-def _head(f_path: Path) -> str:
-    """Digest of the first line (at most 4 KiB); empty until the first line is complete.
-
-    For a dsh ``.jsonl.zstd`` file: of its first frame (the header frame, written once).
-    """
-    if not f_path.name.endswith(".zstd"):
-        return head_digest(str(f_path))
-    try:
-        with open(f_path, "rb") as f:
-            data = f.read(65536)
-    except OSError:
-        return ""
-    frames = dsh.scan_frames(data).frames
-    return hashlib.sha256(data[: frames[0][1]]).hexdigest()[:32] if frames else ""
-
-
-def _is_claude_subagent(path: Path) -> bool:
-    return path.parent.name == "subagents" or path.stem.startswith("agent-")
-
-
-def _fresh(path: Path, harness: str) -> Evidence:
-    ev = Evidence(harness=harness)
-    if harness == CLAUDE_CODE and _is_claude_subagent(path):
-        ev.subagent = True
-        ev.agent_id = path.stem[6:] if path.stem.startswith("agent-") else path.stem
-        if path.parent.name == "subagents":
-            ev.parent_session_id = path.parent.parent.name
-    return ev
-
-
-def session_key_for(ev: Evidence, path: Path) -> tuple[str, str]:
-    """(session key, parent key) of a transcript's state.
-
-    >>> ev = Evidence(harness="codex", session_id="019a")
-    >>> session_key_for(ev, Path("rollout-x.jsonl"))
-    ('codex:019a', '')
-    """
-    if ev.harness == CLAUDE_CODE:
-        sid = ev.session_id or (ev.parent_session_id if ev.subagent else path.stem)
-        if ev.subagent:
-            parent = ev.parent_session_id or sid
-            return f"{CLAUDE_CODE}:{parent}/{ev.agent_id or path.stem}", f"{CLAUDE_CODE}:{parent}"
-        return f"{CLAUDE_CODE}:{sid}", ""
-    if ev.harness == DSH:
-        sid = ev.session_id or path.parent.name
-        parent = f"{DSH}:{ev.parent_session_id}" if ev.parent_session_id else ""
-        return f"{DSH}:{sid}", parent
-    sid = ev.session_id or path.stem
-    parent = f"{CODEX}:{ev.parent_session_id}" if ev.subagent and ev.parent_session_id else ""
-    return f"{CODEX}:{sid}", parent
-
 
 @attrs.frozen(kw_only=True)
 class ReadResult:
@@ -125,113 +56,6 @@ class ReadResult:
     parent_key: str
     evidence: Evidence
     bytes_read: int
-
-
-def _lines(f_path: Path, offset: int, size: int) -> Iterator[tuple[bytes, int]]:
-    """Yield (line, end offset) for complete lines in ``[offset, size)``; then the tail.
-
-    The final item is ``(partial_tail, -1)`` when bytes after the last newline remain.
-    Over-long lines are yielded as ``b""`` (skipped) without being buffered whole.
-    """
-    with open(f_path, "rb") as f:
-        f.seek(offset)
-        pos = offset
-        buf = b""
-        skipping = False
-        while pos < size:
-            chunk = f.read(min(_CHUNK, size - pos))
-            if not chunk:
-                break
-            pos += len(chunk)
-            start = 0
-            data = buf + chunk if buf else chunk
-            base = pos - len(data)
-            buf = b""
-            while True:
-                nl = data.find(b"\n", start)
-                if nl < 0:
-                    break
-                if skipping or nl - start > GATE_LINE_MAX_BYTES:
-                    skipping = False
-                    yield b"", base + nl + 1
-                else:
-                    yield data[start:nl], base + nl + 1
-                start = nl + 1
-            rest = data[start:]
-            if skipping:
-                continue
-            if len(rest) > GATE_LINE_MAX_BYTES:
-                skipping = True
-                continue
-            buf = rest
-        if buf and not skipping:
-            yield buf, -1
-
-
-def read_transcript(
-    path: Path,
-    harness: str,
-    state: Evidence | None,
-    offset: int,
-    size: int,
-    *,
-    on_flush: Callable[[Evidence, int], None] | None = None,
-) -> tuple[Evidence, int, bytes]:
-    """Feed complete lines from ``offset`` to ``size``; return (state, new offset, tail)."""
-    ev = state if state is not None else _fresh(path, harness)
-    feed = _FEEDERS[harness]
-    if harness == DSH:
-        return _read_dsh(path, ev, offset, size, on_flush)
-    tail = b""
-    since_flush = 0
-    for line, end in _lines(path, offset, size):
-        if end < 0:
-            tail = line
-            break
-        since_flush += end - offset
-        offset = end
-        if not line:
-            ev.lines += 1
-            ev.skipped_lines += 1
-            continue
-        if line.strip():
-            feed(ev, line)
-        if on_flush is not None and since_flush >= _FLUSH_BYTES:
-            on_flush(ev, offset)
-            since_flush = 0
-    return ev, offset, tail
-
-
-def _read_dsh(
-    path: Path,
-    ev: Evidence,
-    offset: int,
-    size: int,
-    on_flush: Callable[[Evidence, int], None] | None,
-) -> tuple[Evidence, int, bytes]:
-    """:func:`read_transcript` for a dsh session: offsets advance only at frame ends."""
-    tail: list[bytes] = []
-    since_flush = 0
-    for line, end in dsh.iter_lines(path, offset, size):
-        if end == -2:
-            ev.lines += 1
-            ev.bad_lines += 1
-            break
-        if end == -1:
-            tail.append(line)
-            continue
-        if not line:
-            ev.lines += 1
-            ev.skipped_lines += 1
-        elif line.strip():
-            dsh.feed(ev, line)
-        if end > 0:
-            since_flush += end - offset
-            offset = end
-            if on_flush is not None and since_flush >= _FLUSH_BYTES:
-                on_flush(ev, offset)
-                since_flush = 0
-    return ev, offset, b"\n".join(tail)
 
 
 @attrs.frozen(kw_only=True)
@@ -287,7 +111,7 @@ class GateIndex:
             ) from None
         with self.db.read() as store:
             rec = store.get_file(str(path))
-        head = _head(path)
+        head = head_of(path)
         state: Evidence | None = None
         offset = 0
         if (
@@ -326,7 +150,7 @@ class GateIndex:
         current = ev
         if tail.strip():
             current = ev.copy()
-            _FEEDERS[harness](current, tail)
+            feeder(harness)(current, tail)
         return ReadResult(
             path=path,
             harness=harness,
@@ -364,7 +188,7 @@ class GateIndex:
         )
         states = [ev, *self._child_states(w, key)] if not ev.subagent else [ev]
         verdict = evaluate(states)
-        w.put_verdict(key, _verdict_json(verdict))
+        w.put_verdict(key, verdict.to_json())
         w.put_session(
             GateSessionRecord(
                 session_key=key,
@@ -409,7 +233,7 @@ class GateIndex:
         except (ValueError, TypeError, KeyError):
             return
         verdict = evaluate([pev, *self._child_states(w, parent_key)])
-        w.put_verdict(parent_key, _verdict_json(verdict))
+        w.put_verdict(parent_key, verdict.to_json())
         if verdict.rung != parent.rung:
             w.put_session(
                 attrs.evolve(
@@ -583,11 +407,6 @@ class GateIndex:
                     )
                 )
         return decision
-
-
-def _verdict_json(verdict: Verdict) -> str:
-    """The stored form of a verdict (every field; :mod:`taskcore.donegate.quickhook` reads it)."""
-    return json.dumps(attrs.asdict(verdict), ensure_ascii=False, separators=(",", ":"))
 
 
 def _entries(path: Path) -> Iterator[Path]:

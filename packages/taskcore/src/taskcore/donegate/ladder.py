@@ -34,13 +34,17 @@ not when the message ends on a question.
 
 from __future__ import annotations
 
+import collections
+import json
 import re
-from collections.abc import Sequence
 
-import attrs
-
-from taskcore.donegate.evidence import Check, Evidence, Pos
 from taskcore.limits import DONE_GATE_RUNGS
+
+TYPE_CHECKING = False  # not typing's: the Stop hook's fast path places sessions without it
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from taskcore.donegate.evidence import Check, Evidence, Pos
 
 __all__ = ["RUNG_NAMES", "Verdict", "claims_done", "evaluate"]
 
@@ -72,10 +76,32 @@ def claims_done(text: str) -> bool:
     return _CLAIM.search(stripped[-2000:]) is not None
 
 
-@attrs.frozen(kw_only=True)
-class Verdict:
-    """One session's place on the ladder and what the receipt says about it."""
+class Verdict(
+    collections.namedtuple(
+        "Verdict",
+        (
+            "rung",
+            "rung_name",
+            "below_line",
+            "missing",
+            "stale",
+            "ask",
+            "files_written",
+            "checks_run",
+            "commits",
+            "ships",
+            "claimed",
+        ),
+    )
+):
+    """One session's place on the ladder and what the receipt says about it.
 
+    A named tuple, not an attrs class: the Stop hook's fast path
+    (:mod:`taskcore.donegate.quickhook`) places a grown transcript without loading attrs.
+    Build it with keywords; :meth:`to_json` is the form the index stores.
+    """
+
+    __slots__ = ()
     rung: int
     rung_name: str
     below_line: bool
@@ -87,6 +113,10 @@ class Verdict:
     commits: int
     ships: int
     claimed: bool
+
+    def to_json(self) -> str:
+        """The stored form (every field, in order; :mod:`taskcore.donegate.quickhook` reads it)."""
+        return json.dumps(self._asdict(), ensure_ascii=False, separators=(",", ":"))
 
 
 def _short(cmd: str, limit: int = 48) -> str:

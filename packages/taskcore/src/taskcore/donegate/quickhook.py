@@ -1,32 +1,35 @@
-"""The done gate's Stop hook, fast path: the answer from the index alone, or ``None``.
+"""The done gate's Stop hook, fast path: the full hook's answer without attrs, or ``None``.
 
 Most of a hook's time is interpreter start-up and imports (attrs alone costs more than
 ``python -c pass``). This module loads only the standard library, apsw and three small gate
 modules (:mod:`~taskcore.donegate.light`, :mod:`~taskcore.donegate.budget`,
-:mod:`~taskcore.donegate.receipt`), and answers when the local index already holds everything
-the answer needs:
+:mod:`~taskcore.donegate.receipt`). It answers when:
 
 * the command line is one of the plain forms ``--harness H [--subagent] [--deadline-ms N]
   [--index PATH]`` (read by :mod:`taskcli.gate_stop`, which calls :func:`answer`);
 * the payload is a ``Stop`` with a ``transcript_path`` (or a ``SubagentStop`` without
   ``--subagent``, which is silent);
-* the index exists at the schema this code knows, and has read the transcript to its end
-  (same size, nothing after the last newline, same first line, same harness), and, for a
-  Claude Code main session, every subagent file beside it too: then
-  :meth:`taskcore.donegate.index.GateIndex.refresh` would read nothing and write nothing;
-* the index holds the verdict of the session's stored state (written with that state; see
-  ``gate_verdict`` in :mod:`taskcore.store.sqlite_gate`), and ``last_assistant_message``
-  cannot change it (it only matters below rung 2, where the fast path steps aside).
+* the index exists at the schema this code knows.
 
-Then the answer is the full hook's: the receipt from that verdict and the repository's
-history, the budget spent in one ``BEGIN IMMEDIATE`` transaction (``synchronous=FULL``), the
-same output bytes. In every other case, and on any error before the budget is written, the
-payload bytes go to the full hook (:func:`taskcore.donegate.hook.respond`), which answers as
-it always has. :mod:`taskcli.gate_stop` holds the deadline for both (``SIGALRM`` on the fast
-path, a worker thread on the full one).
+Then, if the index has read the transcript to its end (same size, nothing after the last
+newline, same first line, same harness) and, for a Claude Code main session, every subagent
+file beside it too, it answers from the verdict stored with the session's state
+(``gate_verdict``, see :mod:`taskcore.store.sqlite_gate`), unless ``last_assistant_message``
+could change it (below rung 2). Otherwise (the usual real stop: the agent's last turn is not
+indexed yet) :func:`taskcore.donegate.quickindex.bring_up_to_date` reads what is new with the
+gate's readers and writes the rows :meth:`taskcore.donegate.index.GateIndex.refresh` writes,
+inside the transaction that spends the budget (one ``BEGIN IMMEDIATE`` at
+``synchronous=FULL``, one commit per stop).
 
-tests/taskcore/donegate/test_quickhook.py runs both paths over the same indexes and payloads and
-compares their output and the budget they leave.
+The answer is the full hook's: the receipt from that verdict and the repository's history,
+the budget spent, the same output bytes. In every other case, and on any error before the
+commit (nothing is kept then), the payload bytes go to the full hook
+(:func:`taskcore.donegate.hook.respond`), which answers as it always has.
+:mod:`taskcli.gate_stop` holds the deadline for both (``SIGALRM`` on the fast path, a worker
+thread on the full one).
+
+tests/taskcore/donegate/test_quickhook.py and test_quickindex.py run both paths over the same
+indexes, transcripts and payloads and compare their output, the index rows and the budget.
 """
 
 from __future__ import annotations
@@ -136,12 +139,49 @@ def answer(
         if dsh_root is not None:
             roots.append((DSH, dsh_root))
         conn = apsw.Connection(index, flags=apsw.SQLITE_OPEN_READWRITE)
+        # No checkpoint when this (often the last) connection closes: a commit is durable
+        # in the WAL already (synchronous=FULL), and the checkpoint's own fsyncs cost a
+        # stop more than the rest of its write. SQLite's automatic checkpoint (every 1000
+        # WAL pages) and the full index's connections still move the WAL into the file.
+        conn.config(apsw.SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1)
     except Exception:
         return None
     try:
         return _answer(conn, harness, data, event, path, roots)
     finally:
         conn.close()
+
+
+def _schema_ok(conn: apsw.Connection) -> bool:
+    version = conn.execute(
+        "SELECT version FROM schema_versions WHERE component = 'gate_index'"
+    ).fetchone()
+    return version is not None and version[0] == INDEX_SCHEMA_VERSION
+
+
+def _stored(
+    conn: apsw.Connection, real: str, file_harness: str, last_message: str | None
+) -> tuple[str, str, Any, str] | None:
+    """(key, prompt key, verdict, repository) from the index alone, or ``None``."""
+    key = _current(conn, real, file_harness)
+    if key is None:
+        return None
+    session = conn.execute(
+        "SELECT harness, subagent, cwd, prompts FROM gate_session WHERE session_key = ?",
+        (key,),
+    ).fetchone()
+    stored = conn.execute(
+        "SELECT verdict FROM gate_verdict WHERE session_key = ?", (key,)
+    ).fetchone()
+    if session is None or stored is None:
+        return None
+    session_harness, is_subagent, cwd, prompts = session
+    if session_harness == CLAUDE_CODE and not is_subagent and not _subagents_current(conn, real):
+        return None
+    verdict = types.SimpleNamespace(**json.loads(stored[0]))
+    if verdict.rung in (0, 1) and last_message is not None and last_message.strip():
+        return None  # the message may claim completion: the ladder decides
+    return key, f"p{prompts}", verdict, repository_of(cwd)
 
 
 def _answer(
@@ -152,52 +192,43 @@ def _answer(
     path: str,
     roots: Sequence[tuple[str, str]],
 ) -> str | None:
+    last_message = _text(data, "last_assistant_message")
     try:
         conn.set_busy_timeout(GATE_INDEX_BUSY_MS)
         conn.execute("PRAGMA synchronous=FULL")
+        real = os.path.realpath(path)
+        file_harness = harness_of_real(real, roots)
         conn.execute("BEGIN")
         try:
-            version = conn.execute(
-                "SELECT version FROM schema_versions WHERE component = 'gate_index'"
-            ).fetchone()
-            if version is None or version[0] != INDEX_SCHEMA_VERSION:
+            if not _schema_ok(conn):
                 return None
-            real = os.path.realpath(path)
-            key = _current(conn, real, harness_of_real(real, roots))
-            if key is None:
-                return None
-            session = conn.execute(
-                "SELECT harness, subagent, cwd, prompts FROM gate_session WHERE session_key = ?",
-                (key,),
-            ).fetchone()
-            stored = conn.execute(
-                "SELECT verdict FROM gate_verdict WHERE session_key = ?", (key,)
-            ).fetchone()
-            if session is None or stored is None:
-                return None
-            session_harness, is_subagent, cwd, prompts = session
-            if (
-                session_harness == CLAUDE_CODE
-                and not is_subagent
-                and not _subagents_current(conn, real)
-            ):
-                return None
-            verdict = types.SimpleNamespace(**json.loads(stored[0]))
-            last_message = _text(data, "last_assistant_message")
-            if verdict.rung in (0, 1) and last_message is not None and last_message.strip():
-                return None  # the message may claim completion: the ladder decides
-            repository = repository_of(cwd)
+            found = _stored(conn, real, file_harness, last_message)
+        finally:
+            conn.execute("COMMIT")
+        if found is None and real.endswith(".zstd"):
+            return None
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if found is None:
+                # The transcript grew (or the stored verdict cannot answer): read what is
+                # new with the gate's readers, in this transaction, then answer as above.
+                from taskcore.donegate.quickindex import bring_up_to_date
+
+                found = (
+                    bring_up_to_date(conn, real, file_harness, last_message)
+                    if _schema_ok(conn)
+                    else None
+                )
+                if found is None:
+                    conn.execute("ROLLBACK")
+                    return None
+            key, prompt_key, verdict, repository = found
             n, reached = conn.execute(
                 "SELECT COUNT(*), COALESCE(SUM(rung >= 3), 0) FROM gate_session "
                 "WHERE repository = ? AND session_key != ? AND rung >= 1",
                 (repository, key),
             ).fetchone() or (0, 0)
-            receipt = render(verdict, RepoHistory(n=int(n), reached=int(reached)))  # type: ignore[arg-type]
-        finally:
-            conn.execute("COMMIT")
-        prompt_key = f"p{prompts}"
-        conn.execute("BEGIN IMMEDIATE")
-        try:
+            receipt = render(verdict, RepoHistory(n=int(n), reached=int(reached)))
             row = conn.execute(
                 "SELECT used, receipt_shown FROM gate_budget "
                 "WHERE session_key = ? AND prompt_key = ?",

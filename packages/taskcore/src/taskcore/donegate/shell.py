@@ -21,10 +21,12 @@ agent ran. Each of these would change a verdict the tests pin (``test_commands.p
 
 from __future__ import annotations
 
+import collections
 import re
-from collections.abc import Sequence
 
-import attrs
+TYPE_CHECKING = False  # not typing's: the Stop hook's fast path reads transcripts without it
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["Segment", "Tok", "segments", "tokenize"]
 
@@ -35,10 +37,14 @@ _OPS = ("&&", "||", ";;", "|&", ";", "|", "&", "\n", "(", ")")
 _REDIRECTS = ("&>>", "&>", ">>", ">|", ">&", "<<<", "<<-", "<<", "<&", "<>", ">", "<")
 
 
-@attrs.frozen
-class Tok:
-    """One token: ``kind`` is ``"w"`` (a word), ``"o"`` (an operator) or ``"r"`` (a redirection)."""
+class Tok(collections.namedtuple("Tok", ("kind", "text"))):
+    """One token: ``kind`` is ``"w"`` (a word), ``"o"`` (an operator) or ``"r"`` (a redirection).
 
+    A named tuple, not an attrs class: the Stop hook's fast path
+    (:mod:`taskcore.donegate.quickhook`) reads transcripts without loading attrs.
+    """
+
+    __slots__ = ()
     kind: str  # "w" word, "o" operator, "r" redirection
     text: str
 
@@ -207,13 +213,27 @@ def _skip_heredocs(s: str, i: int, heredocs: Sequence[tuple[str, bool]]) -> int:
 # -- segments ---------------------------------------------------------------------------------
 
 
-@attrs.define
 class Segment:
     """One simple command: its words, the files its redirections write, the operator after it."""
 
-    words: list[str] = attrs.Factory(list)
-    writes: list[str] = attrs.Factory(list)
-    op: str = ""  # operator that ended it
+    __slots__ = ("op", "words", "writes")
+
+    def __init__(
+        self, words: list[str] | None = None, writes: list[str] | None = None, op: str = ""
+    ) -> None:
+        self.words: list[str] = [] if words is None else words
+        self.writes: list[str] = [] if writes is None else writes
+        self.op = op  # operator that ended it
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Segment):
+            return NotImplemented
+        return (self.words, self.writes, self.op) == (other.words, other.writes, other.op)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as attrs.define made it
+
+    def __repr__(self) -> str:
+        return f"Segment(words={self.words!r}, writes={self.writes!r}, op={self.op!r})"
 
 
 def segments(toks: Sequence[Tok]) -> list[Segment]:

@@ -16,36 +16,14 @@ unless asked only to check (:data:`_WRITERS`), and the files a shell utility wri
 
 from __future__ import annotations
 
-import enum
 import re
 from collections.abc import Callable, Sequence
 
+from taskcore.donegate.kinds import Kind
 from taskcore.donegate.unwrap import PY, base, unwrap
 from taskcore.donegate.writes import shell_writes
 
 __all__ = ["Kind", "classify"]
-
-
-class Kind(enum.Enum):
-    """What a classified command is evidence of."""
-
-    TEST = "test"
-    BUILD = "build"
-    LINT = "lint"
-    CI_WATCH = "ci_watch"
-    COMMIT = "commit"
-    PUSH = "push"
-    DEPLOY = "deploy"
-
-    @property
-    def is_check(self) -> bool:
-        """Checks are what can lift a session to ``verified``: test, build, lint, CI watch."""
-        return self in (Kind.TEST, Kind.BUILD, Kind.LINT, Kind.CI_WATCH)
-
-    @property
-    def is_ship(self) -> bool:
-        """Ships are what can lift a committed session to ``shipped``: push and deploy."""
-        return self in (Kind.PUSH, Kind.DEPLOY)
 
 
 # -- classification ---------------------------------------------------------------------------
