@@ -16,6 +16,8 @@ contract type: a Stop hook or ``agent-task --help`` pays only for what it uses.
 
 from __future__ import annotations
 
+from taskcore.lazy import LazyExports
+
 TYPE_CHECKING = False  # not typing's: importing typing alone costs a Stop hook ~5 ms
 if TYPE_CHECKING:
     from typing import Any
@@ -73,23 +75,16 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "TxMode",
     ),
 }
-_MODULE_OF: dict[str, str] = {name: mod for mod, names in _SOURCES.items() for name in names}
+_EXPORTS = LazyExports(__name__, _SOURCES, globals())
 
 
 def __getattr__(name: str) -> Any:
-    """Load an exported name from its module on first use (and keep it)."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'taskcore' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    """Load an exported name from its module on first use (:pep:`562`)."""
+    return _EXPORTS.load(name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MODULE_OF))
+    return _EXPORTS.names()
 
 
 __all__ = [

@@ -10,8 +10,9 @@ the ``mcp`` SDK.
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from taskcore.lazy import LazyExports
 
 if TYPE_CHECKING:
     from taskmcp.family import Family, error_response
@@ -39,29 +40,27 @@ __all__ = [
     "tools",
 ]
 
-_HOME = {
-    "Family": "taskmcp.family",
-    "error_response": "taskmcp.family",
-    "tool_operations": "taskmcp.family",
-    "McpEndpoint": "taskmcp.http",
-    "Principal": "taskmcp.server",
-    "build_server": "taskmcp.server",
-    "fixed_principal": "taskmcp.server",
-    "run_stdio": "taskmcp.server",
-    "scope_principal": "taskmcp.server",
-    "operation_for_tool": "taskmcp.tools",
-    "tools": "taskmcp.tools",
-}
+_EXPORTS = LazyExports(
+    __name__,
+    {
+        "taskmcp.family": ("Family", "error_response", "tool_operations"),
+        "taskmcp.http": ("McpEndpoint",),
+        "taskmcp.server": (
+            "Principal",
+            "build_server",
+            "fixed_principal",
+            "run_stdio",
+            "scope_principal",
+        ),
+        "taskmcp.tools": ("operation_for_tool", "tools"),
+    },
+    globals(),
+)
 
 
 def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'taskmcp' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+    return _EXPORTS.load(name)
 
 
 def __dir__() -> list[str]:
-    return sorted(__all__)
+    return _EXPORTS.names()

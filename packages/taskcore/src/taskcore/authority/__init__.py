@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+from taskcore.lazy import LazyExports
+
 TYPE_CHECKING = False  # not typing's: importing the package must stay cheap
 if TYPE_CHECKING:
     from taskcore.authority.admin import (
@@ -108,23 +110,16 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "subject_references",
     ),
 }
-_MODULE_OF = {name: module for module, names in _SOURCES.items() for name in names}
+_EXPORTS = LazyExports(__name__, _SOURCES, globals())
 
 
 def __getattr__(name: str) -> object:
-    """Load an exported name from its submodule on first use (:pep:`562`)."""
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module 'taskcore.authority' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    """Load an exported name from its module on first use (:pep:`562`)."""
+    return _EXPORTS.load(name)
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MODULE_OF))
+    return _EXPORTS.names()
 
 
 __all__ = [
