@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 from taskcore.collector.stophook import (
@@ -34,7 +35,7 @@ from taskcore.collector.stophook import (
 
 from taskcli.common import ServiceClient, database_option, emit, resolve_data_dir, run
 
-__all__ = ["register"]
+__all__ = ["finish", "register"]
 
 
 def _connect(endpoint: str) -> Connect:
@@ -44,6 +45,15 @@ def _connect(endpoint: str) -> Connect:
         return ServiceClient(endpoint, token_file, timeout=timeout)
 
     return connect
+
+
+def finish(status: int, text: str) -> NoReturn:
+    """Print a hook run's answer as the command does and exit with its status."""
+    if text:
+        click.echo(text)
+    if status:
+        click.echo("agent-task task-stop: unreadable Stop payload or counter", err=True)
+    sys.exit(status)
 
 
 def _hook_command(name: str, harness: str) -> click.Command:
@@ -86,11 +96,7 @@ def _hook_command(name: str, harness: str) -> click.Command:
             connect=_connect(endpoint),
             endpoint=endpoint,
         )
-        if text:
-            click.echo(text)
-        if status:
-            click.echo("agent-task task-stop: unreadable Stop payload or counter", err=True)
-        sys.exit(status)
+        finish(status, text)
 
     command.help = (
         f"Read-only {'Codex' if harness == CODEX else 'Claude Code'} Stop hook: pass only if "
