@@ -8,7 +8,9 @@ Change's current subject is qualified and the clean workspace is at its revision
 block in the harness's Stop-hook format (Claude Code ``hookSpecificOutput.additionalContext``,
 Codex ``decision: block``) with the typed failures, a fixed next_action sentence and
 ``next``. A malformed payload or an unreadable counter exits 1, which does not block. The
-qualification call goes over HTTP (:class:`taskcli.common.ServiceClient`).
+qualification call goes over HTTP (:class:`taskcli.common.ServiceClient`). The ``agent-task``
+script runs :mod:`taskcli.task_stop` first (a pass without click or the storage layer), which
+comes here, or to :func:`finish`, for everything else.
 
 ``install-stop`` writes one of these hooks into the settings file you name (and nothing
 else, never by itself); ``init-repo`` writes the managed "Workflow tasks" block into
