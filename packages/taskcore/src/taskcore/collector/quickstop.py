@@ -351,6 +351,9 @@ def _subject(data_dir: str, repository: str, profile: str, change: str) -> Subje
 
 def _spawn(argv: list[str], env: dict[str, str]) -> tuple[int, int]:
     """Start ``argv`` with stdout on a new pipe and stderr on /dev/null: ``(pid, read end)``."""
+    # The C module, loaded at start-up (signal.py, with its enums, is not).
+    from _signal import SIGPIPE, SIGXFSZ  # type: ignore[import-not-found,unused-ignore]
+
     read_end, write_end = os.pipe()
     try:
         pid = os.posix_spawnp(
@@ -361,6 +364,8 @@ def _spawn(argv: list[str], env: dict[str, str]) -> tuple[int, int]:
                 (os.POSIX_SPAWN_DUP2, write_end, 1),
                 (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
             ],
+            # What subprocess restores (restore_signals): Python ignores SIGPIPE and SIGXFSZ.
+            setsigdef=(SIGPIPE, SIGXFSZ),
         )
     except BaseException:
         os.close(read_end)
