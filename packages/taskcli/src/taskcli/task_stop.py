@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import NoReturn
 
-    from taskcore.collector.quickstop import Subject
+    from taskcore.collector.quickstop import GitRun, Subject
 
 __all__ = ["Args", "main", "parse_args"]
 
@@ -113,11 +113,12 @@ def _request(args: Args, token: str) -> tuple[str, bytes, dict[str, str]]:
     return path, qualification_body(args["change"]), headers
 
 
-def _slim(args: Args, raw: bytes, asked: list[_Asked]) -> bool:
+def _slim(args: Args, raw: bytes, asked: list[_Asked], git: GitRun | None) -> bool:
     """Run the pass path; ``True`` if the stop passes (counter reset), else ``False``.
 
     Raises :class:`~taskcore.collector.quickstop.UndecidedError` (or anything unexpected) when
-    the full hook must answer; ``asked`` then holds the exchange if one was made.
+    the full hook must answer; ``asked`` then holds the exchange if one was made. ``git``:
+    the first read's git commands, started before the payload was read.
     """
     import os
 
@@ -132,7 +133,7 @@ def _slim(args: Args, raw: bytes, asked: list[_Asked]) -> bool:
         raise q.UndecidedError("a relative token file")
     data_dir = args.get("--data-dir") or default_data_location()
     where = (data_dir, args["--repository"], args["--profile"], change, args["--workspace"])
-    subject, head = q.local_state(*where)
+    subject, head = q.local_state(*where, git=git)
     request = _request(args, q.read_token(token_file))
     http = PlainHttp.for_url(args["--endpoint"].rstrip("/"), float(QUALIFICATION_TIMEOUT_SECONDS))
     if http is None:
@@ -231,6 +232,12 @@ def main(name: str, argv: Sequence[str]) -> int:
     args = parse_args(argv)
     if args is None or os.environ.get("AGENT_TASK_DATABASE", "").strip():
         return _click()
+    from taskcore.collector.quickstop import GitRun, UndecidedError
+
+    try:  # the first read's git commands run while the payload is read and the rest loads
+        git: GitRun | None = GitRun(args["--workspace"])
+    except UndecidedError:
+        git = None
     try:
         raw: bytes | None = sys.stdin.buffer.read(GATE_STDIN_MAX_BYTES + 1)
     except (OSError, ValueError):
@@ -238,8 +245,10 @@ def main(name: str, argv: Sequence[str]) -> int:
     asked: list[_Asked] = []
     if raw is not None:
         try:
-            if _slim(args, raw, asked):
+            if _slim(args, raw, asked, git):
                 return 0
         except Exception:  # noqa: S110 - anything the slim path did not expect: the full hook answers
             pass
+    if git is not None:
+        git.stop()  # the first read never ran (or failed): its git commands are not needed
     return _full(harness, args, raw, asked[0] if asked else None)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 
-from taskcore.collector.stopanswer import AnswerError, check_answer
 from taskcore.limits import (
     COLLECTOR_ENVELOPE_MAX_BYTES,
     GATE_STDIN_MAX_BYTES,
@@ -31,18 +30,10 @@ from taskcore.limits import (
     JSON_MAX_DEPTH,
     STOP_CONTINUATIONS_MAX,
 )
-from taskcore.paths import stop_counter_location
 
-try:  # the one SHA-256 the hook needs, without loading OpenSSL through hashlib
-    from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
-except ImportError:  # pragma: no cover - CPython 3.12 and later name it _sha2
-    from hashlib import sha256
-
-# The JSON scanner and string encoder of the ``json`` package, without the package: its
-# Python half loads ``re`` (and enum, functools, collections), about as much again as the
-# interpreter's own start-up. :func:`loads` below is ``json.loads`` on them (a test holds
-# the two equal).
-from _json import encode_basestring, make_scanner
+# Everything else this module uses is imported where it is used: the hook starts the first
+# read's git commands (:class:`GitRun`) as soon as it has its command line, and loads the
+# rest (the JSON scanner, SHA-256, the answer check, apsw) while git runs.
 
 TYPE_CHECKING = False  # not typing's: importing typing alone costs a Stop hook ~5 ms
 if TYPE_CHECKING:
@@ -52,6 +43,7 @@ __all__ = [
     "IN_PROGRESS",
     "JOURNAL_NAME",
     "JOURNAL_VERSIONS",
+    "GitRun",
     "Subject",
     "UndecidedError",
     "counter_file",
@@ -143,6 +135,11 @@ def _decode(text: str, decoder: _Decoder) -> Any:
     """``decoder.decode(text)`` as ``json.JSONDecoder`` does it; ``ValueError`` if not JSON."""
     if text.startswith("\ufeff"):
         raise ValueError("Unexpected UTF-8 BOM")
+    # The JSON scanner of the ``json`` package, without the package: its Python half loads
+    # ``re`` (and enum, functools, collections), about as much again as the interpreter's own
+    # start-up. This is ``json.loads`` on it (a test holds the two equal).
+    from _json import make_scanner
+
     start = len(text) - len(text.lstrip(_WHITESPACE))
     context: Any = decoder  # the stub types the context as a scanner; any such object does
     try:
@@ -179,6 +176,8 @@ def qualification_body(change: str) -> bytes:
     >>> qualification_body("c1")
     b'{"operation": "qualification", "request": {"version": 1, "change_id": "c1"}}'
     """
+    from _json import encode_basestring  # the json package's string encoder, as above
+
     try:
         change.encode("utf-8")
     except UnicodeEncodeError:
@@ -210,6 +209,12 @@ def session_of(raw: bytes) -> str:
 
 def counter_file(session: str, change: str) -> str:
     """The counter file of one session and Change (``stophook.counter_path`` as a string)."""
+    from taskcore.paths import stop_counter_location
+
+    try:  # the one SHA-256 the hook needs, without loading OpenSSL through hashlib
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:  # pragma: no cover - CPython 3.12 and later name it _sha2
+        from hashlib import sha256
     key = sha256(f"{session}\x00{change}".encode()).hexdigest()
     return os.path.join(stop_counter_location(), f"{key}.count")
 
@@ -375,7 +380,7 @@ def _spawn(argv: list[str], env: dict[str, str]) -> tuple[int, int]:
     return pid, read_end
 
 
-class _Git:
+class GitRun:
     """The ``rev-parse`` and the ``status`` of one read, running side by side.
 
     Plain ``posix_spawn`` and ``poll`` (``subprocess`` would load threading, signal and
@@ -462,16 +467,22 @@ def _exists(path: str) -> bool:
 
 
 def local_state(
-    data_dir: str, repository: str, profile: str, change: str, workspace: str
+    data_dir: str,
+    repository: str,
+    profile: str,
+    change: str,
+    workspace: str,
+    git: GitRun | None = None,
 ) -> tuple[Subject, str]:
     """One local read that can pass: ``(subject, head)``, else :class:`UndecidedError`.
 
     It can pass when the Change has a subject, the work tree is clean (no change, no
     untracked file, no operation in progress) and HEAD is the subject's commit; the full
     hook's read then is ``LocalRead(subject, head, clean=True, base_revision=subject
-    revision, dirty_paths=())``.
+    revision, dirty_paths=())``. ``git``: this read's git commands, already started.
     """
-    git = _Git(workspace)
+    if git is None:
+        git = GitRun(workspace)
     try:
         subject = _subject(data_dir, repository, profile, change)
     except BaseException:
@@ -564,6 +575,8 @@ def passes(status: int, content: bytes, subject: Subject) -> bool:
         return False
     if not isinstance(answer, dict) or answer.get("operation") != "qualification":
         return False
+    from taskcore.collector.stopanswer import AnswerError, check_answer
+
     try:
         checked = check_answer(answer.get("result"), local_revision=subject[2])
     except AnswerError:
