@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +24,9 @@ from taskcore.jsontext import parse_json
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES
 from taskcore.paths import default_data_dir
 from taskcore.tokenfile import no_token_error, read_token_file
+
+from taskcli.plainhttp import HttpError as _HttpError
+from taskcli.plainhttp import PlainHttp as _PlainHttp
 
 __all__ = [
     "DATABASE_ENV",
@@ -314,11 +316,19 @@ class ServiceClient:
     the certificate.
     """
 
-    def __init__(self, url: str, token_file: Path | None, *, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        url: str,
+        token_file: Path | None,
+        *,
+        timeout: float = 60.0,
+        transport: _PlainHttp | None = None,
+    ) -> None:
         self.url = url.rstrip("/")
         self.token = _token(token_file)
         self.timeout = timeout
-        self._http: Any = None
+        self._http: Any = transport
+        """``transport``: the plain client to use (the task-stop slim path hands over its own)."""
 
     def _client(self) -> Any:
         """One connection-pooling client per ServiceClient (collect makes several calls)."""
@@ -410,196 +420,3 @@ class ServiceClient:
         """Send raw transfer bytes to the collector upload route."""
         path = self._workflow_path(repository, profile) + "/collector-upload"
         return self._post(path, data, "application/octet-stream")
-
-
-# -- plain HTTP/1.1 over one socket ----------------------------------------------------------
-
-
-class _HttpError(Exception):
-    """The exchange failed; ``kind`` is named as httpx names the same failure."""
-
-    def __init__(self, kind: str) -> None:
-        super().__init__(kind)
-        self.kind = kind
-
-
-_HEADER_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
-
-
-class _PlainHttp:
-    """POST requests to one ``http://host[:port][/prefix]`` over a kept-alive socket.
-
-    Just what the service's answers need: a status line, headers, then a body framed by
-    ``Content-Length``, chunked, or the end of the connection; at most
-    ``COLLECTOR_ENVELOPE_MAX_BYTES`` of it is read (a longer body is not JSON the client
-    accepts). A connection the service closed is opened again once.
-    """
-
-    def __init__(self, host: str, port: int, prefix: str, timeout: float) -> None:
-        self.host, self.port, self.prefix, self.timeout = host, port, prefix, timeout
-        self.authority = host if port == 80 else f"{host}:{port}"
-        if ":" in host:
-            self.authority = f"[{host}]" if port == 80 else f"[{host}]:{port}"
-        self.sock: Any = None
-        self.buffer = b""
-
-    @classmethod
-    def for_url(cls, url: str, timeout: float) -> _PlainHttp | None:
-        """The client of a plain ``http://`` URL, or ``None`` for anything else.
-
-        >>> c = _PlainHttp.for_url("http://127.0.0.1:8787/base", 5.0)
-        >>> (c.host, c.port, c.prefix)
-        ('127.0.0.1', 8787, '/base')
-        >>> _PlainHttp.for_url("https://example.org", 5.0) is None
-        True
-        """
-        match = re.fullmatch(
-            r"http://(?:\[([0-9A-Fa-f:.]+)\]|([A-Za-z0-9.-]+))(?::([0-9]{1,5}))?(/[^?#\s]*)?",
-            url,
-        )
-        if match is None:
-            return None
-        port = int(match.group(3) or 80)
-        if not 0 < port < 65536:
-            return None
-        return cls(match.group(1) or match.group(2), port, match.group(4) or "", timeout)
-
-    def close(self) -> None:
-        """Close the socket (a later request opens a new one)."""
-        if self.sock is not None:
-            self.sock.close()
-            self.sock = None
-        self.buffer = b""
-
-    def post(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
-        """Send one request; return ``(status, body)`` or raise :class:`_HttpError`."""
-        lines = [f"POST {self.prefix}{path} HTTP/1.1", f"Host: {self.authority}"]
-        for name, value in headers.items():
-            if not _HEADER_VALUE.fullmatch(value):
-                raise _HttpError("LocalProtocolError")
-            lines.append(f"{name}: {value}")
-        lines.append(f"Content-Length: {len(body)}")
-        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
-        reused = self.sock is not None
-        try:
-            return self._exchange(request)
-        except _HttpError as failure:
-            self.close()
-            if reused and failure.kind in ("RemoteProtocolError", "ReadError", "WriteError"):
-                return self._exchange(request)  # the kept-alive connection had gone: once more
-            raise
-
-    def _exchange(self, request: bytes) -> tuple[int, bytes]:
-        import socket
-
-        if self.sock is None:
-            try:
-                self.sock = socket.create_connection((self.host, self.port), self.timeout)
-            except TimeoutError:
-                raise _HttpError("ConnectTimeout") from None
-            except OSError:
-                raise _HttpError("ConnectError") from None
-            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            self.sock.sendall(request)
-        except TimeoutError:
-            self.close()
-            raise _HttpError("WriteTimeout") from None
-        except OSError:
-            # The service may have answered (a refusal before the body) and closed.
-            if not self._readable():
-                self.close()
-                raise _HttpError("WriteError") from None
-        try:
-            status, close, content = self._response()
-        except TimeoutError:
-            self.close()
-            raise _HttpError("ReadTimeout") from None
-        except OSError:
-            self.close()
-            raise _HttpError("ReadError") from None
-        if close:
-            self.close()
-        return status, content
-
-    def _readable(self) -> bool:
-        try:
-            self.buffer += self.sock.recv(65536)
-        except OSError:
-            return False
-        return bool(self.buffer)
-
-    def _read_until(self, marker: bytes, limit: int) -> bytes:
-        while True:
-            at = self.buffer.find(marker)
-            if at >= 0:
-                head, self.buffer = self.buffer[:at], self.buffer[at + len(marker) :]
-                return head
-            if len(self.buffer) > limit:
-                raise _HttpError("RemoteProtocolError")
-            self._fill()
-
-    def _read_exactly(self, n: int) -> bytes:
-        while len(self.buffer) < n:
-            self._fill()
-        out, self.buffer = self.buffer[:n], self.buffer[n:]
-        return out
-
-    def _fill(self) -> None:
-        chunk = self.sock.recv(65536)
-        if not chunk:
-            raise _HttpError("RemoteProtocolError")
-        self.buffer += chunk
-
-    def _response(self) -> tuple[int, bool, bytes]:
-        limit = COLLECTOR_ENVELOPE_MAX_BYTES + 1
-        while True:
-            head = self._read_until(b"\r\n\r\n", 65536).decode("latin-1")
-            status_line, *header_lines = head.split("\r\n")
-            parts = status_line.split(" ", 2)
-            if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():
-                raise _HttpError("RemoteProtocolError")
-            status = int(parts[1])
-            fields: dict[str, str] = {}
-            for line in header_lines:
-                name, sep, value = line.partition(":")
-                if not sep:
-                    raise _HttpError("RemoteProtocolError")
-                fields[name.strip().lower()] = value.strip()
-            if status >= 200:
-                break  # 1xx: an interim answer; the real one follows
-        close = fields.get("connection", "").lower() == "close" or parts[0] == "HTTP/1.0"
-        if "chunked" in fields.get("transfer-encoding", "").lower():
-            chunks: list[bytes] = []
-            size = 0
-            while True:
-                try:
-                    length = int(self._read_until(b"\r\n", 1024).split(b";")[0].strip(), 16)
-                except ValueError:
-                    raise _HttpError("RemoteProtocolError") from None
-                if length == 0:
-                    while self._read_until(b"\r\n", 65536):
-                        pass  # trailer fields, up to the empty line
-                    break
-                size += length
-                if size > limit:
-                    return status, True, b""  # too long to be an answer: not JSON
-                chunks.append(self._read_exactly(length))
-                self._read_exactly(2)
-            return status, close, b"".join(chunks)
-        if "content-length" in fields:
-            try:
-                length = int(fields["content-length"])
-            except ValueError:
-                raise _HttpError("RemoteProtocolError") from None
-            if length > limit:
-                return status, True, b""  # too long to be an answer: not JSON
-            return status, close, self._read_exactly(length)
-        # No framing: the body runs to the end of the connection.
-        while len(self.buffer) <= limit:
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                break
-            self.buffer += chunk
-        content, self.buffer = self.buffer[:limit], b""
-        return status, True, content

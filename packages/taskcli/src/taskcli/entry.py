@@ -1,9 +1,11 @@
-"""The ``agent-task`` script: the done gate's Stop hook first, everything else through click.
+"""The ``agent-task`` script: the Stop hooks first, everything else through click.
 
-The Stop hook runs at every agent stop, so ``agent-task gate-stop`` must start fast: it is
-dispatched here, before click and any command module is imported, to
+The Stop hooks run at every agent stop, so they must start fast: they are dispatched here,
+before click and any command module is imported. ``agent-task gate-stop`` goes to
 :mod:`taskcli.gate_stop` (the fast path through :mod:`taskcore.donegate.quickhook`, which
-hands over to the full hook when it cannot answer from the index). Every other command goes to :func:`taskcli.main.main`.
+hands over to the full hook when it cannot answer from the index); ``task-stop`` and
+``task-codex-stop`` go to :mod:`taskcli.task_stop` (the slim pass path, which hands over to
+the full hook for anything but a pass). Every other command goes to :func:`taskcli.main.main`.
 """
 
 from __future__ import annotations
@@ -19,6 +21,16 @@ def main() -> None:
         from taskcli.gate_stop import main as gate_stop
 
         sys.exit(gate_stop(sys.argv[2:]))
+    if sys.argv[1:2] in (["task-stop"], ["task-codex-stop"]):
+        import os
+
+        from taskcli.task_stop import main as task_stop
+
+        status = task_stop(sys.argv[1], sys.argv[2:])  # returns only after a slim pass
+        sys.stdout.flush()
+        # A pass printed nothing and holds nothing open: skip the interpreter's teardown
+        # (about 2 ms of a hook that must finish within a few times an empty start-up).
+        os._exit(status)
     from taskcli.main import main as cli_main
 
     cli_main()

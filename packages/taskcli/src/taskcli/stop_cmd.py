@@ -8,7 +8,9 @@ Change's current subject is qualified and the clean workspace is at its revision
 block in the harness's Stop-hook format (Claude Code ``hookSpecificOutput.additionalContext``,
 Codex ``decision: block``) with the typed failures, a fixed next_action sentence and
 ``next``. A malformed payload or an unreadable counter exits 1, which does not block. The
-qualification call goes over HTTP (:class:`taskcli.common.ServiceClient`).
+qualification call goes over HTTP (:class:`taskcli.common.ServiceClient`). The ``agent-task``
+script runs :mod:`taskcli.task_stop` first (a pass without click or the storage layer), which
+comes here, or to :func:`finish`, for everything else.
 
 ``install-stop`` writes one of these hooks into the settings file you name (and nothing
 else, never by itself); ``init-repo`` writes the managed "Workflow tasks" block into
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 from taskcore.collector.stophook import (
@@ -34,7 +37,7 @@ from taskcore.collector.stophook import (
 
 from taskcli.common import ServiceClient, database_option, emit, resolve_data_dir, run
 
-__all__ = ["register"]
+__all__ = ["finish", "register"]
 
 
 def _connect(endpoint: str) -> Connect:
@@ -44,6 +47,15 @@ def _connect(endpoint: str) -> Connect:
         return ServiceClient(endpoint, token_file, timeout=timeout)
 
     return connect
+
+
+def finish(status: int, text: str) -> NoReturn:
+    """Print a hook run's answer as the command does and exit with its status."""
+    if text:
+        click.echo(text)
+    if status:
+        click.echo("agent-task task-stop: unreadable Stop payload or counter", err=True)
+    sys.exit(status)
 
 
 def _hook_command(name: str, harness: str) -> click.Command:
@@ -86,11 +98,7 @@ def _hook_command(name: str, harness: str) -> click.Command:
             connect=_connect(endpoint),
             endpoint=endpoint,
         )
-        if text:
-            click.echo(text)
-        if status:
-            click.echo("agent-task task-stop: unreadable Stop payload or counter", err=True)
-        sys.exit(status)
+        finish(status, text)
 
     command.help = (
         f"Read-only {'Codex' if harness == CODEX else 'Claude Code'} Stop hook: pass only if "

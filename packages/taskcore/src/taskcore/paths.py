@@ -54,10 +54,12 @@ __all__ = [
     "codex_sessions_dir",
     "collector_state_dir",
     "default_data_dir",
+    "default_data_location",
     "dsh_sessions_dir",
     "gate_index_path",
     "harness_cache_dir",
     "stop_counter_dir",
+    "stop_counter_location",
     "user_cache_dir",
     "user_data_dir",
     "user_data_root",
@@ -115,7 +117,7 @@ def user_data_root() -> Path:
 
 def default_data_dir() -> Path:
     """The service data directory: ``$AGENT_TASK_DATA_DIR`` or the user data dir."""
-    return _path(_env("AGENT_TASK_DATA_DIR") or user_data_dir())
+    return _path(default_data_location())
 
 
 def gate_index_path(override: str | None = None) -> str:
@@ -134,7 +136,17 @@ def collector_state_dir() -> Path:
 
 def stop_counter_dir() -> Path:
     """The task-stop hooks' counters: ``$AGENT_TASK_STOP_DIR`` or ``<user data>/agent-stop``."""
-    return _path(_env("AGENT_TASK_STOP_DIR") or os.path.join(user_data_dir(), "agent-stop"))
+    return _path(stop_counter_location())
+
+
+def stop_counter_location() -> str:
+    """:func:`stop_counter_dir` as a string (the slim Stop-hook path loads no pathlib)."""
+    return _env("AGENT_TASK_STOP_DIR") or os.path.join(user_data_dir(), "agent-stop")
+
+
+def default_data_location() -> str:
+    """:func:`default_data_dir` as a string (the slim Stop-hook path loads no pathlib)."""
+    return _env("AGENT_TASK_DATA_DIR") or user_data_dir()
 
 
 def harness_cache_dir() -> Path:

@@ -23,20 +23,13 @@ from __future__ import annotations
 
 import enum
 import json
-import re
 from typing import Any, Final
 
 import attrs
 
 from taskcore.collector.nextstep import ADVICE, advise
+from taskcore.collector.stopanswer import AnswerError, check_answer
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import (
-    QUALIFICATION_FAILURES_MAX,
-    RUN_ARGV0_MAX_CHARS,
-    RUN_FAILURES_MAX,
-    RUN_TAIL_MAX_CHARS,
-    STEPS_MAX,
-)
 
 __all__ = [
     "NEXT_ACTIONS",
@@ -48,11 +41,6 @@ __all__ = [
     "error_decision",
     "validate_answer",
 ]
-
-_ID = re.compile(r"[A-Za-z0-9._-]{1,128}")
-_HEX64 = re.compile(r"[0-9a-f]{64}")
-_OPERATIONS: Final = ("collector_claim", "reconcile", "collector_finalize", "checkpoint", "none")
-_STATES: Final = ("pending", "claimed", "succeeded", "failed", "uncertain", "blocked")
 
 NEXT_ACTIONS: Final = {
     "collector_claim": ADVICE["collect"],
@@ -67,19 +55,6 @@ For ``none`` the failures choose among a few more fixed sentences
 (:data:`taskcore.collector.nextstep.ADVICE`): a failed run says fix, commit, checkpoint,
 collect; a run that no longer counts says checkpoint ``--retry``; a live attempt says wait.
 """
-
-_RUN_FIELDS: Final = frozenset(
-    {
-        "task_id",
-        "step_id",
-        "outcome",
-        "exit_status",
-        "signal",
-        "argv0",
-        "stdout_tail",
-        "stderr_tail",
-    }
-)
 
 
 class Category(enum.Enum):
@@ -188,127 +163,20 @@ class StopDecision:
         return "\n".join(lines) + "\n" + json.dumps(self.feedback(), sort_keys=True)
 
 
-def _malformed(why: str) -> TaskError:
-    return TaskError(ErrorCode.MALFORMED_RESPONSE, why)
-
-
-def _hex_or_none(value: Any, what: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or _HEX64.fullmatch(value) is None:
-        raise _malformed(f"{what} is not 64 lowercase hex")
-    return value
-
-
-def _id(value: Any, what: str) -> str:
-    if not isinstance(value, str) or _ID.fullmatch(value) is None:
-        raise _malformed(f"{what} is not an identifier")
-    return value
-
-
 def validate_answer(raw: Any, *, local_revision: str | None) -> Answer:
-    """Validate a qualification answer strictly; raise ``MALFORMED_RESPONSE`` or ``INVALID_VALUE``.
+    """Validate a qualification answer strictly; raise ``MALFORMED_RESPONSE``.
 
-    ``next.operation`` is one of the five values, ``task_id`` present exactly for
+    The rules are :func:`taskcore.collector.stopanswer.check_answer` (shared with the slim
+    pass path): ``next.operation`` is one of the five values, ``task_id`` present exactly for
     collector_claim and reconcile; ids and codes match ``[A-Za-z0-9._-]{1,128}``; at most 32
     failures; ``receipt_digest`` and ``revision`` are 64 lowercase hex (``receipt_digest``
     null unless qualified); ``revision`` must equal the local subject's revision.
     """
-    expected = {
-        "qualified",
-        "subject_current",
-        "receipt_digest",
-        "revision",
-        "tasks",
-        "failures",
-        "next",
-    }
-    if not isinstance(raw, dict) or set(raw) - {"run_failures"} != expected:
-        raise _malformed("the answer does not have exactly the qualification fields")
-    runs = _run_failures(raw.get("run_failures", []))
-    qualified, current = raw["qualified"], raw["subject_current"]
-    if type(qualified) is not bool or type(current) is not bool:
-        raise _malformed("qualified and subject_current are booleans")
-    receipt = _hex_or_none(raw["receipt_digest"], "receipt_digest")
-    revision = _hex_or_none(raw["revision"], "revision")
-    if qualified != (receipt is not None):
-        raise _malformed("receipt_digest is present exactly when qualified")
-    if qualified and not current:
-        raise _malformed("a qualified answer must be about the current subject")
-    if revision is not None and revision != local_revision:
-        raise _malformed("the answer's revision is not the local subject's revision")
-    if qualified and revision is None:
-        raise _malformed("a qualified answer names its revision")
-    tasks, failures = raw["tasks"], raw["failures"]
-    if not isinstance(tasks, list) or len(tasks) > STEPS_MAX:
-        raise _malformed("tasks is a bounded list")
-    for task in tasks:
-        if not isinstance(task, dict) or set(task) != {
-            "task_id",
-            "task_digest",
-            "step_id",
-            "required",
-            "state",
-        }:
-            raise _malformed("a task row does not have exactly its fields")
-        _id(task["task_id"], "task_id")
-        _id(task["step_id"], "step_id")
-        _hex_or_none(task["task_digest"], "task_digest")
-        if type(task["required"]) is not bool or task["state"] not in _STATES:
-            raise _malformed("a task row has a bad required flag or state")
-    if not isinstance(failures, list) or len(failures) > QUALIFICATION_FAILURES_MAX:
-        raise _malformed(f"failures is a list of at most {QUALIFICATION_FAILURES_MAX}")
-    typed: list[tuple[str, str]] = []
-    for failure in failures:
-        if not isinstance(failure, dict) or set(failure) != {"task_id", "code"}:
-            raise _malformed("a failure is exactly {task_id, code}")
-        typed.append((_id(failure["task_id"], "task_id"), _id(failure["code"], "code")))
-    step = raw["next"]
-    if not isinstance(step, dict) or step.get("operation") not in _OPERATIONS:
-        raise _malformed("next.operation is not one of the five operations")
-    needs = step["operation"] in ("collector_claim", "reconcile")
-    if set(step) != ({"operation", "task_id"} if needs else {"operation"}):
-        raise TaskError(
-            ErrorCode.MALFORMED_RESPONSE,
-            "next.task_id is required for collector_claim and reconcile and absent otherwise",
-        )
-    if needs:
-        _id(step["task_id"], "next.task_id")
-    return Answer(
-        qualified=qualified,
-        subject_current=current,
-        receipt_digest=receipt,
-        revision=revision,
-        failures=tuple(typed),
-        next={k: str(v) for k, v in step.items()},
-        run_failures=runs,
-    )
-
-
-def _run_failures(raw: Any) -> tuple[dict[str, Any], ...]:
-    """Validate the additive ``run_failures`` rows strictly (bounded, exactly their fields)."""
-    if not isinstance(raw, list) or len(raw) > RUN_FAILURES_MAX:
-        raise _malformed(f"run_failures is a list of at most {RUN_FAILURES_MAX}")
-    out = []
-    for row in raw:
-        if not isinstance(row, dict) or set(row) != _RUN_FIELDS:
-            raise _malformed("a run_failures row does not have exactly its fields")
-        _id(row["task_id"], "task_id")
-        _id(row["step_id"], "step_id")
-        _id(row["outcome"], "outcome")
-        for name, hi in (("exit_status", 255), ("signal", 128)):
-            value = row[name]
-            if value is not None and (type(value) is not int or not 0 <= value <= hi):
-                raise _malformed(f"{name} is a small integer or null")
-        for name, limit in (
-            ("argv0", RUN_ARGV0_MAX_CHARS),
-            ("stdout_tail", RUN_TAIL_MAX_CHARS),
-            ("stderr_tail", RUN_TAIL_MAX_CHARS),
-        ):
-            if not isinstance(row[name], str) or len(row[name]) > limit:
-                raise _malformed(f"{name} is a bounded string")
-        out.append(dict(row))
-    return tuple(out)
+    try:
+        checked = check_answer(raw, local_revision=local_revision)
+    except AnswerError as err:
+        raise TaskError(ErrorCode.MALFORMED_RESPONSE, str(err)) from None
+    return Answer(**checked)
 
 
 def error_decision(category: Category, *, dirty: bool = False) -> StopDecision:

@@ -264,6 +264,7 @@ def evaluate(
     data_dir: Path,
     connect: Connect,
     endpoint: str | None = None,
+    before: LocalRead | None = None,
 ) -> StopDecision:
     """Run the read-only check and return the decision (never raises for a block).
 
@@ -276,6 +277,9 @@ def evaluate(
     their fixed :class:`~taskcore.collector.stop.Category` (``next`` is checkpoint if the
     second local read is not clean at the subject's revision); the rest is
     :func:`~taskcore.collector.stop.decide` over the answer and the two local reads.
+
+    ``before`` is a first local read already taken (the slim pass path's, when it hands over
+    after asking): then only the question and the second read are done here.
     """
     decision = _evaluate(
         change=change,
@@ -285,6 +289,7 @@ def evaluate(
         workspace=workspace,
         data_dir=data_dir,
         connect=connect,
+        before=before,
     )
     if decision.passed:
         return decision
@@ -304,9 +309,11 @@ def _evaluate(
     workspace: Path,
     data_dir: Path,
     connect: Connect,
+    before: LocalRead | None,
 ) -> StopDecision:
     try:
-        before = _read_local(data_dir, repository, profile, change, workspace)
+        if before is None:
+            before = _read_local(data_dir, repository, profile, change, workspace)
         if before.subject is None:
             return StopDecision(
                 passed=False, next={"operation": "checkpoint"}, dirty_paths=before.dirty_paths
@@ -356,13 +363,15 @@ def run_hook(
     stdin: BinaryIO,
     connect: Connect,
     endpoint: str | None = None,
+    before: LocalRead | None = None,
 ) -> tuple[int, str]:
     """Run one Stop hook for ``harness``; return ``(exit status, stdout text)``.
 
     Status 1 (with no text) means the payload or the counter could not be read or the counter
     not written; the harness does not block on it. Status 0 with no text passes; status 0
     with text is a block in the harness's format, or, once :data:`STOP_CONTINUATIONS_MAX`
-    continuations are used, a ``systemMessage`` that allows the stop.
+    continuations are used, a ``systemMessage`` that allows the stop. ``before`` goes to
+    :func:`evaluate`.
     """
     try:
         payload = read_payload(stdin)
@@ -391,6 +400,7 @@ def run_hook(
                 data_dir=data_dir,
                 connect=connect,
                 endpoint=endpoint,
+                before=before,
             )
         if decision.passed:
             write_counter(path, 0)
