@@ -250,12 +250,17 @@ def test_a_write_through_a_store_forgets_its_prefetched_rows(storage):
         assert tx.authority.latest_subject_seq("r", "p", "c") == seq
 
 
-def test_a_failed_block_leaves_no_prefetched_rows_behind(storage):
-    with pytest.raises(RuntimeError), storage.write() as tx:
+def _finish_then_fail(storage) -> None:
+    with storage.write() as tx:
         tx.prefetch(BASE)
         task = tx.journal.get_task("t-new")
         tx.journal.update_task(attrs.evolve(task, state="finished"), before=task)
         assert tx.journal.get_task("t-new").state == "finished"
         raise RuntimeError("roll back")
+
+
+def test_a_failed_block_leaves_no_prefetched_rows_behind(storage):
+    with pytest.raises(RuntimeError):
+        _finish_then_fail(storage)
     with storage.write() as tx:
         assert tx.journal.get_task("t-new").state == "claimed"

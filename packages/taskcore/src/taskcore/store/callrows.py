@@ -61,10 +61,13 @@ _PARTS: Final = (
     ("s", SUBJECTS),
 )
 
+_COLUMNS: Final = ", ".join(
+    ", ".join(f"{alias}.{c}" for c in table.columns) for alias, table in _PARTS
+)
+
 _SQL: Final = (
-    "SELECT "
-    + ", ".join(", ".join(f"{alias}.{c}" for c in table.columns) for alias, table in _PARTS)
-    + ", (SELECT max(l.subject_seq) FROM authority_subject l WHERE l.repository_id = "
+    f"SELECT {_COLUMNS}, (SELECT"  # noqa: S608 - constant column lists
+    " max(l.subject_seq) FROM authority_subject l WHERE l.repository_id = "
     "s.repository_id AND l.profile_id = s.profile_id AND l.change_id = s.change_id) "
     "FROM (SELECT 1 AS one) base "
     "LEFT JOIN authority_repository r ON r.repository_id = ? "

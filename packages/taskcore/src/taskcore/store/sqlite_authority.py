@@ -361,9 +361,7 @@ class SqliteAuthorityStore:
         )
         return None if row is None else SUBJECTS.from_row(row)
 
-    def latest_subject_seq(
-        self, repository_id: str, profile_id: str, change_id: str
-    ) -> int | None:
+    def latest_subject_seq(self, repository_id: str, profile_id: str, change_id: str) -> int | None:
         """Return the sequence number of the newest subject of a Change, or ``None``."""
         found = self._memo.get(("latest_seq", repository_id, profile_id, change_id), _MISSING)
         if found is _MISSING:
