@@ -379,11 +379,7 @@ class SqliteStorage:
         """
         with self.writer.write() as conn:
             tx = self._transaction(conn, writable=True)
-            try:
-                yield tx
-            except BaseException:
-                tx.begin()  # this block's savepoint rolls back: forget what it memoised
-                raise
+            yield tx
             learned = tx.learned()  # taken while this call still holds the connection
         self.committed.learn(learned)  # durable now
 
