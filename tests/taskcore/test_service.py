@@ -447,3 +447,127 @@ def test_a_full_journal_is_storage_full_never_internal_and_the_refusal_is_kept(t
         assert svc.audit_count(operation="demo.big") == 4
     finally:
         svc.close()
+
+
+# -- an admitted call authenticates once, in its own transaction ------------------------------
+
+
+def _events(service, token_id: str, after: int = 0) -> list[tuple]:
+    """The audit events after seq ``after``, oldest first, with ``token_id`` spelled ``T``."""
+    found = sorted((e for e in _raw_events(service) if e.seq > after), key=lambda e: e.seq)
+    return [
+        (
+            "T" if e.actor == token_id else e.actor,
+            e.workspace,
+            e.operation,
+            e.input_digest,
+            e.outcome,
+            e.subject,
+            e.calls,
+        )
+        for e in found
+    ]
+
+
+def _raw_events(service) -> list:
+    service.flush_refusals()
+    with service.storage.read() as tx:
+        return [e for ws in ("", "w1") for e in tx.audit.recent(workspace=ws, limit=100)]
+
+
+def _answer(fn, *args, **kwargs) -> tuple:
+    """What a caller sees: the body, or the error's code and message."""
+    try:
+        return ("OK", fn(*args, **kwargs).body)
+    except TaskError as err:
+        return (err.code, err.describe())
+
+
+def _twice(tmp_path, run) -> tuple:
+    """``run(service, token, token_id)`` on two fresh services, admitted and not: both sides."""
+    sides = []
+    for admitted in (False, True):
+        svc = Service.open(tmp_path / str(admitted), clock=FakeClock(), registry=_registry())
+        seen: list = []
+        svc.observers.append(
+            lambda e, seen=seen: seen.append((e.operation, e.door, e.code, e.seconds))
+        )
+        try:
+            issued = issue_token(svc.storage, svc.clock, workspace="w1", tier=Tier.AGENT)
+            # On PostgreSQL both services share one database: compare each side's own events.
+            before = max((e.seq for e in _raw_events(svc)), default=0)
+            answer = run(svc, issued.token, issued.record.token_id, admitted)
+            sides.append((answer, _events(svc, issued.record.token_id, before), seen))
+        finally:
+            svc.close()
+    return tuple(sides)
+
+
+ADMITTED_CASES = [
+    ("demo.note", b'{"text": "hi"}'),
+    ("demo.note", b'{"text": 1}'),
+    ("demo.note", b'{"text": "x", "more": 1}'),
+    ("demo.note", b"{"),
+    ("demo.note", b'{"text": "boom"}'),
+    ("demo.note", b'{"text": "bug"}'),
+    ("demo.keep", b'{"text": "kept"}'),
+    ("demo.retained", b'{"text": "r"}'),
+    ("demo.own", b'{"text": "o"}'),
+    ("demo.keep_own", b'{"text": "o"}'),
+    ("demo.admin", b'{"text": "x"}'),
+    ("demo.destroy", b'{"text": "x"}'),
+    ("demo.missing", b"{}"),
+]
+
+
+def _call(svc, token, name, body, admitted, **kw):
+    actor = svc.authenticate(token) if admitted else None
+    return _answer(svc.call, token, name, body, admitted=actor, **kw)
+
+
+@pytest.mark.parametrize(("name", "body"), ADMITTED_CASES)
+def test_an_admitted_call_answers_and_audits_as_an_authenticated_one(tmp_path, name, body):
+    plain, admitted = _twice(
+        tmp_path, lambda svc, token, _id, adm: _call(svc, token, name, body, adm)
+    )
+    assert admitted[:2] == plain[:2]
+    assert [o[:3] for o in admitted[2]] == [o[:3] for o in plain[2]]
+
+
+@pytest.mark.parametrize(("name", "body"), ADMITTED_CASES)
+def test_a_token_revoked_between_admit_and_call_is_refused_as_before(tmp_path, name, body):
+    def run(svc, token, token_id, adm):
+        actor = svc.authenticate(token)  # what ``admit`` returns when it lets the call in
+        revoke_token(svc.storage, svc.clock, token_id)
+        return _answer(svc.call, token, name, body, admitted=actor if adm else None)
+
+    plain, admitted = _twice(tmp_path, run)
+    assert plain[0][0] is ErrorCode.TOKEN_REVOKED
+    assert admitted[:2] == plain[:2]  # the same answer and the same audit events
+    assert admitted[2] == plain[2]  # observed as a failed authentication (no time spent)
+
+
+def test_an_admitted_call_of_a_write_operation_reads_no_token_outside_its_transaction(service):
+    issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
+    actor = service.admit(issued.token, "demo.note", door=Door.HTTP)
+    reads: list[str | None] = []
+    authenticate = service.authenticate
+    service.authenticate = lambda bearer: reads.append(bearer) or authenticate(bearer)
+    assert service.call(issued.token, "demo.note", b'{"text": "a"}', admitted=actor).json()
+    assert reads == []
+    # Not deferred: an operation managing its own transactions authenticates first.
+    assert service.call(issued.token, "demo.own", b'{"text": "a"}', admitted=actor).json()
+    assert reads == [issued.token]
+    # A refusal found before the transaction asks again whether the token still holds.
+    assert _code(service.call, issued.token, "demo.note", b"{", admitted=actor)
+    assert reads == [issued.token, issued.token]
+
+
+def test_an_admitted_actor_must_be_the_bearers(service):
+    issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
+    other = attrs.evolve(service.authenticate(issued.token), name="someone else")
+    assert (
+        _code(service.call, issued.token, "demo.note", b'{"text": "a"}', admitted=other)
+        is ErrorCode.INTERNAL
+    )
+    assert service.audit_count(operation="note") == 0

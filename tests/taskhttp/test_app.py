@@ -79,6 +79,46 @@ def test_a_token_revoked_while_in_use_is_refused_on_its_next_request(live):
     error(r, 401, ErrorCode.TOKEN_REVOKED)
 
 
+def _audited(live, token_id: str) -> tuple[int, int]:
+    """Calls of demo.note audited as anonymous TOKEN_REVOKED, and events under ``token_id``."""
+    live.service.flush_refusals()
+    with live.service.storage.read() as tx:
+        anonymous = sum(
+            e.calls
+            for e in tx.audit.recent(workspace="", limit=10_000)
+            if (e.actor, e.operation, e.outcome) == ("anonymous", "demo.note", "TOKEN_REVOKED")
+        )
+        own = sum(e.actor == token_id for e in tx.audit.recent(workspace="w1", limit=10_000))
+    return anonymous, own
+
+
+def test_a_token_revoked_between_admission_and_the_call_is_refused_as_before(live, monkeypatch):
+    # The verb route authenticates the bearer once more inside the call's transaction (not
+    # in a read of its own first): a revocation landing between the two is still refused,
+    # answered and audited exactly as when the call's own authentication found it.
+    token, token_id = live.issue("agent")
+    admit = live.service.admit
+
+    def admit_then_revoke(bearer, *args, **kwargs):
+        actor = admit(bearer, *args, **kwargs)
+        if bearer == token:
+            live.revoke(token_id)
+        return actor
+
+    monkeypatch.setattr(live.service, "admit", admit_then_revoke)
+    body = json.dumps({"key": "rvkbetween", "text": "x"}).encode()
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    before = _audited(live, token_id)
+    r = httpx.post(live.url + "/v/demo.note", content=body, headers=headers, timeout=30)
+    error(r, 401, ErrorCode.TOKEN_REVOKED)
+    # Audited as a failed authentication: anonymous (counted with the other anonymous
+    # refusals), nothing under the token.
+    assert _audited(live, token_id) == (before[0] + 1, 0)
+    already = post(live, "/v/demo.note", content=body, role="revoked")
+    assert r.content == already.content
+    error(post(live, "/v/demo.read", {"key": "rvkbetween"}), 404, ErrorCode.NOT_FOUND)
+
+
 @pytest.mark.parametrize(
     "auth",
     [

@@ -131,6 +131,27 @@ _input_digest = input_digest
 _NEED_BEARER = "send 'Authorization: Bearer <token>'"
 
 
+class _Lapsed(Exception):  # noqa: N818 -- not an error of its own: carries one
+    """An admitted bearer failed authentication inside its call (``Service.call(admitted=)``).
+
+    Carries the error :func:`~taskcore.auth.authenticate_in` raised; :meth:`Service.call`
+    audits and observes it exactly as a failed authentication before dispatch.
+    """
+
+    def __init__(self, error: TaskError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _defers_authentication(op: Operation[Any, Any] | None) -> bool:
+    """Whether an admitted call of ``op`` authenticates in its own write transaction.
+
+    Only an operation whose first step after decoding is that transaction: no handler of
+    its own transactions (``TxMode.OWN``), nothing prepared or held before it opens.
+    """
+    return op is not None and op.tx is not TxMode.OWN and op.prepare is None and op.hold is None
+
+
 def _list_hint(door: Door) -> str:
     """Where a caller of ``door`` finds what it can call (MCP clients: ``tools/list``)."""
     if door is Door.MCP:
@@ -383,6 +404,28 @@ class Service:
                 raise
         return actor
 
+    def _authenticate_again(self, bearer: str) -> None:
+        """Authenticate an admitted bearer once more; :class:`_Lapsed` if it no longer does."""
+        try:
+            self.authenticate(bearer)
+        except TaskError as err:
+            raise _Lapsed(err) from None
+
+    @staticmethod
+    def _authenticate_in_call(tx: Transaction, bearer: str, admitted: Actor) -> None:
+        """The admitted bearer's authentication, inside the call's write transaction.
+
+        The same check as :meth:`authenticate` (the token must exist, match and be live),
+        reading the token row the live guard reads (``FOR SHARE`` under a shared writer
+        lock); :class:`_Lapsed` if it fails.
+        """
+        try:
+            actor = authenticate_in(tx, bearer)
+        except TaskError as err:
+            raise _Lapsed(err) from None
+        if actor != admitted:
+            raise TaskError(ErrorCode.INTERNAL, "the admitted actor is not the bearer's")
+
     def _address_refusal(self, client: str | None, err: TaskError) -> TaskError:
         if self._address_refusals is None or not client:
             return err
@@ -405,9 +448,30 @@ class Service:
         route: Route | None = None,
         door: Door = Door.IN_PROCESS,
         surfaces: Iterable[Surface] | None = None,
+        admitted: Actor | None = None,
     ) -> Response:
-        """Authenticate ``bearer`` and dispatch; failed authentication is audited too."""
+        """Authenticate ``bearer`` and dispatch; failed authentication is audited too.
+
+        ``admitted`` is the actor :meth:`admit` returned for this same ``bearer`` moments
+        ago. For an operation that runs in the call's write transaction (no ``prepare``, no
+        ``hold``) the bearer is then authenticated once, inside that transaction, where the
+        live token check reads the token anyway, instead of again in a read transaction of
+        its own first. What can change since admission is only a revocation; it is refused
+        with the same error and audited the same way as when this method's own
+        authentication finds it (a refusal of the request itself, found before the
+        transaction, first authenticates the bearer again so that a revoked token is still
+        what is reported). Any other operation authenticates as without ``admitted``.
+        """
         digest = _input_digest(raw)
+        if admitted is not None and _defers_authentication(self.registry.get(name)):
+            try:
+                return Response(
+                    self._run(admitted, name, raw, route, door, surfaces, digest, bearer)[1]
+                )
+            except _Lapsed as lapsed:
+                self._audit_refusal(ANONYMOUS, "", name, digest, lapsed.error)
+                self._observe(name, door, lapsed.error.code.value, 0.0)
+                raise lapsed.error from None
         try:
             actor = self.authenticate(bearer)
         except TaskError as err:
@@ -579,18 +643,23 @@ class Service:
         door: Door,
         surfaces: Iterable[Surface] | None,
         digest: str | None,
+        bearer: str | None = None,
     ) -> tuple[Any, bytes]:
         started = time.perf_counter()
-        code = ErrorCode.INTERNAL.value
+        code: str | None = ErrorCode.INTERNAL.value
         try:
-            outcome = self._dispatch(actor, name, raw, route, door, surfaces, digest)
+            outcome = self._dispatch(actor, name, raw, route, door, surfaces, digest, bearer)
             code = "OK"
             return outcome
         except TaskError as err:
             code = err.code.value
             raise
+        except _Lapsed:
+            code = None  # observed by ``call``, as a failed authentication
+            raise
         finally:
-            self._observe(name, door, code, time.perf_counter() - started)
+            if code is not None:
+                self._observe(name, door, code, time.perf_counter() - started)
 
     def _dispatch(
         self,
@@ -601,13 +670,21 @@ class Service:
         door: Door,
         surfaces: Iterable[Surface] | None,
         _digest: str | None,
+        bearer: str | None = None,
     ) -> tuple[Any, bytes]:
+        """Check, decode, run and audit one call (see :meth:`dispatch`).
+
+        ``bearer`` is set when ``actor`` was admitted and the bearer is to be authenticated
+        in the call's transaction (:meth:`call`); a failure raises :class:`_Lapsed`.
+        """
         digest = _digest or _input_digest(raw)
         wanted = None if surfaces is None else frozenset(surfaces)
         try:
             op = self._check(self.registry.get(name), name, actor, route, door, wanted)
             request = self._decode(op, raw)
         except TaskError as err:
+            if bearer is not None:
+                self._authenticate_again(bearer)  # a revoked token outranks the refusal
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
             raise
         refusal: TaskError | None = None
@@ -644,9 +721,12 @@ class Service:
                     # transaction that acts on it (revocation serializes with this commit:
                     # under a shared writer lock the token row is read FOR SHARE).
                     # In-process actors built by trusted code have no token record.
-                    record = tx.tokens.get(actor.token_id)
-                    if record is not None and record.revoked_at_ms is not None:
-                        raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
+                    if bearer is not None:
+                        self._authenticate_in_call(tx, bearer, actor)
+                    else:
+                        record = tx.tokens.get(actor.token_id)
+                        if record is not None and record.revoked_at_ms is not None:
+                            raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
                     ctx = attrs.evolve(outside, tx=tx)
                     result = op.handler(ctx, prepared)
                     if isinstance(result, CommitThenRefuse):
@@ -665,6 +745,8 @@ class Service:
                     )
         except TaskError as err:
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, err, subject)
+            raise
+        except _Lapsed:
             raise
         except Exception as exc:  # a handler bug must not become a traceback
             failure = TaskError(

@@ -262,7 +262,7 @@ class _Verb:
             await self.pool.run(service.refuse, bearer, name, err)
             return error_response(err)
         try:
-            await self.pool.run(
+            actor = await self.pool.run(
                 service.admit,
                 bearer,
                 name,
@@ -281,7 +281,13 @@ class _Verb:
                 return error_response(err)
             try:
                 result = await self.pool.run(
-                    service.call, bearer, name, body, door=Door.HTTP, surfaces=VERB_SURFACES
+                    service.call,
+                    bearer,
+                    name,
+                    body,
+                    door=Door.HTTP,
+                    surfaces=VERB_SURFACES,
+                    admitted=actor,  # authenticated again in the call's own transaction
                 )
             except TaskError as err:
                 return error_response(err)

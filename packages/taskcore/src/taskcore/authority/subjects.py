@@ -312,10 +312,10 @@ def check_current(tx: Transaction, subject: SubjectRecord) -> None:
     repository = tx.authority.get_repository(subject.repository_id)
     if repository is None:
         raise TaskError(ErrorCode.SUBJECT_STALE, "the repository is no longer registered")
-    latest = tx.authority.latest_subject(
+    latest = tx.authority.latest_subject_seq(
         subject.repository_id, subject.profile_id, subject.change_id
     )
-    if latest is None or latest.subject_seq != subject.subject_seq:
+    if latest != subject.subject_seq:
         raise TaskError(
             ErrorCode.SUBJECT_STALE,
             "a newer checkpoint superseded this subject; follow next for the current one",

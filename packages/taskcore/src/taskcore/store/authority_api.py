@@ -176,6 +176,10 @@ class AuthorityStore(Protocol):
         """Return the newest subject of a Change under a profile, or ``None``."""
         ...
 
+    def latest_subject_seq(self, repository_id: str, profile_id: str, change_id: str) -> int | None:
+        """Return the sequence number of the newest subject of a Change, or ``None``."""
+        ...
+
     def current_subjects(
         self, repository_id: str, *, before_seq: int | None, limit: int
     ) -> tuple[SubjectRecord, ...]:

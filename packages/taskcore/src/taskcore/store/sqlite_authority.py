@@ -202,6 +202,10 @@ class SqliteAuthorityStore:
         self._memo.clear()
         self._learned.clear()
 
+    def seed(self, key: tuple[Any, ...], row: Any) -> None:
+        """Remember a row read for this store (``taskcore.store.callrows``) under ``key``."""
+        self._memo[key] = row
+
     def learned(self) -> dict[tuple[Any, ...], Any]:
         """Immutable rows this transaction read, for :class:`CommittedRows` once committed."""
         out = dict(self._learned)
@@ -356,6 +360,19 @@ class SqliteAuthorityStore:
             (repository_id, profile_id, change_id),
         )
         return None if row is None else SUBJECTS.from_row(row)
+
+    def latest_subject_seq(self, repository_id: str, profile_id: str, change_id: str) -> int | None:
+        """Return the sequence number of the newest subject of a Change, or ``None``."""
+        found = self._memo.get(("latest_seq", repository_id, profile_id, change_id), _MISSING)
+        if found is _MISSING:
+            row = self._conn.execute(
+                "SELECT max(subject_seq) FROM authority_subject "
+                "WHERE repository_id = ? AND profile_id = ? AND change_id = ?",
+                (repository_id, profile_id, change_id),
+            ).fetchone()
+            found = None if row is None else row[0]
+            self._memo[("latest_seq", repository_id, profile_id, change_id)] = found
+        return None if found is None else int(found)
 
     def current_subjects(
         self, repository_id: str, *, before_seq: int | None, limit: int

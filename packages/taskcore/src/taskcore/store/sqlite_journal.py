@@ -148,15 +148,40 @@ _TASK_MUTABLE = ("state", "next_fence", "current_attempt_id", "completion", "upd
 _ATTEMPT_MUTABLE = ("state", "lease_expires_at_ms", "superseded_by_fence", "updated_at_ms")
 
 
+_MISSING = object()
+
+
 class SqliteJournalStore:
-    """Journal rows in the ``journal_*`` tables."""
+    """Journal rows in the ``journal_*`` tables.
+
+    A task, attempt or idempotency row read by its key is memoised for the rest of the
+    transaction (or seeded by :mod:`taskcore.store.callrows`); any write through this store
+    forgets them. Every write to the ``journal_*`` tables goes through this store.
+    """
 
     def __init__(self, conn: apsw.Connection) -> None:
         self._conn = conn
+        self._memo: dict[tuple[Any, ...], Any] = {}
+
+    def reset(self) -> None:
+        """Start a new transaction: forget the rows memoised."""
+        self._memo.clear()
+
+    def seed(self, key: tuple[Any, ...], row: Any) -> None:
+        """Remember a row read for this store (``taskcore.store.callrows``) under ``key``."""
+        self._memo[key] = row
+
+    def _one(self, key: tuple[Any, ...], sql: str, args: tuple[Any, ...]) -> Any:
+        """One row by its key: memoised for the rest of the transaction (writes forget it)."""
+        row = self._memo.get(key, _MISSING)
+        if row is _MISSING:
+            row = self._memo[key] = self._conn.execute(sql, args).fetchone()
+        return row
 
     def _update(
         self, table: Table[Any], record: Any, before: Any | None, mutable: tuple[str, ...]
     ) -> None:
+        self._memo.clear()
         if before is None:
             statement = table.update_columns(record, mutable)
         else:
@@ -171,12 +196,13 @@ class SqliteJournalStore:
     # -- tasks ---------------------------------------------------------------------------
     def insert_task(self, record: TaskRecord) -> bool:
         """Insert a task; return ``False`` if a task with that ID already exists."""
+        self._memo.clear()
         self._conn.execute(*TASKS.insert(record, suffix="ON CONFLICT(task_id) DO NOTHING"))
         return bool(self._conn.changes() == 1)
 
     def get_task(self, task_id: str) -> TaskRecord | None:
         """Return the task or ``None``."""
-        row = self._conn.execute(f"{TASKS.select()} WHERE task_id = ?", (task_id,)).fetchone()
+        row = self._one(("task", task_id), f"{TASKS.select()} WHERE task_id = ?", (task_id,))
         return None if row is None else TASKS.from_row(row)
 
     def tasks_of_subject(self, subject_seq: int) -> tuple[TaskRecord, ...]:
@@ -222,6 +248,7 @@ class SqliteJournalStore:
     # -- attempts ------------------------------------------------------------------------
     def insert_attempt(self, record: AttemptRecord) -> None:
         """Insert an attempt (one per task and fence; a duplicate fence is an error)."""
+        self._memo.clear()
         try:
             self._conn.execute(*ATTEMPTS.insert(record))
         except apsw.ConstraintError:
@@ -231,9 +258,9 @@ class SqliteJournalStore:
 
     def get_attempt(self, attempt_id: str) -> AttemptRecord | None:
         """Return the attempt or ``None``."""
-        row = self._conn.execute(
-            f"{ATTEMPTS.select()} WHERE attempt_id = ?", (attempt_id,)
-        ).fetchone()
+        row = self._one(
+            ("attempt", attempt_id), f"{ATTEMPTS.select()} WHERE attempt_id = ?", (attempt_id,)
+        )
         return None if row is None else ATTEMPTS.from_row(row)
 
     def attempts_of_task(self, task_id: str) -> tuple[AttemptRecord, ...]:
@@ -250,6 +277,7 @@ class SqliteJournalStore:
     # -- retained results ----------------------------------------------------------------
     def insert_assertion(self, record: AssertionRecord) -> None:
         """Retain a result (one per attempt)."""
+        self._memo.clear()
         try:
             self._conn.execute(*ASSERTIONS.insert(record))
         except apsw.ConstraintError:
@@ -267,14 +295,16 @@ class SqliteJournalStore:
     # -- idempotency ---------------------------------------------------------------------
     def get_request(self, owner_id: str, agent_id: str, request_id: str) -> RequestRecord | None:
         """Return the request bound to this owner, agent and ID, or ``None``."""
-        row = self._conn.execute(
+        row = self._one(
+            ("request", owner_id, agent_id, request_id),
             f"{REQUESTS.select()} WHERE owner_id = ? AND agent_id = ? AND request_id = ?",
             (owner_id, agent_id, request_id),
-        ).fetchone()
+        )
         return None if row is None else REQUESTS.from_row(row)
 
     def insert_request(self, record: RequestRecord) -> None:
         """Bind a request ID to its request and outcome."""
+        self._memo.clear()
         try:
             self._conn.execute(*REQUESTS.insert(record))
         except apsw.ConstraintError:
@@ -301,6 +331,7 @@ class SqliteJournalStore:
 
         A row of a task that is still ``claimed`` (its attempt may be retried) is kept.
         """
+        self._memo.clear()
         self._conn.execute(
             "DELETE FROM journal_request WHERE rowid IN (SELECT q.rowid FROM journal_request q "
             "WHERE q.recorded_at_ms < ? AND NOT EXISTS (SELECT 1 FROM journal_task t "

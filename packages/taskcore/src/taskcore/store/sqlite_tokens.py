@@ -35,23 +35,41 @@ COMPONENT = Component(
 
 TOKENS: Table[TokenRecord] = Table("token", TokenRecord, key=("token_id",))
 
+_MISSING = object()
+
 
 class SqliteTokenStore:
     """Tokens in the ``token`` table."""
 
     def __init__(self, conn: apsw.Connection) -> None:
         self._conn = conn
+        self._memo: dict[tuple[Any, ...], Any] = {}
+
+    def reset(self) -> None:
+        """Start a new transaction: forget the rows memoised."""
+        self._memo.clear()
+
+    def seed(self, key: tuple[Any, ...], row: Any) -> None:
+        """Remember a token row read for this store (``taskcore.store.callrows``)."""
+        self._memo[key] = row
 
     def insert(self, record: TokenRecord) -> None:
         """Store a new token record."""
+        self._memo.clear()
         self._conn.execute(*TOKENS.insert(record))
 
     def get(self, token_id: str) -> TokenRecord | None:
-        """Return the token with ``token_id``, revoked or not, or ``None``."""
-        row = self._conn.execute(
-            f"{TOKENS.select()} WHERE token_id = ?",
-            (token_id,),
-        ).fetchone()
+        """Return the token with ``token_id``, revoked or not, or ``None``.
+
+        Memoised for the rest of the transaction (the front door's live check and the
+        workflow guard both read it); a write through this store forgets it.
+        """
+        row = self._memo.get((token_id,), _MISSING)
+        if row is _MISSING:
+            row = self._memo[(token_id,)] = self._conn.execute(
+                f"{TOKENS.select()} WHERE token_id = ?",
+                (token_id,),
+            ).fetchone()
         return None if row is None else TOKENS.from_row(row)
 
     def list(self, *, workspace: str | None = None) -> tuple[TokenRecord, ...]:
@@ -67,6 +85,7 @@ class SqliteTokenStore:
 
     def revoke(self, token_id: str, at_ms: int) -> bool:
         """Mark the token revoked; return whether it was live before."""
+        self._memo.clear()
         self._conn.execute(
             "UPDATE token SET revoked_at_ms = ? WHERE token_id = ? AND revoked_at_ms IS NULL",
             (at_ms, token_id),

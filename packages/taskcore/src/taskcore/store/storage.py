@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import apsw
 
@@ -38,6 +38,7 @@ from taskcore.store.sqlite import Component, SqliteDatabase
 if TYPE_CHECKING:
     from taskcore.store.audit_api import AuditStore
     from taskcore.store.authority_api import AuthorityStore
+    from taskcore.store.callrows import CallKeys
     from taskcore.store.collector_api import CollectorStore
     from taskcore.store.forge_api import ForgeStore
     from taskcore.store.journal_api import JournalStore
@@ -131,6 +132,14 @@ class Transaction(Protocol):
         """Forge settings and the commit-status outbox."""
         ...
 
+    def prefetch(self, keys: CallKeys) -> None:
+        """Read the rows one workflow call looks up in one go (:mod:`taskcore.store.callrows`).
+
+        Nothing changes for the caller but the number of statements: the stores answer their
+        usual lookups from what was read, for the rest of the transaction.
+        """
+        ...
+
 
 class Storage(Protocol):
     """A journal: transactions, a health ping, its schema, close."""
@@ -217,6 +226,10 @@ class JoinedStorage:
         """Nothing to release: the transaction belongs to its opener."""
 
 
+_MEMOISING = ("authority", "tokens", "journal")
+"""The stores that memoise rows for the rest of a transaction (``reset`` at each begin)."""
+
+
 class SqliteTransaction:
     """The SQLite transaction object: domain stores bound to one apsw connection.
 
@@ -237,8 +250,21 @@ class SqliteTransaction:
 
     def begin(self) -> None:
         """Start a new transaction: forget what the last one memoised."""
-        if "authority" in self.__dict__:
-            self.__dict__["authority"].reset()
+        for name in _MEMOISING:
+            if name in self.__dict__:
+                self.__dict__[name].reset()
+
+    def prefetch(self, keys: CallKeys) -> None:
+        """Read the rows of one workflow call at once (:mod:`taskcore.store.callrows`)."""
+        from taskcore.store.callrows import Seeded, prefetch_call
+
+        prefetch_call(
+            self.conn,
+            authority=cast("Seeded", self.authority),
+            tokens=cast("Seeded", self.tokens),
+            journal=cast("Seeded", self.journal),
+            keys=keys,
+        )
 
     def learned(self) -> dict[tuple[Any, ...], Any]:
         """Immutable authority rows this transaction read (see ``CommittedRows``)."""

@@ -18,6 +18,7 @@ from taskcore.workflow.journal_base import JournalBase
 from taskcore.workflow.lookups import (
     Caller,
     decode_body,
+    prefetch,
     require_task,
     route_view,
     subject_of,
@@ -68,6 +69,13 @@ class AttemptsMixin(JournalBase):
         event = Event(kind)
         digest = request_digest(kind, request, caller.agent)
         with self._write(caller, GuardAction(kind)) as tx:
+            prefetch(
+                tx,
+                caller,
+                request_id=request.request_id,
+                task_id=request.task_id,
+                attempt_id=request.attempt_id,
+            )
             route_view(tx, caller)
             now = self.clock.now_ms()
             found = task_in_route(tx, caller, request.task_id)

@@ -23,6 +23,7 @@ from taskcore.workflow.lookups import (
     decode_body,
     new_attempt_id,
     policy_of,
+    prefetch,
     require_task,
     route_view,
     subject_of,
@@ -56,6 +57,7 @@ class ClaimsMixin(JournalBase):
         """
         digest = request_digest(kind, request, caller.agent)
         with self._write(caller, GuardAction.CLAIM) as tx:
+            prefetch(tx, caller, request_id=request.request_id, task_id=request.task_id)
             route_view(tx, caller)
             caller.guard.check(tx, caller.guard_request(GuardAction.CLAIM, task_id=request.task_id))
             retained = self._retained(tx, caller, request.request_id, kind, digest)

@@ -29,6 +29,7 @@ from taskcore.workflow.lookups import (
     Caller,
     decode_body,
     policy_of,
+    prefetch,
     require_task,
     route_view,
     subject_of,
@@ -59,6 +60,13 @@ class ResultsMixin(JournalBase):
         kind = "result"
         digest = request_digest(kind, assertion, caller.agent)
         with self._write(caller, GuardAction.RESULT) as tx:
+            prefetch(
+                tx,
+                caller,
+                request_id=assertion.request_id,
+                task_id=assertion.task_id,
+                attempt_id=assertion.attempt_id,
+            )
             route_view(tx, caller)
             caller.guard.check(
                 tx, caller.guard_request(GuardAction.RESULT, task_id=assertion.task_id)

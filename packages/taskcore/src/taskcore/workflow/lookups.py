@@ -24,6 +24,7 @@ from taskcore.contract import AgentIdentity, TaskResultAssertion, WorkflowTask
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import RETAINED_SUBJECT_SCAN_MAX
 from taskcore.store.authority_api import SubjectRecord
+from taskcore.store.callrows import CallKeys
 from taskcore.store.journal_api import AssertionRecord, TaskRecord
 from taskcore.store.storage import Transaction
 from taskcore.workflow.guard import AuthorizationGuard, GuardAction, GuardRequest
@@ -40,6 +41,7 @@ __all__ = [
     "is_current",
     "new_attempt_id",
     "policy_of",
+    "prefetch",
     "require_task",
     "retained_completes",
     "retry_refusal",
@@ -228,6 +230,34 @@ def is_current(tx: Transaction, subject: SubjectRecord) -> bool:
             return False
         raise
     return True
+
+
+def prefetch(
+    tx: Transaction,
+    caller: Caller,
+    *,
+    request_id: str,
+    task_id: str,
+    attempt_id: str | None = None,
+) -> None:
+    """Read the rows a mutation of ``task_id`` looks up in one statement (``tx.prefetch``).
+
+    The route, the caller's token, the idempotency row, the task, the attempt and the task's
+    subject; the lookups below then answer from the stores' memos. It decides nothing: every
+    check still runs, in its order, on the same records.
+    """
+    tx.prefetch(
+        CallKeys(
+            repository_id=caller.repository_id,
+            profile_id=caller.profile_id,
+            token_id=caller.actor.token_id,
+            owner_id=caller.actor.owner_id,
+            agent_id=caller.actor.agent_id,
+            request_id=request_id,
+            task_id=task_id,
+            attempt_id=attempt_id,
+        )
+    )
 
 
 def route_view(tx: Transaction, caller: Caller) -> AuthorityView:

@@ -56,6 +56,7 @@ from taskcore.store.postgres.migrations import COMPONENTS, migrate, schema_versi
 if TYPE_CHECKING:
     from taskcore.store.audit_api import AuditStore
     from taskcore.store.authority_api import AuthorityStore
+    from taskcore.store.callrows import CallKeys
     from taskcore.store.collector_api import CollectorStore
     from taskcore.store.forge_api import ForgeStore
     from taskcore.store.journal_api import JournalStore
@@ -190,6 +191,21 @@ class PgTransaction:
         from taskcore.store.postgres.stores import PgForgeStore
 
         return PgForgeStore(self._apsw)
+
+    def prefetch(self, keys: CallKeys) -> None:
+        """Read the rows of one workflow call at once (:mod:`taskcore.store.callrows`).
+
+        In a shared write the token is left to its store, which reads it ``FOR SHARE``.
+        """
+        from taskcore.store.callrows import Seeded, prefetch_call
+
+        prefetch_call(
+            self.conn,
+            authority=cast("Seeded", self.authority),
+            tokens=None if self.shared else cast("Seeded", self.tokens),
+            journal=cast("Seeded", self.journal),
+            keys=keys,
+        )
 
 
 def _unavailable(exc: BaseException) -> TaskError:

@@ -18,6 +18,7 @@ placeholders and errors). What is PostgreSQL's own:
 from __future__ import annotations
 
 import zlib
+from typing import Any
 
 import apsw
 
@@ -72,6 +73,11 @@ class PgTokenStore(SqliteTokenStore):
     def __init__(self, conn: apsw.Connection, *, share_rows: bool = False) -> None:
         super().__init__(conn)
         self._share_rows = share_rows
+
+    def seed(self, key: tuple[Any, ...], row: Any) -> None:
+        """Take a row read for this store, except in a shared write (its reads lock the row)."""
+        if not self._share_rows:
+            super().seed(key, row)
 
     def get(self, token_id: str) -> TokenRecord | None:
         """The token, row-share-locked in a shared write (a revocation then waits for us)."""
