@@ -60,7 +60,12 @@ def _violations(path: Path) -> list[str]:
                 out.extend(f"imports {n}" for n in names if n in STORAGE_NAMES)
         elif isinstance(node, ast.Attribute):
             owner_is_self = isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")
-            if _private(node.attr) and not owner_is_self:
+            # os._exit is the standard library's documented immediate exit, not a private name.
+            os_exit = isinstance(node.value, ast.Name) and (node.value.id, node.attr) == (
+                "os",
+                "_exit",
+            )
+            if _private(node.attr) and not owner_is_self and not os_exit:
                 out.append(f"uses private attribute .{node.attr}")
             if node.attr in STORAGE_NAMES:
                 out.append(f"uses .{node.attr}")
