@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -142,9 +143,61 @@ class PostgresServer:
                 "SELECT tablename FROM pg_tables WHERE schemaname = 'public'"
             ).fetchall()
             names = [r[0] for r in rows if r[0] not in _KEEP]
-            if names:
-                quoted = ", ".join(f'"{n}"' for n in names)
-                conn.execute(f"TRUNCATE {quoted} RESTART IDENTITY CASCADE")
+            if not names:
+                return
+            # TRUNCATE gives every table it names (and, with CASCADE, every table referring to
+            # one) new files: about 130 ms for the whole schema, per test. A test writes to a
+            # few small tables: find those that hold a row (one statement) and DELETE their
+            # rows, referring tables first; then restart every sequence a test used. The same
+            # end state as truncating everything with RESTART IDENTITY.
+            probe = " UNION ALL ".join(
+                f'SELECT {_literal(n)} WHERE EXISTS (SELECT 1 FROM "{n}")' for n in names
+            )
+            full = {r[0] for r in conn.execute(probe).fetchall()}
+            if full:
+                with conn.transaction():
+                    for name in _referring_first(conn, names):
+                        if name in full:
+                            conn.execute(f'DELETE FROM "{name}"')
+            # setval, unlike ALTER SEQUENCE ... RESTART, writes no new file.
+            conn.execute(
+                "SELECT setval(format('%I.%I', schemaname, sequencename)::regclass,"
+                " start_value, false) FROM pg_sequences"
+                " WHERE schemaname = 'public' AND last_value IS NOT NULL"
+            )
+
+
+def _referring_first(conn: Any, names: list[str]) -> list[str]:
+    """``names`` ordered so that a table comes before every table its foreign keys name."""
+    edges = conn.execute(
+        "SELECT c.conrelid::regclass::text, c.confrelid::regclass::text FROM pg_constraint c"
+        " JOIN pg_namespace n ON n.oid = c.connamespace"
+        " WHERE c.contype = 'f' AND n.nspname = 'public'"
+    ).fetchall()
+    refers: dict[str, set[str]] = {n: set() for n in names}
+    for referring, referred in edges:
+        referring, referred = referring.strip('"'), referred.strip('"')
+        if referring != referred and referring in refers:
+            refers[referring].add(referred)
+    placed: set[str] = set()
+    referred_first: list[str] = []  # every table after the tables it refers to
+
+    def visit(name: str, trail: frozenset[str]) -> None:
+        if name in placed or name in trail:
+            return
+        for target in sorted(refers.get(name, ())):
+            visit(target, trail | {name})
+        placed.add(name)
+        referred_first.append(name)
+
+    for name in sorted(names):
+        visit(name, frozenset())
+    return list(reversed(referred_first))
+
+
+def _literal(name: str) -> str:
+    """A table name as an SQL string literal (names come from pg_tables, never from a test)."""
+    return "'" + name.replace("'", "''") + "'"
 
 
 def _skip_other_backend(node: pytest.Item | pytest.Collector, active: str | None) -> None:
