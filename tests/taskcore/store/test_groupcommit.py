@@ -100,9 +100,12 @@ class _Queued:
     def run(self) -> None:
         self.threads[0].start()
         self.first_in.wait()
+        last = len(self.threads) - 1
         for n, t in enumerate(self.threads[1:], start=1):
             t.start()  # queued one after another: turns go in this order
-            _wait_for(lambda n=n: self.writer.waiting() == n)
+            if n < last:  # the last one is awaited by the first thread, which then moves on:
+                # polling for it here could miss the moment and wait forever on a busy machine
+                _wait_for(lambda n=n: self.writer.waiting() == n)
         for t in self.threads:
             t.join()
 

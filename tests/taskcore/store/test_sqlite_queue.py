@@ -134,6 +134,70 @@ def test_update_is_a_compare_and_set_on_the_version(storage):
     assert (row.priority, row.version) == (5, 1)
 
 
+_CHANGES = [
+    {},  # nothing but the version
+    {"priority": 4, "updated_at_ms": 7},
+    {
+        "status": "LEASED",
+        "lease_owner": "o",
+        "lease_expires_at_ms": 90,
+        "heartbeat_at_ms": 7,
+        "first_leased_at_ms": 7,
+        "fence": 1,
+        "exercised_autonomy": 1,
+        "updated_at_ms": 7,
+    },
+    {"status": "CANCELLED", "finished_at_ms": 7, "last_error": "x", "checkpoint_json": "{}"},
+    {"payload_json": '{"a":1}', "escalation_gate_id": "g", "status": "ESCALATED"},
+    {"priority": 0, "updated_at_ms": 100},  # the values it already has
+]
+
+
+@pytest.mark.parametrize("changes", _CHANGES)
+def test_an_update_of_the_changed_columns_stores_what_a_full_update_stores(storage, changes):
+    """``update_task(next, before=read)`` writes the changed columns only, same row as a full write."""
+    with storage.write() as tx:
+        q = tx.queue
+        full = q.insert_task(_task("full"))
+        lean = q.insert_task(_task("lean"))
+        assert q.update_task(attrs.evolve(full, **changes))
+        assert q.update_task(attrs.evolve(lean, version=1, **changes), before=lean)
+        a, b = q.get_task("w", "full"), q.get_task("w", "lean")
+    assert attrs.evolve(a, task_id="lean", seq=b.seq) == b
+    assert b.version == 1
+
+
+@pytest.mark.backend_only("sqlite", reason="reads the statement with apsw's exec trace")
+def test_an_update_with_before_sets_only_the_changed_columns(storage):
+    seen: list[str] = []
+    with storage.write() as tx:
+        stored = tx.queue.insert_task(_task("t"))
+        tx.conn.exec_trace = lambda _c, sql, _b: seen.append(sql) or True
+        try:
+            tx.queue.update_task(attrs.evolve(stored, priority=3, version=1), before=stored)
+        finally:
+            tx.conn.exec_trace = None
+    assert seen == [
+        "UPDATE queue_task SET priority = ?, version = version + 1 "
+        "WHERE workspace = ? AND task_id = ? AND version = ?"
+    ]
+
+
+def test_an_update_with_before_is_a_compare_and_set_on_the_version_read(storage):
+    with storage.write() as tx:
+        q = tx.queue
+        read = q.insert_task(_task("t"))
+        assert q.update_task(attrs.evolve(read, priority=5, version=1), before=read)
+        assert not q.update_task(attrs.evolve(read, priority=9, version=1), before=read)  # stale
+        with pytest.raises(TaskError) as info:  # not the next version of what was read
+            q.update_task(attrs.evolve(read, priority=9), before=read)
+        assert info.value.code is ErrorCode.INTERNAL
+        with pytest.raises(TaskError):
+            q.update_task(attrs.evolve(read, task_id="other", version=1), before=read)
+        row = q.get_task("w", "t")
+    assert (row.priority, row.version) == (5, 1)
+
+
 # -- claimNext selection ----------------------------------------------------------------------------
 
 
@@ -235,6 +299,84 @@ def test_list_filters_effective_status_matter_and_pages(storage):
         assert ids(non_matter_only=True) == ["b"]
         assert ids(limit=1) == ["a"]
         assert ids(after_seq=q.get_task("w", "a").seq) == ["b"]
+
+
+_SETTLED = {"ESCALATED": None, "DONE": 7, "FAILED": 7, "CANCELLED": 7}
+
+
+def test_listing_and_backlog_by_every_status_after_every_transition(storage):
+    """A row moving through the partial status index is listed under its status only."""
+    with storage.write() as tx:
+        q = tx.queue
+        rows = {name: q.insert_task(_task(name)) for name in ("q", "l", "x", *_SETTLED)}
+        q.update_task(_leased(rows["l"], "o", expires=10**15))
+        q.update_task(_leased(rows["x"], "o", expires=1))  # expired: effectively QUEUED
+        for name, finished in _SETTLED.items():
+            q.update_task(attrs.evolve(rows[name], status=name, finished_at_ms=finished))
+        q.insert_task(_task("elsewhere", workspace="other", status="DONE", finished_at_ms=1))
+        expected = {"QUEUED": ["q", "x"], "LEASED": ["l"]} | {s: [s] for s in _SETTLED}
+        for status, want in expected.items():
+            listed = q.list_tasks(
+                "w",
+                status=status,
+                matter_id=None,
+                non_matter_only=False,
+                after_seq=None,
+                limit=10,
+                now_ms=5,
+            )
+            backlog = q.backlog(
+                "w", status=status, verb=None, matter_id=None, after=None, limit=10, now_ms=5
+            )
+            assert [t.task_id for t in listed] == want, status
+            assert sorted(t.task_id for t in backlog) == want, status
+        # A settled task requeued (FAILED -> QUEUED) leaves the settled entries.
+        failed = q.get_task("w", "FAILED")
+        q.update_task(attrs.evolve(failed, status="QUEUED", finished_at_ms=None))
+        for status, want in (("FAILED", []), ("QUEUED", ["q", "x", "FAILED"])):
+            listed = q.list_tasks(
+                "w",
+                status=status,
+                matter_id=None,
+                non_matter_only=False,
+                after_seq=None,
+                limit=10,
+                now_ms=5,
+            )
+            assert [t.task_id for t in listed] == want, status
+
+
+@pytest.mark.backend_only("sqlite", reason="SQLite query plans (EXPLAIN QUERY PLAN)")
+@pytest.mark.parametrize("status", sorted(_SETTLED))
+def test_a_listing_by_settled_status_searches_the_partial_status_index(storage, status):
+    from taskcore.store import sqlite_queue
+
+    sql = f"{sqlite_queue._TASK_SELECT} WHERE workspace = ? AND status = ? ORDER BY seq LIMIT ?"
+    plan = _plans(storage, sql, ("w", status, 5))
+    assert plan == ["SEARCH queue_task USING INDEX queue_task_status (workspace=? AND status=?)"]
+
+
+@pytest.mark.backend_only("sqlite", reason="which b-trees a write touches is SQLite's")
+def test_the_status_index_holds_settled_tasks_only(storage):
+    with storage.write() as tx:
+        q = tx.queue
+        queued = q.insert_task(_task("q"))
+        q.update_task(_leased(q.insert_task(_task("l")), "o", expires=10))
+        q.update_task(attrs.evolve(queued, status="CANCELLED", finished_at_ms=1))
+        entries = tx.conn.execute(
+            "SELECT COUNT(*) FROM queue_task INDEXED BY queue_task_status "
+            "WHERE workspace = 'w' AND status = 'CANCELLED'"
+        ).fetchone()[0]
+        partial, sql = tx.conn.execute(
+            "SELECT l.partial, m.sql FROM pragma_index_list('queue_task') AS l "
+            "JOIN sqlite_schema AS m ON m.name = l.name WHERE l.name = 'queue_task_status'"
+        ).fetchone()
+    assert entries == 1
+    assert partial == 1
+    where = " ".join(sql.split()).split(" WHERE ", 1)[1]
+    assert sorted(s.strip("'") for s in where.replace("status = ", "").split(" OR ")) == sorted(
+        _SETTLED
+    )
 
 
 # -- phases, matters, ext ---------------------------------------------------------------------------

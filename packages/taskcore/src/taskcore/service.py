@@ -727,7 +727,9 @@ class Service:
                         record = tx.tokens.get(actor.token_id)
                         if record is not None and record.revoked_at_ms is not None:
                             raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
-                    ctx = attrs.evolve(outside, tx=tx)
+                    ctx = CallContext(
+                        service=self, actor=actor, tx=tx, route=route, door=door, raw_digest=digest
+                    )
                     result = op.handler(ctx, prepared)
                     if isinstance(result, CommitThenRefuse):
                         refusal = result.error

@@ -67,7 +67,7 @@ JOURNAL_NAME = "journal.sqlite"
 JOURNAL_VERSIONS = {
     "audit": 4,
     "tokens": 1,
-    "queue": 2,
+    "queue": 3,
     "authority": 3,
     "journal": 2,
     "collector": 2,

@@ -36,8 +36,8 @@ import attrs
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.queue.common import (
     QueueCall,
-    cleared_lease,
     effective_status,
+    lease_cleared,
     load_task,
     new_id,
     require_holder,
@@ -283,13 +283,16 @@ def _decide(call: QueueCall, gate_id: str, note: str | None, action: GateAction)
     status = effective_status(task, call.now_ms)
     if action is GateAction.APPROVE:
         next_status(status, TaskAction.APPROVE)
-        decided_task = attrs.evolve(task, status=TaskStatus.QUEUED.value, updated_at_ms=call.now_ms)
+        decision: dict[str, Any] = {
+            "status": TaskStatus.QUEUED.value,
+            "updated_at_ms": call.now_ms,
+        }
     else:
         target = next_status(status, TaskAction.REJECT)
-        decided_task = attrs.evolve(
-            cleared_lease(task, target, call.now_ms),
-            last_error=f"approval gate {gate.gate_id} was rejected: {note}",
-        )
+        decision = {
+            **lease_cleared(target, call.now_ms),
+            "last_error": f"approval gate {gate.gate_id} was rejected: {note}",
+        }
     decided_gate = attrs.evolve(
         gate,
         status=gate_status.value,
@@ -298,7 +301,7 @@ def _decide(call: QueueCall, gate_id: str, note: str | None, action: GateAction)
         decision_note=note,
     )
     _write_gate(call, decided_gate)
-    stored = write_task(call, decided_task)
+    stored = write_task(call, task, **decision)
     return GateDecision(gate=gate_view(decided_gate), task=task_view(stored, call.now_ms))
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "effective_status",
     "is_admin",
     "json_text",
+    "lease_cleared",
     "lease_is_live",
     "load_task",
     "new_id",
@@ -111,17 +112,20 @@ def parse_json_text(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def write_task(call: QueueCall, task: TaskRecord) -> TaskRecord:
-    """Store ``task`` if its row is unchanged since it was read; return the stored record.
+def write_task(call: QueueCall, task: TaskRecord, **changes: Any) -> TaskRecord:
+    """Store ``task`` with ``changes`` if its row is unchanged since it was read; return it.
 
-    A lost compare-and-set (another writer changed the row) is a ``CONFLICT`` and the
-    caller's transaction is rolled back, so nothing of the call is kept.
+    The stored record is made in one copy (its version one more than ``task``'s) and only
+    the columns that differ from ``task`` are written. A lost compare-and-set (another writer
+    changed the row) is a ``CONFLICT`` and the caller's transaction is rolled back, so
+    nothing of the call is kept.
     """
-    if not call.tx.queue.update_task(task):
+    stored = attrs.evolve(task, version=task.version + 1, **changes)
+    if not call.tx.queue.update_task(stored, before=task):
         raise TaskError(
             ErrorCode.CONFLICT, "the task changed while this call ran; read it and retry"
         )
-    return attrs.evolve(task, version=task.version + 1)
+    return stored
 
 
 def lease_is_live(task: TaskRecord, now_ms: int) -> bool:
@@ -185,19 +189,27 @@ def require_holder(
     return status
 
 
+def lease_cleared(status: TaskStatus, now_ms: int) -> dict[str, Any]:
+    """The changes that put a task in ``status`` with no lease (see :func:`cleared_lease`).
+
+    >>> sorted(lease_cleared(TaskStatus.DONE, 5).items())[:3]
+    [('finished_at_ms', 5), ('first_leased_at_ms', None), ('heartbeat_at_ms', None)]
+    """
+    return {
+        "status": status.value,
+        "lease_owner": None,
+        "lease_expires_at_ms": None,
+        "heartbeat_at_ms": None,
+        "lease_extensions": 0,
+        "first_leased_at_ms": None,
+        "finished_at_ms": now_ms if status.terminal else None,
+        "updated_at_ms": now_ms,
+    }
+
+
 def cleared_lease(task: TaskRecord, status: TaskStatus, now_ms: int) -> TaskRecord:
     """The task in ``status`` with no lease (owner, expiry, heartbeat, first lease cleared).
 
     ``finished_at_ms`` is set exactly when ``status`` is terminal.
     """
-    return attrs.evolve(
-        task,
-        status=status.value,
-        lease_owner=None,
-        lease_expires_at_ms=None,
-        heartbeat_at_ms=None,
-        lease_extensions=0,
-        first_leased_at_ms=None,
-        finished_at_ms=now_ms if status.terminal else None,
-        updated_at_ms=now_ms,
-    )
+    return attrs.evolve(task, **lease_cleared(status, now_ms))

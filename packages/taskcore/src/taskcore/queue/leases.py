@@ -38,6 +38,8 @@ concurrent ``claimNext`` callers each take a different one.
 
 from __future__ import annotations
 
+from typing import Any
+
 import attrs
 
 from taskcore.actors import MAX_AUTONOMY, Actor
@@ -50,10 +52,10 @@ from taskcore.limits import (
 from taskcore.queue.approval import GRANT_VERB, input_hash, mint_gate, open_grant, void_open_gate
 from taskcore.queue.common import (
     QueueCall,
-    cleared_lease,
     effective_status,
     is_admin,
     json_text,
+    lease_cleared,
     load_task,
     require_fence,
     require_holder,
@@ -72,27 +74,33 @@ __all__ = [
     "claim_next",
     "escalate",
     "granted_lease",
+    "lease_granted",
     "lease_length",
+    "lease_renewed",
     "release",
     "renewed_lease",
     "runaway_reason",
 ]
 
 
+def lease_granted(task: TaskRecord, actor: Actor, now_ms: int, lease_ms: int) -> dict[str, Any]:
+    """The changes :func:`granted_lease` makes (for one copy with :func:`write_task`)."""
+    return {
+        "status": TaskStatus.LEASED.value,
+        "lease_owner": actor.token_id,
+        "lease_expires_at_ms": now_ms + lease_ms,
+        "heartbeat_at_ms": now_ms,
+        "lease_extensions": 0,
+        "first_leased_at_ms": now_ms,
+        "fence": task.fence + 1,
+        "exercised_autonomy": actor.autonomy,
+        "updated_at_ms": now_ms,
+    }
+
+
 def granted_lease(task: TaskRecord, actor: Actor, now_ms: int, lease_ms: int) -> TaskRecord:
     """The task after ``actor`` claims it: a fresh lease, a new fence, a new runaway budget."""
-    return attrs.evolve(
-        task,
-        status=TaskStatus.LEASED.value,
-        lease_owner=actor.token_id,
-        lease_expires_at_ms=now_ms + lease_ms,
-        heartbeat_at_ms=now_ms,
-        lease_extensions=0,
-        first_leased_at_ms=now_ms,
-        fence=task.fence + 1,
-        exercised_autonomy=actor.autonomy,
-        updated_at_ms=now_ms,
-    )
+    return attrs.evolve(task, **lease_granted(task, actor, now_ms, lease_ms))
 
 
 def lease_length(task: TaskRecord, default_ms: int) -> int:
@@ -102,18 +110,22 @@ def lease_length(task: TaskRecord, default_ms: int) -> int:
     return task.lease_expires_at_ms - task.heartbeat_at_ms
 
 
+def lease_renewed(task: TaskRecord, now_ms: int, default_ms: int) -> dict[str, Any]:
+    """The changes :func:`renewed_lease` makes (for one copy with :func:`write_task`)."""
+    return {
+        "lease_expires_at_ms": now_ms + lease_length(task, default_ms),
+        "heartbeat_at_ms": now_ms,
+        "lease_extensions": task.lease_extensions + 1,
+        "updated_at_ms": now_ms,
+    }
+
+
 def renewed_lease(task: TaskRecord, now_ms: int, default_ms: int) -> TaskRecord:
     """The task after a non-terminal checkpoint: expiry and heartbeat move, one more extension.
 
     The renewed lease has the length the claim granted.
     """
-    return attrs.evolve(
-        task,
-        lease_expires_at_ms=now_ms + lease_length(task, default_ms),
-        heartbeat_at_ms=now_ms,
-        lease_extensions=task.lease_extensions + 1,
-        updated_at_ms=now_ms,
-    )
+    return attrs.evolve(task, **lease_renewed(task, now_ms, default_ms))
 
 
 def runaway_reason(task: TaskRecord, now_ms: int) -> str | None:
@@ -151,7 +163,7 @@ class Refused:
 
 def _take(call: QueueCall, task: TaskRecord, lease_ms: int | None) -> ClaimResult:
     length = call.lease_length(lease_ms)
-    claimed = write_task(call, granted_lease(task, call.actor, call.now_ms, length))
+    claimed = write_task(call, task, **lease_granted(task, call.actor, call.now_ms, length))
     grant = open_grant(call, claimed)
     phase = call.tx.queue.latest_phase(call.workspace, claimed.task_id)
     assert claimed.lease_owner is not None
@@ -237,16 +249,19 @@ def checkpoint(call: QueueCall, request: CheckpointIn) -> TaskView | Refused:
     last_error = task.last_error if request.last_error is None else request.last_error
     if action is not TaskAction.RENEW:
         target = next_status(status, action)
-        done = attrs.evolve(
-            cleared_lease(task, target, call.now_ms),
+        done = write_task(
+            call,
+            task,
+            **lease_cleared(target, call.now_ms),
             checkpoint_json=kept_state,
             last_error=last_error,
         )
-        return task_view(write_task(call, done), call.now_ms)
+        return task_view(done, call.now_ms)
     reason = runaway_reason(task, call.now_ms)
     if reason is not None:
-        requeued = cleared_lease(task, next_status(status, TaskAction.RUNAWAY), call.now_ms)
-        write_task(call, requeued)
+        write_task(
+            call, task, **lease_cleared(next_status(status, TaskAction.RUNAWAY), call.now_ms)
+        )
         return Refused(
             TaskError(
                 ErrorCode.LEASE_RUNAWAY,
@@ -256,12 +271,14 @@ def checkpoint(call: QueueCall, request: CheckpointIn) -> TaskView | Refused:
             )
         )
     next_status(status, TaskAction.RENEW)
-    renewed = attrs.evolve(
-        renewed_lease(task, call.now_ms, call.lease_ms),
+    renewed = write_task(
+        call,
+        task,
+        **lease_renewed(task, call.now_ms, call.lease_ms),
         checkpoint_json=kept_state,
         last_error=last_error,
     )
-    return task_view(write_task(call, renewed), call.now_ms)
+    return task_view(renewed, call.now_ms)
 
 
 def release(call: QueueCall, request: ReleaseIn) -> TaskView:
@@ -269,7 +286,7 @@ def release(call: QueueCall, request: ReleaseIn) -> TaskView:
     task = load_task(call, request.task_id)
     status = require_holder(task, call.actor, call.now_ms, request.fence, TaskAction.RELEASE)
     target = next_status(status, TaskAction.RELEASE)
-    return task_view(write_task(call, cleared_lease(task, target, call.now_ms)), call.now_ms)
+    return task_view(write_task(call, task, **lease_cleared(target, call.now_ms)), call.now_ms)
 
 
 def _escalated_hash(request: EscalateIn) -> str | None:
@@ -321,8 +338,7 @@ def escalate(call: QueueCall, request: EscalateIn) -> EscalateResult:
         input_hash=_escalated_hash(request),
         reason=request.reason,
     )
-    escalated = attrs.evolve(
-        cleared_lease(task, target, call.now_ms), escalation_gate_id=gate.gate_id
+    stored = write_task(
+        call, task, **lease_cleared(target, call.now_ms), escalation_gate_id=gate.gate_id
     )
-    stored = write_task(call, escalated)
     return EscalateResult(task=task_view(stored, call.now_ms), gate=gate_view(gate))

@@ -16,10 +16,10 @@ from taskcore.limits import MAX_AGENT_TASK_DEPTH, QUEUE_LIST_DEFAULT, QUEUE_PAYL
 from taskcore.queue.approval import void_open_gate
 from taskcore.queue.common import (
     QueueCall,
-    cleared_lease,
     effective_status,
     is_admin,
     json_text,
+    lease_cleared,
     lease_is_live,
     load_task,
     new_id,
@@ -154,21 +154,21 @@ def cancel(call: QueueCall, request: TaskRef) -> TaskView:
     task = load_task(call, request.task_id)
     target = next_status(effective_status(task, call.now_ms), TaskAction.CANCEL)
     void_open_gate(call, task)
-    return task_view(write_task(call, cleared_lease(task, target, call.now_ms)), call.now_ms)
+    return task_view(write_task(call, task, **lease_cleared(target, call.now_ms)), call.now_ms)
 
 
 def requeue(call: QueueCall, request: TaskRef) -> TaskView:
     """Return a ``FAILED`` task to ``QUEUED`` with its checkpoint (and lastError) intact."""
     task = load_task(call, request.task_id)
     target = next_status(effective_status(task, call.now_ms), TaskAction.REQUEUE)
-    return task_view(write_task(call, cleared_lease(task, target, call.now_ms)), call.now_ms)
+    return task_view(write_task(call, task, **lease_cleared(target, call.now_ms)), call.now_ms)
 
 
 def _set_priority(call: QueueCall, task: TaskRecord, priority: int) -> TaskRecord:
     next_status(effective_status(task, call.now_ms), TaskAction.REPRIORITIZE)
     if task.priority == priority:
         return task
-    return write_task(call, attrs.evolve(task, priority=priority, updated_at_ms=call.now_ms))
+    return write_task(call, task, priority=priority, updated_at_ms=call.now_ms)
 
 
 def reorder(call: QueueCall, request: ReorderIn) -> TaskView:

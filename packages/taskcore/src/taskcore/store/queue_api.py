@@ -215,10 +215,14 @@ class QueueStore(Protocol):
         """Return the task of ``workspace`` with ``task_id``, or ``None``."""
         ...
 
-    def update_task(self, task: TaskRecord) -> bool:
-        """Write every mutable column of ``task`` if the row still has ``task.version``.
+    def update_task(self, task: TaskRecord, *, before: TaskRecord | None = None) -> bool:
+        """Write ``task`` if the row still has the version it was read at; bump the version.
 
-        The stored version becomes ``task.version + 1``. Return whether the row was written.
+        Without ``before``: every mutable column, if the row still has ``task.version``; the
+        stored version becomes ``task.version + 1``. With ``before`` (the row as read in this
+        transaction) ``task`` is its next version (``task.version == before.version + 1``):
+        only the mutable columns that differ from ``before`` are written, if the row still
+        has ``before.version``. Return whether the row was written.
         """
         ...
 

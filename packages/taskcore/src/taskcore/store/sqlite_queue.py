@@ -194,6 +194,20 @@ COMPONENT = Component(
                 WHERE matter_id IS NOT NULL;
             """,
         ),
+        Migration(
+            3,
+            # Only settled tasks (escalated or terminal) need an entry: a listing by status
+            # QUEUED reads queue_task_workspace (an expired lease is QUEUED too), one by LEASED
+            # queue_task_leases, as they did before. One page fewer per create and per claim.
+            # The predicate is written as ORs, the form SQLite's planner proves `status = ?`
+            # (a bound settled status) implies.
+            """
+            DROP INDEX queue_task_status;
+            CREATE INDEX queue_task_status ON queue_task (workspace, status, seq)
+                WHERE status = 'ESCALATED' OR status = 'DONE' OR status = 'FAILED'
+                    OR status = 'CANCELLED';
+            """,
+        ),
     ),
 )
 
@@ -228,11 +242,23 @@ _TASK_MUTABLE = (
     "last_error",
     "escalation_gate_id",
 )
-_TASK_UPDATE = (
-    "UPDATE queue_task SET "  # noqa: S608 - constant column names
-    + ", ".join(f"{c} = ?" for c in _TASK_MUTABLE)
-    + ", version = version + 1 WHERE workspace = ? AND task_id = ? AND version = ?"
-)
+
+
+@functools.cache
+def _task_update_sql(columns: tuple[str, ...]) -> str:
+    """The compare-and-set ``UPDATE`` of ``columns`` (a subset of the mutable ones).
+
+    >>> _task_update_sql(("status", "fence")).split(" WHERE ")[0]
+    'UPDATE queue_task SET status = ?, fence = ?, version = version + 1'
+    """
+    sets = "".join(f"{c} = ?, " for c in columns)
+    return (
+        f"UPDATE queue_task SET {sets}version = version + 1 "  # noqa: S608 - constant names
+        "WHERE workspace = ? AND task_id = ? AND version = ?"
+    )
+
+
+_TASK_UPDATE = _task_update_sql(_TASK_MUTABLE)
 _ORDER = "ORDER BY priority DESC, created_at_ms, seq LIMIT 1"
 _KEY = "priority, created_at_ms, seq"  # the claimNext ordering key, covered by the indexes
 _READY_PROBE = (
@@ -299,10 +325,28 @@ class SqliteQueueStore:
         row = self._one(f"{_TASK_SELECT} WHERE workspace = ? AND task_id = ?", (workspace, task_id))
         return None if row is None else TASKS.from_row(row)
 
-    def update_task(self, task: TaskRecord) -> bool:
-        """Write every mutable column if the row still has ``task.version``; bump it."""
-        values = tuple(getattr(task, c) for c in _TASK_MUTABLE)
-        self._conn.execute(_TASK_UPDATE, (*values, task.workspace, task.task_id, task.version))
+    def update_task(self, task: TaskRecord, *, before: TaskRecord | None = None) -> bool:
+        """Write ``task`` if the row still has ``task.version``; bump the version.
+
+        With ``before`` (the row as read in this transaction; ``task`` is then its next
+        version, ``before.version + 1``) only the columns that differ are written, so SQLite
+        rewrites only the indexes over those columns; without it every mutable column.
+        """
+        if before is None:
+            values = tuple(getattr(task, c) for c in _TASK_MUTABLE)
+            self._conn.execute(_TASK_UPDATE, (*values, task.workspace, task.task_id, task.version))
+            return bool(self._conn.changes() == 1)
+        if (before.workspace, before.task_id, before.version + 1) != (
+            task.workspace,
+            task.task_id,
+            task.version,
+        ):
+            raise TaskError(ErrorCode.INTERNAL, "an update names another row or version")
+        changed = tuple(c for c in _TASK_MUTABLE if getattr(task, c) != getattr(before, c))
+        values = tuple(getattr(task, c) for c in changed)
+        self._conn.execute(
+            _task_update_sql(changed), (*values, task.workspace, task.task_id, before.version)
+        )
         return bool(self._conn.changes() == 1)
 
     def best_claimable(

@@ -272,6 +272,16 @@ QUEUE = Component(
                 WHERE matter_id IS NOT NULL;
             """,
         ),
+        Migration(
+            3,
+            # The SQLite twin's migration 3: only settled (escalated or terminal) tasks get an
+            # entry; QUEUED and LEASED listings read queue_task_workspace and queue_task_leases.
+            """
+            DROP INDEX queue_task_status;
+            CREATE INDEX queue_task_status ON queue_task (workspace, status, seq)
+                WHERE status IN ('ESCALATED', 'DONE', 'FAILED', 'CANCELLED');
+            """,
+        ),
     ),
 )
 
