@@ -10,51 +10,18 @@ from taskcore.store import open_storage
 from taskcore.store.authority_api import (
     PolicyRecord,
     ProfileRecord,
-    RepositoryRecord,
     RequirementRecord,
     SubjectRecord,
 )
 
-HEX = "d" * 64
+from tests.taskcore.store.support import HEX, seed_route
 
 
 @pytest.fixture
 def storage(tmp_path: Path):
     s = open_storage(tmp_path / "data", create=True)
     with s.write() as tx:
-        tx.authority.insert_repository(
-            RepositoryRecord(
-                repository_id="r",
-                workspace="w",
-                work_tree="/repo",
-                registered_at_ms=0,
-                policy_epoch=1,
-                policy_digest=HEX,
-            )
-        )
-        tx.authority.insert_policy(
-            PolicyRecord(repository_id="r", epoch=1, digest=HEX, body=b"{}", recorded_at_ms=0)
-        )
-        tx.authority.insert_requirement(
-            RequirementRecord(
-                repository_id="r",
-                requirement_digest=HEX,
-                requirement_id="ci",
-                body=b"{}",
-                plan_digest=HEX,
-                installed_at_ms=0,
-            )
-        )
-        tx.authority.put_profile(
-            ProfileRecord(
-                repository_id="r",
-                profile_id="p",
-                target="main",
-                requirement_digest=HEX,
-                generation=1,
-                registered_at_ms=0,
-            )
-        )
+        seed_route(tx)
     yield s
     s.close()
 
