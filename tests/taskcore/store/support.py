@@ -10,6 +10,7 @@ from taskcore.store.authority_api import (
     ProfileRecord,
     RepositoryRecord,
     RequirementRecord,
+    SubjectRecord,
 )
 
 HEX = "d" * 64
@@ -50,3 +51,27 @@ def seed_route(tx: Any) -> None:
             registered_at_ms=0,
         )
     )
+
+
+def subject(version: int, change: str = "c", **fields: Any) -> SubjectRecord:
+    """A subject of profile ``p`` for Change ``change`` at ``version`` (``fields`` override)."""
+    values: dict[str, Any] = {
+        "subject_seq": 0,
+        "repository_id": "r",
+        "profile_id": "p",
+        "change_id": change,
+        "change_version": version,
+        "revision": HEX,
+        "commit": "e" * 40,
+        "context": b"",
+        "context_digest": HEX,
+        "target": "main",
+        "policy_epoch": 1,
+        "policy_digest": HEX,
+        "requirement_digest": HEX,
+        "plan_digest": HEX,
+        "references": b"{}",
+        "binding_digest": HEX,
+        "recorded_at_ms": 0,
+    }
+    return SubjectRecord(**{**values, **fields})

@@ -5,36 +5,16 @@ from pathlib import Path
 import attrs
 import pytest
 from taskcore.store import open_storage
-from taskcore.store.authority_api import (
-    SubjectRecord,
-)
+from taskcore.store.authority_api import SubjectRecord
 from taskcore.store.callrows import CallKeys
 from taskcore.store.journal_api import AttemptRecord, RequestRecord, TaskRecord
 from taskcore.store.tokens_api import TokenRecord
 
-from tests.taskcore.store.support import HEX, seed_route
+from tests.taskcore.store.support import HEX, seed_route, subject
 
 
 def _subject(version: int, change: str = "c") -> SubjectRecord:
-    return SubjectRecord(
-        subject_seq=0,
-        repository_id="r",
-        profile_id="p",
-        change_id=change,
-        change_version=version,
-        revision=HEX,
-        commit="e" * 40,
-        context=b"ctx",
-        context_digest=HEX,
-        target="main",
-        policy_epoch=1,
-        policy_digest=HEX,
-        requirement_digest=HEX,
-        plan_digest=HEX,
-        references=b"{}",
-        binding_digest=HEX,
-        recorded_at_ms=3,
-    )
+    return subject(version, change, context=b"ctx", recorded_at_ms=3)
 
 
 def _task(task_id: str, seq: int, attempt: str | None) -> TaskRecord:

@@ -11,10 +11,9 @@ from taskcore.store.authority_api import (
     PolicyRecord,
     ProfileRecord,
     RequirementRecord,
-    SubjectRecord,
 )
 
-from tests.taskcore.store.support import HEX, seed_route
+from tests.taskcore.store.support import HEX, seed_route, subject
 
 
 @pytest.fixture
@@ -26,34 +25,12 @@ def storage(tmp_path: Path):
     s.close()
 
 
-def _subject(version: int) -> SubjectRecord:
-    return SubjectRecord(
-        subject_seq=0,
-        repository_id="r",
-        profile_id="p",
-        change_id="c",
-        change_version=version,
-        revision=HEX,
-        commit="e" * 40,
-        context=b"",
-        context_digest=HEX,
-        target="main",
-        policy_epoch=1,
-        policy_digest=HEX,
-        requirement_digest=HEX,
-        plan_digest=HEX,
-        references=b"{}",
-        binding_digest=HEX,
-        recorded_at_ms=0,
-    )
-
-
 def test_a_change_version_names_one_subject(storage):
     with storage.write() as tx:
-        seq = tx.authority.insert_subject(_subject(1))
+        seq = tx.authority.insert_subject(subject(1))
         assert tx.authority.latest_subject("r", "p", "c").subject_seq == seq
         with pytest.raises(apsw.ConstraintError):
-            tx.authority.insert_subject(_subject(1))
+            tx.authority.insert_subject(subject(1))
 
 
 def test_requirements_are_content_addressed_and_installed_once(storage):
@@ -158,7 +135,7 @@ def test_a_write_in_the_transaction_is_seen_by_the_next_read(storage):
                 registered_at_ms=1,
             )
         )
-        seq = tx.authority.insert_subject(_subject(1))
+        seq = tx.authority.insert_subject(subject(1))
         assert tx.authority.get_profile("r", "p").generation == 2
         assert tx.authority.latest_subject("r", "p", "c").subject_seq == seq
         tx.authority.supersede_subject(seq, 9)
