@@ -35,7 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import NoReturn
 
-    from taskcore.collector.quickstop import GitRun, Subject
+    from taskcore.collector.quickpass import Asked
+    from taskcore.collector.quickstop import GitRun
 
 __all__ = ["Args", "main", "parse_args"]
 
@@ -45,9 +46,6 @@ _UNQUOTED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01234
 
 Args = dict[str, str]
 """The plain command line read: ``change`` and each option given (``--data-dir`` may be absent)."""
-
-Outcome = tuple[int, bytes] | HttpError
-"""What one exchange gave: ``(status, body)``, or the transport's failure."""
 
 
 def parse_args(argv: Sequence[str]) -> Args | None:
@@ -83,15 +81,6 @@ def parse_args(argv: Sequence[str]) -> Args | None:
     return out
 
 
-class _Asked:
-    """What the slim path did before handing over: the first read and the one exchange."""
-
-    def __init__(self, subject: Subject, head: str) -> None:
-        self.subject, self.head = subject, head
-        self.request: tuple[str, bytes, dict[str, str]] | None = None
-        self.outcome: Outcome | None = None
-
-
 def _request(args: Args, token: str) -> tuple[str, bytes, dict[str, str]]:
     """What ``ServiceClient.workflow(..., "qualification", ...)`` sends.
 
@@ -113,57 +102,38 @@ def _request(args: Args, token: str) -> tuple[str, bytes, dict[str, str]]:
     return path, qualification_body(args["change"]), headers
 
 
-def _slim(args: Args, raw: bytes, asked: list[_Asked], git: GitRun | None) -> bool:
-    """Run the pass path; ``True`` if the stop passes (counter reset), else ``False``.
-
-    Raises :class:`~taskcore.collector.quickstop.UndecidedError` (or anything unexpected) when
-    the full hook must answer; ``asked`` then holds the exchange if one was made. ``git``:
-    the first read's git commands, started before the payload was read.
-    """
-    import os
-
-    from taskcore.collector import quickstop as q
+def _slim(args: Args, raw: bytes, asked: list[Asked], git: GitRun | None) -> bool:
+    """:func:`taskcore.collector.quickpass.slim_pass` over the plain socket client."""
+    from taskcore.collector.quickpass import slim_pass
+    from taskcore.collector.quickstop import UndecidedError
     from taskcore.paths import default_data_location
 
-    change = args["change"]
-    counter = q.counter_file(q.session_of(raw), change)
-    q.read_counter(counter)
-    token_file = args["--token-file"]
-    if not os.path.isabs(token_file):
-        raise q.UndecidedError("a relative token file")
-    data_dir = args.get("--data-dir") or default_data_location()
-    where = (data_dir, args["--repository"], args["--profile"], change, args["--workspace"])
-    subject, head = q.local_state(*where, git=git)
-    request = _request(args, q.read_token(token_file))
     http = PlainHttp.for_url(args["--endpoint"].rstrip("/"), float(QUALIFICATION_TIMEOUT_SECONDS))
     if http is None:
-        raise q.UndecidedError("not a plain http:// endpoint: the full client speaks to it")
-    first = _Asked(subject, head)
-    first.request = request
-    asked.append(first)
+        raise UndecidedError("not a plain http:// endpoint: the full client speaks to it")
     try:
-        first.outcome = http.post(*request)
-    except HttpError as failure:
-        first.outcome = failure
-        return False
+        return slim_pass(
+            raw,
+            change=args["change"],
+            repository=args["--repository"],
+            profile=args["--profile"],
+            workspace=args["--workspace"],
+            data_dir=args.get("--data-dir") or default_data_location(),
+            token_file=args["--token-file"],
+            request=lambda token: _request(args, token),
+            post=lambda question: http.post(*question),
+            failure=HttpError,
+            asked=asked,
+            git=git,
+        )
     finally:
         http.close()
-    if q.local_state(*where) != (subject, head):
-        return False
-    status, content = first.outcome
-    if not q.passes(status, content, subject):
-        return False
-    try:
-        q.reset_counter(counter)
-    except OSError:
-        return False
-    return True
 
 
 class _Replayed(PlainHttp):
     """The exchange the slim path made, answered again to the full hook's client."""
 
-    def __init__(self, base: PlainHttp, asked: _Asked) -> None:
+    def __init__(self, base: PlainHttp, asked: Asked) -> None:
         super().__init__(base.host, base.port, base.prefix, base.timeout)
         self.asked = asked
 
@@ -171,12 +141,12 @@ class _Replayed(PlainHttp):
         outcome, self.asked.outcome = self.asked.outcome, None
         if outcome is None or (path, body, headers) != self.asked.request:
             return super().post(path, body, headers)  # not the recorded question: ask it
-        if isinstance(outcome, HttpError):
+        if isinstance(outcome, Exception):  # the transport failure the slim pass met
             raise outcome
         return outcome
 
 
-def _full(harness: str, args: Args, raw: bytes | None, asked: _Asked | None) -> NoReturn:
+def _full(harness: str, args: Args, raw: bytes | None, asked: Asked | None) -> NoReturn:
     """The full hook on the parsed command line; ``asked``: hand over the read and exchange."""
     import io
     from pathlib import Path
@@ -242,7 +212,7 @@ def main(name: str, argv: Sequence[str]) -> int:
         raw: bytes | None = sys.stdin.buffer.read(GATE_STDIN_MAX_BYTES + 1)
     except (OSError, ValueError):
         raw = None
-    asked: list[_Asked] = []
+    asked: list[Asked] = []
     if raw is not None:
         try:
             if _slim(args, raw, asked, git):
