@@ -3,9 +3,10 @@ import stat
 import threading
 
 import pytest
-from taskcore.actors import Tier
+from taskcore.actors import Actor, Tier
 from taskcore.auth import (
     FIRST_ADMIN_TOKEN_FILENAME,
+    RecentAdmissions,
     TokenAdmin,
     authenticate,
     bearer_from_header,
@@ -163,3 +164,37 @@ def test_token_admin_create_list_revoke(tmp_path):
         issued = admin.create(workspace="w", tier=Tier.ADMIN, autonomy=3)
         assert admin.revoke(issued.record.token_id)
         assert admin.list()[0].revoked_at_ms is not None
+
+
+def test_recent_admissions_remember_for_their_memory_only():
+    now = [100.0]
+    recent = RecentAdmissions(memory_ms=1000, clock=lambda: now[0])
+    actor = Actor(token_id="t1", workspace="w1", tier=Tier.AGENT, autonomy=1)
+    recent.remember("atk_a", actor)
+    assert recent.recall("atk_a") == actor
+    assert recent.recall("atk_b") is None
+    now[0] = 100.999
+    assert recent.recall("atk_a") == actor
+    now[0] = 101.0
+    assert recent.recall("atk_a") is None
+    recent.remember("atk_a", actor)  # admitted again: remembered from now
+    assert recent.recall("atk_a") == actor
+    recent.forget("atk_a")
+    assert recent.recall("atk_a") is None
+
+
+def test_recent_admissions_keep_hashes_only_and_drop_the_oldest_past_their_bound():
+    recent = RecentAdmissions(memory_ms=1000, keys_max=2)
+    actors = [Actor(token_id=f"t{i}", workspace="w1", tier=Tier.AGENT) for i in range(3)]
+    for i, actor in enumerate(actors):
+        recent.remember(f"atk_secret{i}", actor)
+    assert recent.recall("atk_secret0") is None  # the oldest went first
+    assert [recent.recall(f"atk_secret{i}") for i in (1, 2)] == actors[1:]
+    assert not any("secret" in key for key in recent._entries)
+
+
+def test_recent_admissions_with_no_memory_remember_nothing():
+    recent = RecentAdmissions(memory_ms=0)
+    recent.remember("atk_a", Actor(token_id="t1", workspace="w1", tier=Tier.AGENT))
+    assert recent.recall("atk_a") is None
+    assert recent._entries == {}

@@ -571,3 +571,74 @@ def test_an_admitted_actor_must_be_the_bearers(service):
         is ErrorCode.INTERNAL
     )
     assert service.audit_count(operation="note") == 0
+
+
+# -- admission from memory (Service.admit_recent) ---------------------------------------------
+
+
+def test_admit_recent_admits_only_a_bearer_admit_admitted_and_only_what_admit_would(service):
+    issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
+    other = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
+    assert service.admit_recent(issued.token, "demo.note") is None  # never admitted yet
+    actor = service.admit(issued.token, "demo.note")
+    assert service.admit_recent(issued.token, "demo.note") == actor
+    assert service.admit_recent(issued.token, "demo.tool", door=Door.MCP) == actor
+    # What admit would refuse is left to admit, which decides and audits it.
+    assert service.admit_recent(issued.token, "demo.admin") is None  # tier
+    assert service.admit_recent(issued.token, "demo.destroy") is None  # autonomy
+    assert service.admit_recent(issued.token, "nope") is None  # unknown
+    assert service.admit_recent(issued.token, "demo.note", surfaces=[Surface.ADMIN]) is None
+    assert service.admit_recent(issued.token, "workflow.echo") is None  # needs a route
+    assert service.admit_recent(None, "demo.note") is None
+    assert service.admit_recent(other.token, "demo.note") is None  # another bearer
+    assert service.admit_recent(issued.token + "0", "demo.note") is None
+    assert service.audit_count() == 0  # deciding from memory writes nothing
+
+
+def test_admit_recent_never_reads_storage(service):
+    issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
+    service.admit(issued.token, "demo.note")
+
+    def no_read():
+        raise AssertionError("admit_recent read storage")
+
+    service.storage.read = no_read
+    service.authenticate = lambda bearer: no_read()
+    assert service.admit_recent(issued.token, "demo.note") is not None
+
+
+def test_admit_recent_is_off_with_no_admission_memory(tmp_path):
+    svc = Service.open(tmp_path, clock=FakeClock(), registry=_registry(), admission_memory_ms=0)
+    try:
+        issued = issue_token(svc.storage, svc.clock, workspace="w1", tier=Tier.AGENT)
+        svc.admit(issued.token, "demo.note")
+        assert svc.admit_recent(issued.token, "demo.note") is None
+    finally:
+        svc.close()
+
+
+def test_admit_recent_takes_one_unit_of_the_token_budget_per_request(tmp_path):
+    svc = _limited(tmp_path, token_calls_per_second=0.001, token_calls_burst=3)
+    try:
+        issued = issue_token(svc.storage, svc.clock, workspace="w1", tier=Tier.AGENT)
+        assert svc.admit(issued.token, "demo.note")  # 1
+        assert svc.admit_recent(issued.token, "demo.note")  # 2
+        assert svc.admit_recent(issued.token, "demo.note")  # 3
+        assert svc.admit_recent(issued.token, "demo.note") is None  # none left: admit decides
+        assert _code(svc.admit, issued.token, "demo.note") is ErrorCode.RATE_LIMITED
+        assert svc.audit_count() == 1  # the refusal, audited once, by admit
+    finally:
+        svc.close()
+
+
+def test_a_bearer_revoked_after_admission_is_refused_by_its_call_and_then_forgotten(service):
+    issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
+    service.admit(issued.token, "demo.note")
+    revoke_token(service.storage, service.clock, issued.record.token_id)
+    actor = service.admit_recent(issued.token, "demo.note")  # memory: the body may be read
+    assert actor is not None
+    code = _code(service.call, issued.token, "demo.note", b'{"text": "a"}', admitted=actor)
+    assert code is ErrorCode.TOKEN_REVOKED  # ...and the call refuses it, as before
+    assert service.audit_count(operation="note") == 0
+    assert service.admit_recent(issued.token, "demo.note") is None
+    assert _code(service.admit, issued.token, "demo.note") is ErrorCode.TOKEN_REVOKED

@@ -79,6 +79,28 @@ def test_a_token_revoked_while_in_use_is_refused_on_its_next_request(live):
     error(r, 401, ErrorCode.TOKEN_REVOKED)
 
 
+def test_a_bearer_admitted_moments_ago_is_admitted_from_memory(live, monkeypatch):
+    # Service.admit_recent: no worker-thread hop and no token read before the body; the call
+    # still authenticates the bearer in its own transaction (the tests around this one).
+    token, _ = live.issue("agent")
+    admitted: list[str] = []
+    admit = live.service.admit
+
+    def counted(bearer, *args, **kwargs):
+        admitted.append(bearer)
+        return admit(bearer, *args, **kwargs)
+
+    monkeypatch.setattr(live.service, "admit", counted)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    with httpx.Client(base_url=live.url, headers=headers) as client:
+        for i in range(3):
+            body = json.dumps({"key": f"mem{i}", "text": "x"})
+            assert client.post("/v/demo.note", content=body).status_code == 200
+        # What memory cannot admit (here: a tier the token lacks) goes to admit, which refuses.
+        error(client.post("/v/demo.admin", content=b"{}"), 403, ErrorCode.FORBIDDEN)
+    assert admitted == [token, token]
+
+
 def _audited(live, token_id: str) -> tuple[int, int]:
     """Calls of demo.note audited as anonymous TOKEN_REVOKED, and events under ``token_id``."""
     live.service.flush_refusals()

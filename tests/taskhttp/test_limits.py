@@ -177,3 +177,86 @@ def test_at_the_cap_a_new_connection_evicts_the_longest_stuck_in_its_headers(ser
     assert sum(_closed_within(sock, 1.0) for sock in held) == 1
     for sock in [*held, fresh]:
         sock.close()
+
+
+def _answer(sock):
+    """The whole response on ``sock`` up to the server's close: status and JSON body."""
+    sock.settimeout(5)
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ", 2)[1]), head.lower(), body
+
+
+def _with_header(request, name, size):
+    """``request`` with one more header whose value is ``size`` bytes."""
+    line, _, rest = request.partition(b"\r\n")
+    return line + b"\r\n" + name + b": " + b"v" * size + b"\r\n" + rest
+
+
+@pytest.mark.parametrize("server", [{"header_bytes": 4096}], indirect=True)
+def test_headers_past_the_bound_are_refused_typed_and_the_connection_closed(server):
+    url, token = server
+    within = _sock(url)
+    within.sendall(_with_header(_request(url, token), b"X-Pad", 3000))
+    assert _status(within) == 200
+    past = _sock(url)
+    past.sendall(_with_header(_request(url, token), b"X-Pad", 5000))  # one write, complete
+    status, head, body = _answer(past)
+    assert status == 413
+    assert b"connection: close" in head
+    assert b'"code":"PAYLOAD_TOO_LARGE"' in body
+    assert b"4096 bytes" in body
+    for sock in (within, past):
+        sock.close()
+
+
+@pytest.mark.parametrize("server", [{"header_bytes": 4096, "header_timeout": 60}], indirect=True)
+def test_headers_that_never_end_are_refused_once_past_the_bound(server):
+    url, _ = server
+    sock = _sock(url)
+    sock.sendall(b"POST /v/demo.note HTTP/1.1\r\nX-Endless: ")
+    deadline = time.monotonic() + 10
+    refused = False
+    while time.monotonic() < deadline:
+        try:
+            sock.sendall(b"v" * 8192)  # never a line end: the parser holds it all
+        except OSError:
+            refused = True
+            break
+        sock.settimeout(0.01)
+        try:
+            if sock.recv(65536)[:12] == b"HTTP/1.1 413":
+                refused = True
+                break
+        except TimeoutError:
+            continue
+    assert refused
+    sock.close()
+
+
+def test_a_later_request_on_a_kept_alive_connection_has_its_own_header_bound(tmp_path):
+    limits = TransportLimits(header_bytes=2048)
+    service = Service.open(tmp_path, registry=build_registry())
+    token = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT).token
+    background = BackgroundServer(create_app(service, limits=limits), limits=limits)
+    url = background.start()
+    try:
+        sock = _sock(url)
+        sock.settimeout(5)
+        pending = b""
+        for _ in range(5):  # 5 x 1,500 header bytes on one connection: each within its own
+            sock.sendall(_with_header(_request(url, token), b"X-Pad", 1500))
+            while b"\r\n\r\n" not in pending:
+                pending += sock.recv(65536)
+            head, _, pending = pending.partition(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 200 ")
+            length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+            while len(pending) < length:
+                pending += sock.recv(65536)
+            pending = pending[length:]
+        sock.close()
+    finally:
+        background.stop()
+        service.close()

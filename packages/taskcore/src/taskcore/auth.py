@@ -20,6 +20,9 @@ import hmac
 import os
 import re
 import secrets
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 
@@ -28,6 +31,7 @@ import attrs
 from taskcore.actors import MAX_AUTONOMY, Actor, Tier
 from taskcore.clock import Clock, SystemClock
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.limits import ADMISSION_MEMORY_KEYS_MAX, ADMISSION_MEMORY_MS
 from taskcore.store.storage import Storage, Transaction, open_storage
 from taskcore.store.tokens_api import TokenRecord
 from taskcore.tokenfile import no_token_error, read_token_file
@@ -37,6 +41,7 @@ __all__ = [
     "FIRST_ADMIN_WORKSPACE",
     "WORKSPACE_PATTERN",
     "IssuedToken",
+    "RecentAdmissions",
     "TokenAdmin",
     "TokenRecord",
     "actor_from_record",
@@ -111,6 +116,72 @@ def authenticate_in(tx: Transaction, token: str) -> Actor:
             ErrorCode.TOKEN_REVOKED, "the bearer token was revoked; ask an admin for a new one"
         )
     return actor_from_record(record)
+
+
+class RecentAdmissions:
+    """Bearers that authenticated moments ago, remembered for ``memory_ms`` (in memory only).
+
+    A network transport asks :meth:`taskcore.Service.admit` before it reads a request's body;
+    that is a storage read and, on a server, a hop to a worker thread. A bearer it admitted
+    within the last ``memory_ms`` is admitted again from here, on the event loop. Only the
+    decision to *read the body* is taken from memory: the call itself authenticates the
+    bearer again in its own transaction, so a token revoked since is refused, audited, as
+    before. Entries are keyed by the SHA-256 of the bearer (never the bearer itself), at most
+    ``keys_max`` of them (the oldest go first). ``memory_ms`` 0 turns it off.
+
+    >>> now = [0.0]
+    >>> recent = RecentAdmissions(memory_ms=1000, clock=lambda: now[0])
+    >>> actor = Actor(token_id="t1", workspace="w1", tier=Tier.AGENT, autonomy=1)
+    >>> recent.remember("atk_x", actor)
+    >>> recent.recall("atk_x") == actor
+    True
+    >>> now[0] = 1.5
+    >>> recent.recall("atk_x") is None
+    True
+    """
+
+    def __init__(
+        self,
+        *,
+        memory_ms: int = ADMISSION_MEMORY_MS,
+        keys_max: int = ADMISSION_MEMORY_KEYS_MAX,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.memory = memory_ms / 1000
+        self.keys_max = keys_max
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._entries: dict[str, tuple[Actor, float]] = {}
+
+    def remember(self, bearer: str, actor: Actor) -> None:
+        """Note that ``bearer`` authenticated as ``actor`` now."""
+        if self.memory <= 0:
+            return
+        key = _hash_bearer(bearer)
+        with self._lock:
+            entries = self._entries
+            entries.pop(key, None)
+            while len(entries) >= self.keys_max:
+                del entries[next(iter(entries))]
+            entries[key] = (actor, self._clock() + self.memory)
+
+    def recall(self, bearer: str) -> Actor | None:
+        """The actor ``bearer`` authenticated as within ``memory_ms``, or ``None``."""
+        if self.memory <= 0:
+            return None
+        entry = self._entries.get(_hash_bearer(bearer))
+        if entry is None or entry[1] <= self._clock():
+            return None
+        return entry[0]
+
+    def forget(self, bearer: str) -> None:
+        """Drop ``bearer`` (it failed authentication since)."""
+        with self._lock:
+            self._entries.pop(_hash_bearer(bearer), None)
+
+
+def _hash_bearer(bearer: str) -> str:
+    return hashlib.sha256(bearer.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def authenticate(storage: Storage, token: str) -> Actor:

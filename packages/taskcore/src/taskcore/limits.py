@@ -16,6 +16,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ACTION_HINT_MAX_CHARS",
+    "ADMISSION_MEMORY_KEYS_MAX",
+    "ADMISSION_MEMORY_MS",
     "ARGV_ITEM_MAX_CHARS",
     "ARGV_MAX",
     "ASSERTION_MAX_BYTES",
@@ -74,6 +76,7 @@ __all__ = [
     "HTTP_CONNECTIONS_MAX",
     "HTTP_FD_HEADROOM",
     "HTTP_HEADER_EVICT_AFTER_SECONDS",
+    "HTTP_HEADER_MAX_BYTES",
     "HTTP_HEADER_TIMEOUT_SECONDS",
     "HTTP_HEALTH_RESERVED_CONNECTIONS",
     "HTTP_KEEPALIVE_TIMEOUT_SECONDS",
@@ -392,6 +395,8 @@ FORGE_RECHECK_MAX: Final = 256
 # -- the network service (``agent-task serve``; each has a flag, see docs/adapters.md) ---------
 HTTP_HEADER_TIMEOUT_SECONDS: Final = 10
 """Longest time a connection may take to send one request's headers, seconds (ours)."""
+HTTP_HEADER_MAX_BYTES: Final = 16 * 1024
+"""Largest request line and headers of one request, bytes (ours; h11's default bound)."""
 HTTP_BODY_TIMEOUT_SECONDS: Final = 120
 """Longest time a request may take to send its whole body once its headers are in, seconds
 (ours: 16 MiB at about 140 KB/s)."""
@@ -408,6 +413,12 @@ HTTP_HEADER_EVICT_AFTER_SECONDS: Final = 1.0
 for a new one, oldest first (ours)."""
 HTTP_BODY_BYTES_IN_FLIGHT_MAX: Final = 64 * 1024 * 1024
 """Request body bytes held by all requests together; more is 503 ``OVERLOADED`` (ours)."""
+ADMISSION_MEMORY_MS: Final = 1000
+"""How long a bearer the service admitted may be admitted again from memory, without a
+storage read, before a request's body is read; the call still authenticates it in its own
+transaction (ours)."""
+ADMISSION_MEMORY_KEYS_MAX: Final = 4096
+"""Bearers remembered as recently admitted, at most (ours)."""
 RATE_TOKEN_CALLS_PER_SECOND: Final = 200.0
 """Calls one token may make per second, sustained, over the network (ours)."""
 RATE_TOKEN_CALLS_BURST: Final = 2000

@@ -51,11 +51,12 @@ import attrs
 
 from taskcore.actors import Actor
 from taskcore.audit import AGGREGATED_DIGEST, ANONYMOUS, AuditLog, input_digest
-from taskcore.auth import authenticate_in
+from taskcore.auth import RecentAdmissions, authenticate_in
 from taskcore.clock import Clock, SystemClock
 from taskcore.codec import Codec, dumps
 from taskcore.envelope import Route, WorkflowCall, call_workflow, wrap_workflow
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.limits import ADMISSION_MEMORY_MS
 from taskcore.names import WORKFLOW_PREFIX
 from taskcore.ratelimit import RateLimiter, RateLimits
 from taskcore.registry import (
@@ -123,6 +124,7 @@ class ServiceConfig:
     busy_timeout_ms: int = 10_000
     rate_limits: RateLimits | None = None
     session_gate_workspaces: frozenset[str] | None = frozenset()
+    admission_memory_ms: int = ADMISSION_MEMORY_MS
 
 
 _input_digest = input_digest
@@ -196,6 +198,7 @@ class Service:
             )
         self.audit = AuditLog(self.write, self.clock)
         """The one audit writer of this front door (:mod:`taskcore.audit`)."""
+        self._recent = RecentAdmissions(memory_ms=config.admission_memory_ms)
 
     @classmethod
     def open(
@@ -402,6 +405,44 @@ class Service:
                 self._audit_refusal(actor.token_id, actor.workspace, name, _input_digest(b""), err)
                 self._observe(name, door, err.code.value, 0.0)
                 raise
+        if bearer:  # it authenticated, so it is one
+            self._recent.remember(bearer, actor)
+        return actor
+
+    def admit_recent(
+        self,
+        bearer: str | None,
+        name: str,
+        *,
+        door: Door = Door.HTTP,
+        surfaces: Iterable[Surface] | None = None,
+    ) -> Actor | None:
+        """:meth:`admit` from memory alone, for a bearer it admitted within the last second.
+
+        Never touches storage and never blocks, so a transport may ask it on its event loop
+        and skip the worker thread :meth:`admit` needs. It answers the actor only when
+        :meth:`admit` would admit the request (the bearer authenticated moments ago, its
+        token has calls left, the operation exists on this door and the tier and autonomy
+        allow it); ``None`` otherwise, and the transport asks :meth:`admit`, which decides
+        and audits any refusal. The call then authenticates the bearer in its own
+        transaction as after :meth:`admit`, so a revocation since is still refused there.
+        How long "moments" is: :attr:`ServiceConfig.admission_memory_ms` (0: never).
+        """
+        if not bearer:
+            return None
+        actor = self._recent.recall(bearer)
+        if actor is None:
+            return None
+        op = self.registry.get(name)
+        wanted = None if surfaces is None else frozenset(surfaces)
+        if op is None or op.route_required:
+            return None
+        try:
+            self._check(op, name, actor, None, door, wanted)
+        except TaskError:
+            return None
+        if self._token_calls is not None and not self._token_calls.take(actor.token_id).allowed:
+            return None  # admit refuses it again (a refused take takes nothing), and audits
         return actor
 
     def _authenticate_again(self, bearer: str) -> None:
@@ -469,6 +510,8 @@ class Service:
                     self._run(admitted, name, raw, route, door, surfaces, digest, bearer)[1]
                 )
             except _Lapsed as lapsed:
+                if bearer:
+                    self._recent.forget(bearer)
                 self._audit_refusal(ANONYMOUS, "", name, digest, lapsed.error)
                 self._observe(name, door, lapsed.error.code.value, 0.0)
                 raise lapsed.error from None

@@ -2,14 +2,17 @@
 
 What only the transport can see is bounded here; every number comes from
 :mod:`taskcore.limits` (and an ``agent-task serve`` flag), every refusal is a taskcore error
-code. Three mechanisms:
+code. Four mechanisms:
 
 * **Time to send a request.** uvicorn bounds only the idle time between kept-alive requests.
-  :func:`guarded_protocol` returns a subclass of uvicorn's h11 protocol that closes a
+  :func:`guarded_protocol` returns a subclass of uvicorn's httptools protocol that closes a
   connection whose request headers have not all arrived within ``header_timeout`` seconds
   (counted from the connection, or from the first byte of a later request on a kept-alive
   one), or whose body has not all arrived within ``body_timeout`` seconds of its headers. An
   ASGI middleware cannot do this: the application is called only once the headers are in.
+* **Header bytes.** A request line and headers longer than ``header_bytes`` (16 KiB, the
+  bound h11 kept before the server moved to httptools) are answered 413 ``PAYLOAD_TOO_LARGE``
+  and the connection is closed; the application never sees them.
 * **Connections.** At most ``max_connections`` connections are served (lowered at start so
   that they fit the process's descriptor limit with room for the journal). At the cap, a new
   connection first closes the connection that has been sending its headers the longest, if
@@ -29,12 +32,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import resource
 from collections.abc import AsyncIterator
+from http import HTTPStatus
 from typing import Any
 
 import attrs
-import h11
 from starlette.types import ASGIApp, Receive, Scope, Send
 from taskcore import ErrorCode, TaskError
 from taskcore.limits import (
@@ -44,13 +48,14 @@ from taskcore.limits import (
     HTTP_CONNECTIONS_MAX,
     HTTP_FD_HEADROOM,
     HTTP_HEADER_EVICT_AFTER_SECONDS,
+    HTTP_HEADER_MAX_BYTES,
     HTTP_HEADER_TIMEOUT_SECONDS,
     HTTP_HEALTH_RESERVED_CONNECTIONS,
     HTTP_KEEPALIVE_TIMEOUT_SECONDS,
     RETRY_AFTER_OVERLOADED_SECONDS,
 )
 from taskmcp.family import error_response
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 __all__ = [
     "BodyBudget",
@@ -110,6 +115,7 @@ class TransportLimits:
     body_bytes_in_flight: int = attrs.field(
         default=HTTP_BODY_BYTES_IN_FLIGHT_MAX, validator=_at_least_one_upload
     )
+    header_bytes: int = attrs.field(default=HTTP_HEADER_MAX_BYTES, validator=_positive)
 
     def connections(self, *, descriptors: int | None = None) -> int:
         """The connection cap in force.
@@ -227,15 +233,44 @@ def _health_only(app: ASGIApp, health_path: str) -> ASGIApp:
     return reserve
 
 
-def guarded_protocol(limits: TransportLimits, *, health_path: str) -> type[H11Protocol]:
-    """Return uvicorn's h11 protocol with header/body deadlines and the connection cap.
+_HEADER_CHUNK_SLACK = 64 * 1024
+"""Bytes beyond ``header_bytes`` a header phase may receive before the parser has counted its
+headers: they may share a read with the end of the previous request's body."""
 
-    One class per server: the returned class shares one set of connections.
+
+def _refusal_bytes(err: TaskError) -> bytes:
+    """``err`` as a whole HTTP/1.1 response that closes the connection (no app behind it)."""
+    status = err.code.kind.http_status
+    body = json.dumps(err.to_json(), separators=(",", ":")).encode()
+    head = [
+        f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
+        "content-type: application/json",
+        f"content-length: {len(body)}",
+        "connection: close",
+    ]
+    head += [f"{name}: {value}" for name, value in (err.transport_headers() or {}).items()]
+    return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
+
+
+def guarded_protocol(limits: TransportLimits, *, health_path: str) -> type[HttpToolsProtocol]:
+    """Return uvicorn's httptools protocol with the header/body deadlines and the cap.
+
+    One class per server: the returned class shares one set of connections. The request's
+    headers are also bounded in bytes (``header_bytes``): the parser underneath (llhttp)
+    sets no bound of its own, so a request whose headers are not complete within that many
+    bytes is answered ``PAYLOAD_TOO_LARGE`` and its connection closed.
     """
     guard = _Guard(limits, health_path)
+    too_large = _refusal_bytes(
+        TaskError(
+            ErrorCode.PAYLOAD_TOO_LARGE,
+            f"the request line and headers exceed {limits.header_bytes} bytes; "
+            "send fewer or shorter headers",
+        )
+    )
 
-    class GuardedH11Protocol(H11Protocol):
-        """An h11 connection that cannot stay open by sending a request slowly."""
+    class GuardedHttpToolsProtocol(HttpToolsProtocol):
+        """An HTTP/1.1 connection that cannot stay open by sending a request slowly."""
 
         header_started: float | None = None
         """Loop time the current request's header phase began (``None`` outside it)."""
@@ -244,6 +279,13 @@ def guarded_protocol(limits: TransportLimits, *, health_path: str) -> type[H11Pr
             super().connection_made(transport)  # type: ignore[arg-type]
             self._deadline: asyncio.TimerHandle | None = None
             self._phase = "headers"
+            # Where the parser is in the newest request it has seen: "idle" (no byte of one
+            # yet), "headers", "body", "complete"; and how many it began and we answered.
+            self._message = "idle"
+            self._begun = 0
+            self._answered = 0
+            self._header_bytes = 0  # bytes received in this header phase (a coarse bound)
+            self._header_size = 0  # the request line and headers parsed (the exact bound)
             now = self.loop.time()
             while len(guard.active) >= guard.cap and guard.evict_slowest(now):
                 pass  # room for a full slot, taken from connections stuck in their headers
@@ -260,17 +302,53 @@ def guarded_protocol(limits: TransportLimits, *, health_path: str) -> type[H11Pr
             self._cancel()
             super().connection_lost(exc)
 
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._message = "headers"
+            self._begun += 1
+            self._header_size = 0
+
+        def on_url(self, url: bytes) -> None:
+            self._header_size += len(url)
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._header_size += len(name) + len(value) + 4
+            super().on_header(name, value)
+
+        def on_headers_complete(self) -> None:
+            if self._header_size > guard.limits.header_bytes:
+                self._message = "oversized"  # never reaches the application
+                return
+            super().on_headers_complete()
+            self._message = "body"
+
+        def on_body(self, body: bytes) -> None:
+            if self._message != "oversized":
+                super().on_body(body)
+
+        def on_message_complete(self) -> None:
+            if self._message != "oversized":
+                super().on_message_complete()
+                self._message = "complete"
+
         def data_received(self, data: bytes) -> None:
+            if self._phase in ("headers", "idle"):
+                self._header_bytes += len(data)
             super().data_received(data)
             if self.transport.is_closing():
                 return
-            state = self.conn.their_state
-            if state is h11.IDLE:
-                # Bytes of a request whose headers are not complete yet (or, after a drained
-                # body, the next request): the header deadline runs.
-                if self._phase != "headers":
+            message = self._message
+            if message == "oversized":
+                self._refuse(too_large)
+            elif message in ("idle", "headers"):
+                # Bytes of a request whose headers are not complete yet: the header deadline
+                # runs, and what the parser holds of them is bounded.
+                if self._header_bytes > guard.limits.header_bytes + _HEADER_CHUNK_SLACK:
+                    self._refuse(too_large)
+                elif self._phase != "headers":
                     self._enter("headers", self.loop.time())
-            elif state is h11.SEND_BODY:
+            elif message == "body":
                 if self._phase != "body":
                     self._enter("body", self.loop.time())
             elif self._phase != "handling":
@@ -278,8 +356,14 @@ def guarded_protocol(limits: TransportLimits, *, health_path: str) -> type[H11Pr
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            if self.conn.their_state is h11.IDLE and self._phase != "idle":
+            self._answered += 1
+            if (
+                self._answered == self._begun
+                and self._message == "complete"
+                and self._phase != "idle"
+            ):
                 # uvicorn's keep-alive timeout covers the wait for the next request.
+                self._message = "idle"
                 self._enter("idle", self.loop.time())
 
         def _cancel(self) -> None:
@@ -293,9 +377,21 @@ def guarded_protocol(limits: TransportLimits, *, health_path: str) -> type[H11Pr
             self._phase = phase
             self.header_started = now if phase == "headers" else None
             if phase == "headers":
+                self._header_bytes = 0
                 self._deadline = self.loop.call_later(guard.limits.header_timeout, self.drop)
             elif phase == "body":
                 self._deadline = self.loop.call_later(guard.limits.body_timeout, self.drop)
+
+        def _refuse(self, response: bytes) -> None:
+            """Answer ``response`` and close; abort instead while a response is under way."""
+            if self.cycle is not None and not self.cycle.response_complete:
+                self.drop()
+                return
+            self._cancel()
+            self.header_started = None
+            guard.active.pop(self, None)
+            self.transport.write(response)
+            self.transport.close()
 
         def drop(self) -> None:
             """Close this connection now (a deadline passed, or room is needed)."""
@@ -305,4 +401,4 @@ def guarded_protocol(limits: TransportLimits, *, health_path: str) -> type[H11Pr
             if not self.transport.is_closing():
                 self.transport.abort()
 
-    return GuardedH11Protocol
+    return GuardedHttpToolsProtocol

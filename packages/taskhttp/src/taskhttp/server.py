@@ -5,7 +5,7 @@ caller learns it before the first request), then runs uvicorn on it. SIGTERM and
 uvicorn stop accepting, let every in-flight request finish (each is one journal transaction
 that either committed before its response was sent or did not happen), then run the
 lifespan shutdown. :class:`BackgroundServer` runs the same thing in a thread for tests and
-benchmarks. Both run uvicorn's h11 protocol under :func:`taskhttp.limits.guarded_protocol`
+benchmarks. Both run uvicorn's httptools protocol under :func:`taskhttp.limits.guarded_protocol`
 (header and body deadlines, the connection cap with its health reserve) and without
 WebSocket support (nothing here speaks it).
 """
