@@ -101,6 +101,23 @@ def test_a_bearer_admitted_moments_ago_is_admitted_from_memory(live, monkeypatch
     assert admitted == [token, token]
 
 
+def test_a_verb_the_endpoint_did_not_answer_is_the_internal_json_answer(live, monkeypatch):
+    # The verb lane (taskhttp.app._App) keeps Starlette's last resort: an exception no
+    # handler answered is 500 INTERNAL as JSON, with the request id, never a bare 500.
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(live.service, "call", broken)
+    r = post(live, "/v/demo.note", {"key": "k", "text": "x"}, **{"X-Request-Id": "lane-1"})
+    error(r, 500, ErrorCode.INTERNAL)
+    assert r.headers["x-request-id"] == "lane-1"
+
+
+@pytest.mark.parametrize("path", ["/v/", "/v/demo.note/more", "/v//demo.note"])
+def test_verb_paths_the_route_does_not_match_are_json_404s(live, path):
+    error(post(live, path, {"key": "k"}), 404, ErrorCode.NOT_FOUND)
+
+
 def _audited(live, token_id: str) -> tuple[int, int]:
     """Calls of demo.note audited as anonymous TOKEN_REVOKED, and events under ``token_id``."""
     live.service.flush_refusals()

@@ -208,7 +208,7 @@ def _wal_size(path) -> int:
 def test_low_space_checkpoints_every_commit_so_the_wal_stays_small(
     tmp_path, monkeypatch, free, grows
 ):
-    monkeypatch.setattr(sqlite_module, "free_bytes", lambda path: free)
+    monkeypatch.setattr(sqlite_module, "_free_in", lambda directory: free)
     path = tmp_path / "x.sqlite"
     db = SqliteDatabase(path, (NOTES_V1,), create=True)
     for i in range(300):

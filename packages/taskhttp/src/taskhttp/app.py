@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import anyio
@@ -43,7 +43,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from taskboard import BOARD_PATH, create_board
 from taskcore import Door, ErrorCode, Service, TaskError
 from taskcore import Route as TaskRoute
@@ -299,6 +299,66 @@ class _Verb:
         return _ok(result.body)
 
 
+class _App(Starlette):
+    """The application: Starlette, with a straight lane for ``POST /v/{verb}``.
+
+    The queue's verbs are the hot path: Starlette would take each through its server-error
+    middleware, the request log, its exception middleware and a match against every route.
+    The lane gives them the request log and the same last-resort handling (an exception an
+    endpoint did not answer is the ``INTERNAL`` JSON answer, then re-raised for the server
+    to log, as Starlette's server-error middleware does) and calls the endpoint directly.
+    Every other request, and a verb path the route would not match, goes through Starlette.
+    """
+
+    def __init__(
+        self,
+        *,
+        verb: ASGIApp,
+        log_format: str,
+        on_error: Callable[[Request, Exception], Awaitable[Response]],
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self._lane = RequestLogMiddleware(_LastResort(verb, on_error), fmt=log_format)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
+            path: str = scope["path"]
+            name = path[3:]
+            if path.startswith("/v/") and name and "/" not in name:
+                scope["app"] = self
+                scope["path_params"] = {"verb": name}
+                await self._lane(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
+class _LastResort:
+    """Answer an exception ``app`` raised before it answered, with ``on_error``; re-raise."""
+
+    def __init__(
+        self, app: ASGIApp, on_error: Callable[[Request, Exception], Awaitable[Response]]
+    ) -> None:
+        self.app = app
+        self.on_error = on_error
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            if not started:
+                response = await self.on_error(Request(scope), exc)
+                await response(scope, receive, send)
+            raise
+
+
 def _replay(body: bytes, receive: Receive) -> Receive:
     """A ``receive`` that hands over ``body`` once, then waits on the real connection."""
     sent = False
@@ -438,8 +498,9 @@ def create_app(
         finally:
             pool.close()
 
+    verb = _Verb(service, budget, pool)
     table: list[BaseRoute] = [
-        Route("/v/{verb}", _Verb(service, budget, pool), methods=["POST"]),
+        Route("/v/{verb}", verb, methods=["POST"]),
         Route(_REPOSITORIES + "{rest:path}", workflow, methods=["POST"]),
         Route(MCP_PATH, _AdmittedMcp(service, mcp, Family.QUEUE, budget, pool)),
         Route(WORKSPACE_MCP_PATH, _AdmittedMcp(service, mcp, Family.WORKSPACE, budget, pool)),
@@ -449,7 +510,10 @@ def create_app(
         Mount(BOARD_PATH, app=create_board(service, secure=board_secure)),
         *routes,
     ]
-    return Starlette(
+    return _App(
+        verb=verb,
+        log_format=log_format,
+        on_error=http_error,
         routes=table,
         lifespan=lifespan,
         exception_handlers={HTTPException: http_error, Exception: http_error},

@@ -90,9 +90,12 @@ def opt_str(value: Any) -> str | None:
 
 def free_bytes(path: Path) -> int | None:
     """Bytes an unprivileged writer may still use on the file system holding ``path``."""
-    probe = path if path.is_dir() else path.parent
+    return _free_in(path if path.is_dir() else path.parent)
+
+
+def _free_in(directory: Path) -> int | None:
     try:
-        st = os.statvfs(probe)
+        st = os.statvfs(directory)
     except OSError:
         return None
     return st.f_bavail * st.f_frsize
@@ -194,6 +197,7 @@ class SqliteDatabase:
         self.busy_timeout_ms = busy_timeout_ms
         self._local = threading.local()
         self._space_read_at = 0  # WAL pages when the free space was last read
+        self._space_probe = self.path.parent  # the directory holding the journal file
         self._all: list[apsw.Connection] = []
         self._all_lock = threading.Lock()
         if not self.path.exists():
@@ -349,7 +353,7 @@ class SqliteDatabase:
             self._space_read_at <= pages < self._space_read_at + _PRESSURE_PAGES
         ):
             self._space_read_at = pages
-            free = free_bytes(self.path)
+            free = _free_in(self._space_probe)
             checkpoint = free is not None and free < JOURNAL_LOW_SPACE_BYTES
         else:
             checkpoint = False
