@@ -589,6 +589,7 @@ def test_admit_recent_admits_only_a_bearer_admit_admitted_and_only_what_admit_wo
     assert service.admit_recent(issued.token, "nope") is None  # unknown
     assert service.admit_recent(issued.token, "demo.note", surfaces=[Surface.ADMIN]) is None
     assert service.admit_recent(issued.token, "workflow.echo") is None  # needs a route
+    assert service.admit_recent(issued.token, None) == actor  # no operation yet (MCP)
     assert service.admit_recent(None, "demo.note") is None
     assert service.admit_recent(other.token, "demo.note") is None  # another bearer
     assert service.admit_recent(issued.token + "0", "demo.note") is None

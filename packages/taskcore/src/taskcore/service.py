@@ -412,7 +412,7 @@ class Service:
     def admit_recent(
         self,
         bearer: str | None,
-        name: str,
+        name: str | None,
         *,
         door: Door = Door.HTTP,
         surfaces: Iterable[Surface] | None = None,
@@ -426,21 +426,24 @@ class Service:
         allow it); ``None`` otherwise, and the transport asks :meth:`admit`, which decides
         and audits any refusal. The call then authenticates the bearer in its own
         transaction as after :meth:`admit`, so a revocation since is still refused there.
-        How long "moments" is: :attr:`ServiceConfig.admission_memory_ms` (0: never).
+        Without ``name`` (MCP learns the tool from the body) only the bearer and its budget
+        are decided, as :meth:`admit` does without one. How long "moments" is:
+        :attr:`ServiceConfig.admission_memory_ms` (0: never).
         """
         if not bearer:
             return None
         actor = self._recent.recall(bearer)
         if actor is None:
             return None
-        op = self.registry.get(name)
-        wanted = None if surfaces is None else frozenset(surfaces)
-        if op is None or op.route_required:
-            return None
-        try:
-            self._check(op, name, actor, None, door, wanted)
-        except TaskError:
-            return None
+        if name is not None:  # without one, as admit: the bearer and its budget only
+            op = self.registry.get(name)
+            wanted = None if surfaces is None else frozenset(surfaces)
+            if op is None or op.route_required:
+                return None
+            try:
+                self._check(op, name, actor, None, door, wanted)
+            except TaskError:
+                return None
         if self._token_calls is not None and not self._token_calls.take(actor.token_id).allowed:
             return None  # admit refuses it again (a refused take takes nothing), and audits
         return actor

@@ -212,13 +212,18 @@ class _AdmittedMcp:
         except TaskError as err:
             await self.refuse(bearer, err, scope, receive, send)
             return
-        try:
-            await self.pool.run(
-                self.service.admit, bearer, client=_client(scope), door=Door.MCP, label=self.name
-            )
-        except TaskError as err:
-            await error_response(err)(scope, receive, send)
-            return
+        if self.service.admit_recent(bearer, None, door=Door.MCP) is None:
+            try:
+                await self.pool.run(
+                    self.service.admit,
+                    bearer,
+                    client=_client(scope),
+                    door=Door.MCP,
+                    label=self.name,
+                )
+            except TaskError as err:
+                await error_response(err)(scope, receive, send)
+                return
         async with self.budget.hold() as held:
             try:
                 body = await read_body(request, self.max_body, held)
