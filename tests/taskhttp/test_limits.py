@@ -260,3 +260,15 @@ def test_a_later_request_on_a_kept_alive_connection_has_its_own_header_bound(tmp
     finally:
         background.stop()
         service.close()
+
+
+@pytest.mark.parametrize("server", [{"header_bytes": 4096, "header_timeout": 60}], indirect=True)
+def test_one_write_of_an_unfinished_header_past_the_bound_and_its_slack_is_refused(server):
+    # The bytes of the read that starts a request's header phase count toward it too.
+    url, _ = server
+    sock = _sock(url)
+    sock.sendall(b"POST /v/demo.note HTTP/1.1\r\nX-Endless: " + b"v" * (90 * 1024))
+    status, _, body = _answer(sock)
+    assert status == 413
+    assert b'"code":"PAYLOAD_TOO_LARGE"' in body
+    sock.close()

@@ -374,10 +374,11 @@ def guarded_protocol(limits: TransportLimits, *, health_path: str) -> type[HttpT
 
         def _enter(self, phase: str, now: float) -> None:
             self._cancel()
+            if phase == "idle" or (phase == "headers" and self._phase != "idle"):
+                self._header_bytes = 0  # from idle, the bytes counted so far are this phase's
             self._phase = phase
             self.header_started = now if phase == "headers" else None
             if phase == "headers":
-                self._header_bytes = 0
                 self._deadline = self.loop.call_later(guard.limits.header_timeout, self.drop)
             elif phase == "body":
                 self._deadline = self.loop.call_later(guard.limits.body_timeout, self.drop)
