@@ -53,7 +53,7 @@ from taskcore.actors import Actor
 from taskcore.audit import AGGREGATED_DIGEST, ANONYMOUS, AuditLog, input_digest
 from taskcore.auth import RecentAdmissions, authenticate_in
 from taskcore.clock import Clock, SystemClock
-from taskcore.codec import Codec, dumps
+from taskcore.codec import Codec, default_codec, dumps
 from taskcore.envelope import Route, WorkflowCall, call_workflow, wrap_workflow
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import ADMISSION_MEMORY_MS
@@ -176,7 +176,8 @@ class Service:
         self.config = config
         self.clock: Clock = clock or SystemClock()
         self.registry = registry if registry is not None else default_registry()
-        self.codec = Codec()
+        self.codec: Codec = default_codec()
+        """The process-wide codec (its converter is built once; compiled hooks are shared)."""
         self._write_lock = threading.Lock()
         self.observers: list[Callable[[CallObserved], None]] = []
         """Called once per call after it is audited (metrics); must not raise or block."""
