@@ -643,3 +643,13 @@ def test_a_bearer_revoked_after_admission_is_refused_by_its_call_and_then_forgot
     assert service.audit_count(operation="note") == 0
     assert service.admit_recent(issued.token, "demo.note") is None
     assert _code(service.admit, issued.token, "demo.note") is ErrorCode.TOKEN_REVOKED
+
+
+def test_a_revoked_bearer_is_forgotten_by_a_call_that_authenticates_first(service):
+    # demo.own manages its own transactions: its call authenticates before dispatching.
+    issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
+    actor = service.admit(issued.token, "demo.own")
+    revoke_token(service.storage, service.clock, issued.record.token_id)
+    code = _code(service.call, issued.token, "demo.own", b'{"text": "a"}', admitted=actor)
+    assert code is ErrorCode.TOKEN_REVOKED
+    assert service.admit_recent(issued.token, "demo.own") is None

@@ -522,6 +522,8 @@ class Service:
         try:
             actor = self.authenticate(bearer)
         except TaskError as err:
+            if bearer:
+                self._recent.forget(bearer)
             self._audit_refusal(ANONYMOUS, "", name, digest, err)
             self._observe(name, door, err.code.value, 0.0)
             raise
