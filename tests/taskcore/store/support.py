@@ -1,5 +1,6 @@
 """Shared rows for the store tests: one repository ``r`` with its policy, requirement and
-profile ``p`` (every digest ``HEX``), the route the journal and authority tests start from."""
+profile ``p`` (every digest ``HEX``), the route the journal and authority tests start from,
+and the journal's task, attempt and request rows on it."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from taskcore.store.authority_api import (
     RequirementRecord,
     SubjectRecord,
 )
+from taskcore.store.journal_api import AttemptRecord, RequestRecord, TaskRecord
 
 HEX = "d" * 64
 
@@ -75,3 +77,62 @@ def subject(version: int, change: str = "c", **fields: Any) -> SubjectRecord:
         "recorded_at_ms": 0,
     }
     return SubjectRecord(**{**values, **fields})
+
+
+def task_record(task_id: str = "t-1", **fields: Any) -> TaskRecord:
+    """A pending task of step ``s`` on subject 1 of route ``r``/``p`` (``fields`` override)."""
+    values: dict[str, Any] = {
+        "task_id": task_id,
+        "task_digest": HEX,
+        "subject_seq": 1,
+        "repository_id": "r",
+        "profile_id": "p",
+        "change_id": "c",
+        "step_id": "s",
+        "plan_index": 0,
+        "body": b"{}",
+        "state": "pending",
+        "next_fence": 1,
+        "current_attempt_id": None,
+        "completion": None,
+        "created_at_ms": 0,
+        "updated_at_ms": 0,
+    }
+    return TaskRecord(**{**values, **fields})
+
+
+def attempt_record(attempt_id: str = "a-1", **fields: Any) -> AttemptRecord:
+    """A leased attempt at fence 1 of task ``t-1`` by owner ``o``/agent ``g``."""
+    values: dict[str, Any] = {
+        "attempt_id": attempt_id,
+        "task_id": "t-1",
+        "fence": 1,
+        "attempt_digest": HEX,
+        "body": b"{}",
+        "owner_id": "o",
+        "agent_id": "g",
+        "state": "leased",
+        "lease_expires_at_ms": 1,
+        "superseded_by_fence": None,
+        "created_at_ms": 0,
+        "updated_at_ms": 0,
+    }
+    return AttemptRecord(**{**values, **fields})
+
+
+def request_record(request_id: str = "r-1", **fields: Any) -> RequestRecord:
+    """A recorded claim request of owner ``o``/agent ``g`` for task ``t-1``."""
+    values: dict[str, Any] = {
+        "owner_id": "o",
+        "agent_id": "g",
+        "request_id": request_id,
+        "kind": "claim",
+        "request_digest": HEX,
+        "repository_id": "r",
+        "profile_id": "p",
+        "task_id": "t-1",
+        "attempt_id": None,
+        "outcome": b"{}",
+        "recorded_at_ms": 0,
+    }
+    return RequestRecord(**{**values, **fields})

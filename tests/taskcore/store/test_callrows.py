@@ -7,10 +7,17 @@ import pytest
 from taskcore.store import open_storage
 from taskcore.store.authority_api import SubjectRecord
 from taskcore.store.callrows import CallKeys
-from taskcore.store.journal_api import AttemptRecord, RequestRecord, TaskRecord
+from taskcore.store.journal_api import TaskRecord
 from taskcore.store.tokens_api import TokenRecord
 
-from tests.taskcore.store.support import HEX, seed_route, subject
+from tests.taskcore.store.support import (
+    HEX,
+    attempt_record,
+    request_record,
+    seed_route,
+    subject,
+    task_record,
+)
 
 
 def _subject(version: int, change: str = "c") -> SubjectRecord:
@@ -18,20 +25,12 @@ def _subject(version: int, change: str = "c") -> SubjectRecord:
 
 
 def _task(task_id: str, seq: int, attempt: str | None) -> TaskRecord:
-    return TaskRecord(
-        task_id=task_id,
-        task_digest=HEX,
+    return task_record(
+        task_id,
         subject_seq=seq,
-        repository_id="r",
-        profile_id="p",
-        change_id="c",
-        step_id="s",
-        plan_index=0,
-        body=b"{}",
         state="claimed" if attempt else "pending",
         next_fence=2 if attempt else 1,
         current_attempt_id=attempt,
-        completion=None,
         created_at_ms=1,
         updated_at_ms=2,
     )
@@ -48,34 +47,13 @@ def storage(tmp_path: Path):
         tx.journal.insert_task(_task("t-old", old, None))
         tx.journal.insert_task(_task("t-new", new, "a-1"))
         tx.journal.insert_attempt(
-            AttemptRecord(
-                attempt_id="a-1",
-                task_id="t-new",
-                fence=1,
-                attempt_digest=HEX,
-                body=b"{}",
-                owner_id="o",
-                agent_id="g",
-                state="leased",
-                lease_expires_at_ms=99,
-                superseded_by_fence=None,
-                created_at_ms=1,
-                updated_at_ms=1,
+            attempt_record(
+                task_id="t-new", lease_expires_at_ms=99, created_at_ms=1, updated_at_ms=1
             )
         )
         tx.journal.insert_request(
-            RequestRecord(
-                owner_id="o",
-                agent_id="g",
-                request_id="q-1",
-                kind="claim",
-                request_digest=HEX,
-                repository_id="r",
-                profile_id="p",
-                task_id="t-new",
-                attempt_id="a-1",
-                outcome=b'{"ok":1}',
-                recorded_at_ms=1,
+            request_record(
+                "q-1", task_id="t-new", attempt_id="a-1", outcome=b'{"ok":1}', recorded_at_ms=1
             )
         )
         tx.tokens.insert(

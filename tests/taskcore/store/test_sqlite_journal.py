@@ -9,60 +9,19 @@ from taskcore.errors import ErrorCode, TaskError
 from taskcore.store import open_storage
 from taskcore.store.journal_api import AttemptRecord, RequestRecord, TaskRecord
 
-HEX = "c" * 64
+from tests.taskcore.store.support import attempt_record, request_record, task_record
 
 
 def _task(task_id="t-1", state="pending", subject_seq=1) -> TaskRecord:
-    return TaskRecord(
-        task_id=task_id,
-        task_digest=HEX,
-        subject_seq=subject_seq,
-        repository_id="r",
-        profile_id="p",
-        change_id="c",
-        step_id="s",
-        plan_index=0,
-        body=b"{}",
-        state=state,
-        next_fence=1,
-        current_attempt_id=None,
-        completion=None,
-        created_at_ms=0,
-        updated_at_ms=0,
-    )
+    return task_record(task_id, state=state, subject_seq=subject_seq)
 
 
 def _attempt(attempt_id="a-1", fence=1) -> AttemptRecord:
-    return AttemptRecord(
-        attempt_id=attempt_id,
-        task_id="t-1",
-        fence=fence,
-        attempt_digest=HEX,
-        body=b"{}",
-        owner_id="o",
-        agent_id="g",
-        state="leased",
-        lease_expires_at_ms=1,
-        superseded_by_fence=None,
-        created_at_ms=0,
-        updated_at_ms=0,
-    )
+    return attempt_record(attempt_id, fence=fence)
 
 
 def _request(request_id="r-1") -> RequestRecord:
-    return RequestRecord(
-        owner_id="o",
-        agent_id="g",
-        request_id=request_id,
-        kind="claim",
-        request_digest=HEX,
-        repository_id="r",
-        profile_id="p",
-        task_id="t-1",
-        attempt_id=None,
-        outcome=b"{}",
-        recorded_at_ms=0,
-    )
+    return request_record(request_id)
 
 
 @pytest.fixture
