@@ -304,6 +304,19 @@ def test_list_filters_effective_status_matter_and_pages(storage):
 _SETTLED = {"ESCALATED": None, "DONE": 7, "FAILED": 7, "CANCELLED": 7}
 
 
+def _listed(q, status):
+    """``w``'s tasks of ``status`` at 5 ms (no matter filter, first page of 10)."""
+    return q.list_tasks(
+        "w",
+        status=status,
+        matter_id=None,
+        non_matter_only=False,
+        after_seq=None,
+        limit=10,
+        now_ms=5,
+    )
+
+
 def test_listing_and_backlog_by_every_status_after_every_transition(storage):
     """A row moving through the partial status index is listed under its status only."""
     with storage.write() as tx:
@@ -316,15 +329,7 @@ def test_listing_and_backlog_by_every_status_after_every_transition(storage):
         q.insert_task(_task("elsewhere", workspace="other", status="DONE", finished_at_ms=1))
         expected = {"QUEUED": ["q", "x"], "LEASED": ["l"]} | {s: [s] for s in _SETTLED}
         for status, want in expected.items():
-            listed = q.list_tasks(
-                "w",
-                status=status,
-                matter_id=None,
-                non_matter_only=False,
-                after_seq=None,
-                limit=10,
-                now_ms=5,
-            )
+            listed = _listed(q, status)
             backlog = q.backlog(
                 "w", status=status, verb=None, matter_id=None, after=None, limit=10, now_ms=5
             )
@@ -334,15 +339,7 @@ def test_listing_and_backlog_by_every_status_after_every_transition(storage):
         failed = q.get_task("w", "FAILED")
         q.update_task(attrs.evolve(failed, status="QUEUED", finished_at_ms=None))
         for status, want in (("FAILED", []), ("QUEUED", ["q", "x", "FAILED"])):
-            listed = q.list_tasks(
-                "w",
-                status=status,
-                matter_id=None,
-                non_matter_only=False,
-                after_seq=None,
-                limit=10,
-                now_ms=5,
-            )
+            listed = _listed(q, status)
             assert [t.task_id for t in listed] == want, status
 
 
