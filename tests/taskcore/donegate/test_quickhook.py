@@ -19,6 +19,8 @@ from taskcore.donegate.config import GateConfig
 from taskcore.donegate.hook import respond
 from taskcore.donegate.index import GateIndex
 
+from tests.taskcore.donegate.support import stop_payload
+
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
@@ -64,18 +66,6 @@ def _transcripts(roots: GateConfig) -> list[tuple[str, Path]]:
     return [("claude-code", p) for p in claude] + [("codex", p) for p in codex]
 
 
-def _payload(path: Path, **extra: Any) -> bytes:
-    return json.dumps(
-        {
-            "session_id": "s",
-            "transcript_path": str(path),
-            "hook_event_name": "Stop",
-            "stop_hook_active": False,
-            **extra,
-        }
-    ).encode()
-
-
 @pytest.mark.parametrize(
     "extra",
     [
@@ -91,7 +81,7 @@ def test_every_transcript_gets_the_full_hooks_answer_stop_after_stop(pair, extra
     roots, (full_index, quick_index) = pair
     answered = 0
     for harness, path in _transcripts(roots):
-        payload = _payload(path, **extra)
+        payload = stop_payload(path, **extra)
         for _ in range(5):  # three re-entries, the receipt, then silence
             expected = _full(full_index, harness, payload)
             got, quick = _quick(quick_index, harness, payload)
@@ -104,7 +94,7 @@ def test_every_transcript_gets_the_full_hooks_answer_stop_after_stop(pair, extra
 def test_a_transcript_that_grew_is_read_by_the_fast_path_itself(pair):
     roots, (full_index, quick_index) = pair
     path = next(p for h, p in _transcripts(roots) if p.name.startswith("2c3a5e93"))
-    payload = _payload(path)
+    payload = stop_payload(path)
     assert _quick(quick_index, "claude-code", payload) == (
         _full(full_index, "claude-code", payload),
         True,
@@ -124,7 +114,7 @@ def test_a_transcript_that_grew_is_read_by_the_fast_path_itself(pair):
 def test_a_subagent_that_moved_on_is_read_with_its_main_session(pair):
     roots, (full_index, quick_index) = pair
     main = next(p for h, p in _transcripts(roots) if p.name.startswith("c38a5e93"))
-    payload = _payload(main)
+    payload = stop_payload(main)
     assert _quick(quick_index, "claude-code", payload)[1]
     _full(full_index, "claude-code", payload)
     sub = sorted((main.parent / main.stem / "subagents").glob("*.jsonl"))[0]
@@ -142,20 +132,21 @@ def test_what_the_fast_path_does_not_know_goes_to_the_full_hook(pair, tmp_path):
         b"not json",
         b"[]",
         json.dumps({"hook_event_name": "Stop", "session_id": "s"}).encode(),
-        _payload(path, hook_event_name="PreToolUse"),
-        _payload(tmp_path / "missing.jsonl"),
+        stop_payload(path, hook_event_name="PreToolUse"),
+        stop_payload(tmp_path / "missing.jsonl"),
     ]
     for raw in declined:
         assert quickhook.answer("claude-code", raw, index_path=str(quick_index)) is None
     assert (
-        quickhook.answer("claude-code", _payload(path), index_path=str(tmp_path / "none")) is None
+        quickhook.answer("claude-code", stop_payload(path), index_path=str(tmp_path / "none"))
+        is None
     )
-    subagent = _payload(path, hook_event_name="SubagentStop", agent_transcript_path=str(path))
+    subagent = stop_payload(path, hook_event_name="SubagentStop", agent_transcript_path=str(path))
     assert (
         quickhook.answer("claude-code", subagent, subagent=True, index_path=str(quick_index))
         is None
     )
-    silent = _payload(path, hook_event_name="SubagentStop")
+    silent = stop_payload(path, hook_event_name="SubagentStop")
     assert quickhook.answer("claude-code", silent, index_path=str(quick_index)) == ""
 
 
@@ -165,7 +156,7 @@ def test_an_index_at_another_schema_version_is_left_to_the_full_hook(pair):
     conn.execute("UPDATE schema_versions SET version = 1 WHERE component = 'gate_index'")
     conn.close()
     path = _transcripts(roots)[0][1]
-    assert quickhook.answer("claude-code", _payload(path), index_path=str(quick_index)) is None
+    assert quickhook.answer("claude-code", stop_payload(path), index_path=str(quick_index)) is None
 
 
 @pytest.mark.parametrize("grown", [False, True], ids=["indexed", "grown"])
@@ -191,11 +182,11 @@ def test_the_installed_hook_answers_without_attrs_or_the_index_code(pair, grown)
     )
     done = subprocess.run(
         [sys.executable, "-c", probe],
-        input=_payload(path),
+        input=stop_payload(path),
         capture_output=True,
         env=dict(os.environ),
         timeout=60,
         check=False,
     )
     assert done.stderr.decode().rsplit("LOADED ", 1)[-1].strip() == "[]"
-    assert done.stdout == _full(_full_index, "claude-code", _payload(path)).encode()
+    assert done.stdout == _full(_full_index, "claude-code", stop_payload(path)).encode()

@@ -25,6 +25,8 @@ from taskcore.donegate.config import GateConfig
 from taskcore.donegate.hook import respond
 from taskcore.donegate.index import GateIndex
 
+from tests.taskcore.donegate.support import stop_payload
+
 FIXTURES = Path(__file__).parent / "fixtures"
 _CLAUDE_MAIN = "2c3a5e93-3b66-4d20-9f90-4e7dab3a8c03.jsonl"  # rung 2, edits and no check
 _CLAUDE_PARENT = "c38a5e93-3b66-4c20-9f3d-e8d7ae4a829d.jsonl"  # two subagent files
@@ -304,25 +306,13 @@ CASES: dict[str, tuple[Callable[[Roots], Path], bool]] = {
 }
 
 
-def _payload(path: Path, **extra: Any) -> bytes:
-    return json.dumps(
-        {
-            "session_id": "s",
-            "transcript_path": str(path),
-            "hook_event_name": "Stop",
-            "stop_hook_active": False,
-            **extra,
-        }
-    ).encode()
-
-
 def _full(r: Roots, harness: str, payload: bytes) -> str:
     return respond(harness, io.BytesIO(payload), index=r.full)
 
 
 def _stop_both(r: Roots, path: Path, harness: str = "claude-code", **extra: Any) -> str | None:
     """One stop on both indexes; the quick one's answer (``None``: the fast path declined)."""
-    payload = _payload(path, **extra)
+    payload = stop_payload(path, **extra)
     expected = _full(r, harness, payload)
     got = quickhook.answer(harness, payload, index_path=str(r.quick))
     fallback = got if got is not None else respond(harness, io.BytesIO(payload), index=r.quick)
@@ -378,5 +368,5 @@ def test_a_declined_read_leaves_nothing_written(roots, monkeypatch: pytest.Monke
     monkeypatch.setattr(
         quickindex, "_subagent_files", lambda _path: [str(roots.project / "missing.jsonl")]
     )
-    assert quickhook.answer("claude-code", _payload(main), index_path=str(roots.quick)) is None
+    assert quickhook.answer("claude-code", stop_payload(main), index_path=str(roots.quick)) is None
     assert _rows(roots.quick) == before
