@@ -26,7 +26,13 @@ from taskcore.donegate.budget import Decision, decide
 from taskcore.donegate.config import CLAUDE_CODE, CODEX, DSH, GateConfig, harness_of, repository_of
 from taskcore.donegate.evidence import Evidence
 from taskcore.donegate.ladder import evaluate
-from taskcore.donegate.transcript import feeder, head_of, read_transcript, session_key_for
+from taskcore.donegate.transcript import (
+    feeder,
+    head_of,
+    read_transcript,
+    session_key_for,
+    with_tail,
+)
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.gate_api import (
     GateBudgetRecord,
@@ -147,10 +153,7 @@ class GateIndex:
                 )
         else:
             key, parent = session_key_for(ev, path)
-        current = ev
-        if tail.strip():
-            current = ev.copy()
-            feeder(harness)(current, tail)
+        current = with_tail(ev, harness, tail)
         return ReadResult(
             path=path,
             harness=harness,

@@ -28,11 +28,11 @@ from taskcore.donegate.evidence import Evidence
 from taskcore.donegate.ladder import evaluate
 from taskcore.donegate.light import CLAUDE_CODE, repository_of
 from taskcore.donegate.transcript import (
-    feeder,
     head_of,
     read_transcript,
     session_key_for,
     stem,
+    with_tail,
 )
 
 TYPE_CHECKING = False  # not typing's: importing typing alone costs a Stop hook ~5 ms
@@ -190,11 +190,7 @@ def _refresh(
         key, _parent = _store(conn, path, harness, ev, offset, st, head)
     else:
         key, _parent = session_key_for(ev, path)
-    current = ev
-    if tail.strip():
-        current = ev.copy()
-        feeder(harness)(current, tail)
-    return key, current
+    return key, with_tail(ev, harness, tail)
 
 
 def _subagent_files(path: str) -> list[str]:

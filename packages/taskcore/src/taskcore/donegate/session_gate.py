@@ -26,15 +26,10 @@ import attrs
 
 from taskcore.donegate.config import GateConfig, checked_transcript, harness_of, repository_of
 from taskcore.donegate.evidence import Evidence
-from taskcore.donegate.index import (
-    GateIndex,
-    ReadResult,
-    feeder,
-    read_transcript,
-    session_key_for,
-)
+from taskcore.donegate.index import GateIndex, ReadResult, read_transcript, session_key_for
 from taskcore.donegate.ladder import Verdict, evaluate
 from taskcore.donegate.receipt import RepoHistory, render
+from taskcore.donegate.transcript import with_tail
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import DONE_GATE_BUDGET, DONE_GATE_RECEIPT_MAX_LINES
 from taskcore.wirefield import wire_field
@@ -101,8 +96,7 @@ def _direct(path: Path, config: GateConfig, last_message: str | None) -> GateAns
         raise TaskError(
             ErrorCode.NOT_FOUND, "the transcript cannot be read; check the path and its permissions"
         ) from None
-    if tail.strip():
-        feeder(harness)(ev, tail)
+    ev = with_tail(ev, harness, tail)
     verdict = evaluate([ev], last_message=last_message)
     key, _parent = session_key_for(ev, path)
     result = SessionGateResult(

@@ -32,6 +32,7 @@ __all__ = [
     "read_transcript",
     "session_key_for",
     "stem",
+    "with_tail",
 ]
 
 _CHUNK = 4 * 1024 * 1024
@@ -215,6 +216,19 @@ def read_transcript(
             on_flush(ev, offset)
             since_flush = 0
     return ev, offset, tail
+
+
+def with_tail(ev: Evidence, harness: str, tail: bytes) -> Evidence:
+    """``ev`` with the unfinished last line ``tail`` fed too, as a copy (``ev`` unchanged).
+
+    What the hook answers from: the evidence of a transcript's complete lines is stored,
+    the half-written last line only counted for this answer.
+    """
+    if not tail.strip():
+        return ev
+    current = ev.copy()
+    feeder(harness)(current, tail)
+    return current
 
 
 def _read_dsh(
