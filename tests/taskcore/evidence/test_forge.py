@@ -14,9 +14,9 @@ from taskcore.evidence.forge import (
     context_of,
     render_target_url,
     status_for_receipt,
-    withdraw_published,
 )
 from taskcore.evidence.profiles import install_collector_profile
+from taskcore.evidence.withdrawal import withdraw_published
 from taskcore.signing import generate_seed, public_key_hex
 from taskcore.store.sqlite_forge import SqliteForgeStore
 

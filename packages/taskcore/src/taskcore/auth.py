@@ -260,7 +260,7 @@ def revoke_token(storage: Storage, clock: Clock, token_id: str) -> bool:
             raise TaskError(ErrorCode.NOT_FOUND, f"no token with id {token_id!r}")
         revoked = tx.tokens.revoke(token_id, clock.now_ms())
         # Receipts whose originating grant this was stop counting: withdraw their statuses.
-        from taskcore.evidence.forge import withdraw_published
+        from taskcore.evidence.withdrawal import withdraw_published
 
         withdraw_published(tx, clock.now_ms())
         return revoked

@@ -42,7 +42,7 @@ from taskcore.contract.common import ID, REPOSITORY_ID
 from taskcore.contract.task import TARGET_PATTERN
 from taskcore.digest import is_hex64
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.evidence import forge
+from taskcore.evidence.withdrawal import withdraw_published
 from taskcore.limits import REASON_MAX_CHARS
 from taskcore.store.authority_api import (
     PolicyRecord,
@@ -286,7 +286,7 @@ def enroll_executor(
         )
         tx.authority.insert_enrollment(enrollment)
         if epochs:  # re-enrollment: the older epochs' receipts stop counting
-            forge.withdraw_published(tx, clock.now_ms(), repository_id)
+            withdraw_published(tx, clock.now_ms(), repository_id)
         return enrollment
 
 
@@ -328,5 +328,5 @@ def revoke_executor(
         )
         tx.authority.insert_revocation(revocation)
         _repository(tx, enrollment.repository_id)
-        forge.withdraw_published(tx, clock.now_ms(), enrollment.repository_id)
+        withdraw_published(tx, clock.now_ms(), enrollment.repository_id)
         return revocation

@@ -8,7 +8,7 @@ each subject, written into the outbox **in the same transaction** as the event i
 | a task of the subject is claimed (it starts) | ``pending`` | :func:`status_for_claim` |
 | a v2 receipt is created | ``success`` | :func:`status_for_receipt` |
 | a required task's collector record did not pass | ``failure`` | :func:`status_for_failed_record` |
-| a revocation (executor, re-enrollment, collector profile, token) withdraws a receipt | ``error`` | :func:`withdraw_published` |
+| a revocation (executor, re-enrollment, collector profile, token) withdraws a receipt | ``error`` | :func:`status_for_withdrawal` (from :func:`taskcore.evidence.withdrawal.withdraw_published`) |
 
 Writing is idempotent per (commit, context, state): a status equal to the newest one of its
 commit and context (still queued or delivered) is not written again. A newer status
@@ -60,12 +60,13 @@ __all__ = [
     "check_target_url",
     "context_of",
     "outbox_view",
+    "published_successes",
     "render_target_url",
     "settings_record",
     "status_for_claim",
     "status_for_failed_record",
     "status_for_receipt",
-    "withdraw_published",
+    "status_for_withdrawal",
 ]
 
 CONTEXT_PREFIX: Final = "agent-task/"
@@ -359,40 +360,39 @@ def status_for_failed_record(
     )
 
 
-def withdraw_published(tx: Transaction, now_ms: int, repository_id: str | None = None) -> int:
-    """``error`` for every published ``success`` whose receipt no longer passes admission.
+def status_for_withdrawal(
+    tx: Transaction, now_ms: int, subject: SubjectRecord, receipt_digest: str | None, code: str
+) -> int | None:
+    """``error``: the published receipt no longer passes admission (``code`` says why).
 
-    Runs inside the transaction of a revocation (or anything else that can withdraw a
-    receipt) and rechecks the newest :data:`~taskcore.limits.FORGE_RECHECK_MAX` published
-    successes (of ``repository_id``, or all) with admission's evidence check. Returns how
-    many statuses it wrote.
+    Written by :func:`taskcore.evidence.withdrawal.withdraw_published`, which rechecks the
+    published successes (:meth:`published_successes`) inside a revocation's transaction.
     """
-    # Imported here: the collector imports this module to write statuses.
-    from taskcore.evidence.receipts import admitted_receipt
+    return _enqueue(
+        tx,
+        now_ms,
+        subject,
+        state="error",
+        cause="receipt_withdrawn",
+        description=f"agent-task: receipt withdrawn ({code[:40]})",
+        receipt_digest=receipt_digest,
+    )
 
-    written = 0
+
+def published_successes(
+    tx: Transaction, repository_id: str | None = None
+) -> list[tuple[SubjectRecord, str | None]]:
+    """The newest :data:`~taskcore.limits.FORGE_RECHECK_MAX` published ``success`` statuses.
+
+    Each as ``(subject, receipt_digest)`` (of ``repository_id``, or all); a row whose subject
+    is gone is left out.
+    """
+    found: list[tuple[SubjectRecord, str | None]] = []
     for row in tx.forge.published_successes(repository_id, FORGE_RECHECK_MAX):
         subject = tx.authority.get_subject(row.subject_seq)
-        if subject is None:
-            continue
-        digest, problems = admitted_receipt(tx, subject, verify_signatures=False)
-        if digest is not None:
-            continue
-        code = problems[0][1] if problems else "withdrawn"
-        if (
-            _enqueue(
-                tx,
-                now_ms,
-                subject,
-                state="error",
-                cause="receipt_withdrawn",
-                description=f"agent-task: receipt withdrawn ({code[:40]})",
-                receipt_digest=row.receipt_digest,
-            )
-            is not None
-        ):
-            written += 1
-    return written
+        if subject is not None:
+            found.append((subject, row.receipt_digest))
+    return found
 
 
 def outbox_view(

@@ -36,7 +36,7 @@ from taskcore.contract import (
 )
 from taskcore.contract.collector_descriptor import collector_profile_digest
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.evidence import forge
+from taskcore.evidence.withdrawal import withdraw_published
 from taskcore.store.collector_api import CollectorProfileRecord
 from taskcore.store.journal_api import TaskRecord
 from taskcore.store.storage import Storage, Transaction
@@ -149,7 +149,7 @@ def install_collector_profile(
         )
         tx.collector.insert_profile(record)
         # A superseded profile's transfers stop counting: withdraw what relied on them.
-        forge.withdraw_published(tx, clock.now_ms(), profile.repository_id)
+        withdraw_published(tx, clock.now_ms(), profile.repository_id)
         return record
 
 
