@@ -2,99 +2,26 @@ import threading
 
 import attrs
 import pytest
-from taskcore.actors import Actor, RiskClass, Tier
+from taskcore.actors import RiskClass, Tier
 from taskcore.auth import issue_token, revoke_token
 from taskcore.clock import FakeClock
-from taskcore.codec import wire_field
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.service import (
     CallContext,
-    CommitThenRefuse,
     Door,
-    RawJson,
-    Registry,
-    Route,
     Service,
     Surface,
-    TxMode,
 )
 from taskcore.store.audit_api import AuditEvent
-from taskcore.testing import op as make_op
 
-
-@attrs.frozen(kw_only=True)
-class TextIn:
-    text: str = wire_field(max_len=16)
-
-
-@attrs.frozen(kw_only=True)
-class NoIn:
-    pass
-
-
-def _op(name, handler, **kw):
-    return make_op(name, handler, **{"input_type": TextIn, **kw})
-
-
-def _note(ctx: CallContext, req: TextIn) -> dict:
-    # A visible write inside the call's transaction: an extra audit row.
-    ctx.transaction().audit.append(
-        AuditEvent(
-            at_ms=ctx.now_ms,
-            actor="note",
-            workspace=ctx.actor.workspace,
-            operation="note",
-            input_digest="0" * 64,
-            outcome=req.text,
-        )
-    )
-    if req.text == "boom":
-        raise TaskError(ErrorCode.CONFLICT, "refused after writing")
-    if req.text == "bug":
-        raise ValueError("a handler bug")
-    return {"text": req.text, "workspace": ctx.actor.workspace}
-
-
-def _keep_then_refuse(ctx: CallContext, req: TextIn):
-    _note(ctx, req)
-    return CommitThenRefuse(TaskError(ErrorCode.LEASE_RUNAWAY, "requeued; renewal refused"))
-
-
-def _route_echo(ctx: CallContext, req: TextIn) -> dict:
-    assert ctx.route is not None
-    return {"repository": ctx.route.repository, "profile": ctx.route.profile, "text": req.text}
-
-
-def _registry():
-    reg = Registry()
-    reg.register(_op("demo.note", _note, risk=RiskClass.WRITE))
-    reg.register(_op("demo.admin", lambda ctx, req: {}, min_tier=Tier.ADMIN, surface=Surface.ADMIN))
-    reg.register(_op("demo.destroy", lambda ctx, req: {}, risk=RiskClass.DESTRUCTIVE))
-    reg.register(_op("demo.tool", lambda ctx, req: {"ok": True}, mcp=True))
-    reg.register(
-        _op("demo.raw", lambda ctx, req: {"size": len(req)}, input_type=bytes, max_input_bytes=8)
-    )
-    reg.register(_op("demo.own", lambda ctx, req: {"tx": ctx.tx is None}, tx=TxMode.OWN))
-    reg.register(_op("demo.keep", _keep_then_refuse, risk=RiskClass.WRITE))
-    reg.register(
-        _op(
-            "demo.keep_own",
-            lambda ctx, req: CommitThenRefuse(TaskError(ErrorCode.CONFLICT, "own refusal")),
-            tx=TxMode.OWN,
-        )
-    )
-    reg.register(_op("demo.retained", lambda ctx, req: RawJson(b'{"b":1,"a":2}')))
-    reg.register(_op("workflow.echo", _route_echo, surface=Surface.WORKFLOW, route_required=True))
-    reg.register(
-        _op(
-            "workflow.upload",
-            lambda ctx, req: {"size": len(req)},
-            input_type=bytes,
-            surface=Surface.WORKFLOW,
-            route_required=True,
-        )
-    )
-    return reg
+from tests.taskcore.service_support import (
+    AGENT,
+    ROUTE,
+    TextIn,
+    code_of,
+    demo_op,
+    demo_registry,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -105,19 +32,9 @@ def _both_backends(backend: str) -> str:
 
 @pytest.fixture
 def service(tmp_path):
-    svc = Service.open(tmp_path, clock=FakeClock(), registry=_registry())
+    svc = Service.open(tmp_path, clock=FakeClock(), registry=demo_registry())
     yield svc
     svc.close()
-
-
-AGENT = Actor(token_id="t-agent", workspace="w1", tier=Tier.AGENT, autonomy=1)
-ROUTE = Route(repository="acme/widgets", profile="default")
-
-
-def _code(fn, *args, **kwargs):
-    with pytest.raises(TaskError) as info:
-        fn(*args, **kwargs)
-    return info.value.code
 
 
 def test_success_returns_the_encoded_result_and_audits_once(service):
@@ -142,18 +59,18 @@ def test_success_returns_the_encoded_result_and_audits_once(service):
     ],
 )
 def test_every_refusal_is_audited_exactly_once(service, name, body, actor, code):
-    assert _code(service.dispatch, actor, name, body) is code
+    assert code_of(service.dispatch, actor, name, body) is code
     assert service.audit_count(operation=name) == 1
 
 
 def test_tier_and_autonomy_are_checked_before_the_body_is_decoded(service):
-    assert _code(service.dispatch, AGENT, "demo.admin", b"not json") is ErrorCode.FORBIDDEN
-    assert _code(service.dispatch, AGENT, "demo.destroy", b"{") is ErrorCode.AUTONOMY_EXCEEDED
+    assert code_of(service.dispatch, AGENT, "demo.admin", b"not json") is ErrorCode.FORBIDDEN
+    assert code_of(service.dispatch, AGENT, "demo.destroy", b"{") is ErrorCode.AUTONOMY_EXCEEDED
 
 
 def test_a_refused_handler_leaves_no_effect(service):
-    _code(service.dispatch, AGENT, "demo.note", b'{"text": "boom"}')
-    _code(service.dispatch, AGENT, "demo.note", b'{"text": "bug"}')
+    code_of(service.dispatch, AGENT, "demo.note", b'{"text": "boom"}')
+    code_of(service.dispatch, AGENT, "demo.note", b'{"text": "bug"}')
     # Only the two refusal events remain; the handler's own rows were rolled back.
     assert service.audit_count() == 2
     assert service.audit_count(operation="note") == 0
@@ -167,8 +84,8 @@ def test_a_handler_bug_reports_internal_without_its_message(service):
 
 
 def test_authentication_failures_are_audited_as_anonymous(service):
-    assert _code(service.call, None, "demo.note", b"{}") is ErrorCode.UNAUTHENTICATED
-    assert _code(service.call, "atk_nope", "demo.note", b"{}") is ErrorCode.UNAUTHENTICATED
+    assert code_of(service.call, None, "demo.note", b"{}") is ErrorCode.UNAUTHENTICATED
+    assert code_of(service.call, "atk_nope", "demo.note", b"{}") is ErrorCode.UNAUTHENTICATED
     assert service.audit_count(workspace="") == 2
 
 
@@ -176,10 +93,13 @@ def test_a_token_revoked_after_authentication_is_refused_inside_the_transaction(
     issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
     actor = service.authenticate(issued.token)
     revoke_token(service.storage, service.clock, issued.record.token_id)
-    assert _code(service.dispatch, actor, "demo.note", b'{"text": "x"}') is ErrorCode.TOKEN_REVOKED
+    assert (
+        code_of(service.dispatch, actor, "demo.note", b'{"text": "x"}') is ErrorCode.TOKEN_REVOKED
+    )
     assert service.audit_count(operation="note") == 0
     assert (
-        _code(service.call, issued.token, "demo.note", b'{"text": "x"}') is ErrorCode.TOKEN_REVOKED
+        code_of(service.call, issued.token, "demo.note", b'{"text": "x"}')
+        is ErrorCode.TOKEN_REVOKED
     )
 
 
@@ -187,11 +107,11 @@ def test_the_workspace_comes_from_the_token_never_the_body(service):
     issued = issue_token(service.storage, service.clock, workspace="w2", tier=Tier.AGENT)
     assert service.call(issued.token, "demo.note", b'{"text": "x"}').json()["workspace"] == "w2"
     body = b'{"text": "x", "workspace": "w1"}'
-    assert _code(service.call, issued.token, "demo.note", body) is ErrorCode.UNKNOWN_FIELD
+    assert code_of(service.call, issued.token, "demo.note", body) is ErrorCode.UNKNOWN_FIELD
 
 
 def test_surfaces_restrict_what_a_route_serves(service):
-    code = _code(service.dispatch, AGENT, "workflow.echo", b"{}", surfaces=[Surface.QUEUE])
+    code = code_of(service.dispatch, AGENT, "workflow.echo", b"{}", surfaces=[Surface.QUEUE])
     assert code is ErrorCode.UNKNOWN_OPERATION
     assert service.dispatch(AGENT, "demo.note", b'{"text": "a"}', surfaces=[Surface.QUEUE])
 
@@ -200,20 +120,15 @@ def test_mcp_calls_only_operations_offered_as_tools(service):
     assert service.dispatch(AGENT, "demo.tool", b'{"text": "a"}', door=Door.MCP).json() == {
         "ok": True
     }
-    assert _code(service.dispatch, AGENT, "demo.note", b'{"text": "a"}', door=Door.MCP) is (
+    assert code_of(service.dispatch, AGENT, "demo.note", b'{"text": "a"}', door=Door.MCP) is (
         ErrorCode.NOT_FOUND
     )
 
 
 def test_route_required_operations_refuse_a_call_without_a_route(service):
-    assert _code(service.dispatch, AGENT, "workflow.echo", b'{"text": "a"}') is ErrorCode.BAD_INPUT
-
-
-@pytest.mark.parametrize("repository", ["", "..", ".", "a/b/c", "a//b", "a b", "x" * 129, "/a"])
-def test_route_values_outside_the_identifier_pattern_are_refused(repository):
-    with pytest.raises(TaskError) as info:
-        Route(repository=repository, profile="p")
-    assert info.value.code is ErrorCode.INVALID_VALUE
+    assert (
+        code_of(service.dispatch, AGENT, "workflow.echo", b'{"text": "a"}') is ErrorCode.BAD_INPUT
+    )
 
 
 def test_workflow_envelope_is_decoded_strictly_and_wrapped(service):
@@ -233,7 +148,7 @@ def test_workflow_envelope_is_decoded_strictly_and_wrapped(service):
         b'{"operation": "Echo!", "request": {}}',
         b"",
     ]
-    codes = [_code(service.call_workflow, AGENT, raw, route=ROUTE) for raw in bad]
+    codes = [code_of(service.call_workflow, AGENT, raw, route=ROUTE) for raw in bad]
     assert codes == [
         ErrorCode.MISSING_FIELD,
         ErrorCode.UNKNOWN_FIELD,
@@ -246,18 +161,18 @@ def test_workflow_envelope_is_decoded_strictly_and_wrapped(service):
 
 def test_workflow_envelope_cannot_reach_other_families(service):
     raw = b'{"operation": "note", "request": {"text": "t"}}'
-    assert _code(service.call_workflow, AGENT, raw, route=ROUTE) is ErrorCode.UNKNOWN_OPERATION
+    assert code_of(service.call_workflow, AGENT, raw, route=ROUTE) is ErrorCode.UNKNOWN_OPERATION
 
 
 def test_raw_byte_operations_get_bytes_bounded_by_their_limit(service):
     assert service.dispatch(AGENT, "demo.raw", b"\x00\xff").json() == {"size": 2}
-    assert _code(service.dispatch, AGENT, "demo.raw", b"123456789") is ErrorCode.PAYLOAD_TOO_LARGE
-    assert _code(service.dispatch, AGENT, "demo.raw", {"a": 1}) is ErrorCode.BAD_INPUT
+    assert code_of(service.dispatch, AGENT, "demo.raw", b"123456789") is ErrorCode.PAYLOAD_TOO_LARGE
+    assert code_of(service.dispatch, AGENT, "demo.raw", {"a": 1}) is ErrorCode.BAD_INPUT
     up = service.call_workflow(AGENT, b"abc", route=ROUTE, operation="upload").json()
     assert up["operation"] == "upload"
     assert up["result"] == {"size": 3}
     envelope = b'{"operation": "upload", "request": {}}'
-    assert _code(service.call_workflow, AGENT, envelope, route=ROUTE) is ErrorCode.BAD_INPUT
+    assert code_of(service.call_workflow, AGENT, envelope, route=ROUTE) is ErrorCode.BAD_INPUT
 
 
 def test_retained_raw_json_is_returned_byte_for_byte(service):
@@ -299,7 +214,8 @@ def test_concurrent_calls_each_audit_once(service):
 
 def test_commit_then_refuse_keeps_the_effect_and_audits_the_refusal_once(service):
     assert (
-        _code(service.dispatch, AGENT, "demo.keep", b'{"text": "kept"}') is ErrorCode.LEASE_RUNAWAY
+        code_of(service.dispatch, AGENT, "demo.keep", b'{"text": "kept"}')
+        is ErrorCode.LEASE_RUNAWAY
     )
     assert service.audit_count(operation="note") == 1
     assert service.audit_count(operation="demo.keep") == 1
@@ -309,7 +225,7 @@ def test_commit_then_refuse_keeps_the_effect_and_audits_the_refusal_once(service
 
 
 def test_commit_then_refuse_from_an_own_transaction_handler(service):
-    assert _code(service.dispatch, AGENT, "demo.keep_own", b'{"text": "x"}') is ErrorCode.CONFLICT
+    assert code_of(service.dispatch, AGENT, "demo.keep_own", b'{"text": "x"}') is ErrorCode.CONFLICT
     assert service.audit_count(operation="demo.keep_own") == 1
 
 
@@ -327,35 +243,12 @@ def test_unknown_operation_hints_name_the_listing_of_the_door(service):
     assert all(e.code is ErrorCode.UNKNOWN_OPERATION for e in errors.values())
 
 
-# -- admission, rate limits and aggregated refusals (issue 10) -------------------------------
-
-
-def _limited(tmp_path, **limits):
-    from taskcore.ratelimit import RateLimits
-
-    return Service.open(
-        tmp_path / "limited",
-        clock=FakeClock(),
-        registry=_registry(),
-        rate_limits=RateLimits(**limits),
-    )
-
-
-def test_admit_authenticates_and_checks_the_operation_before_any_body(service):
-    issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
-    actor = service.admit(issued.token, "demo.note")
-    assert actor.workspace == "w1"
-    assert _code(service.admit, issued.token, "demo.admin") is ErrorCode.FORBIDDEN
-    assert _code(service.admit, issued.token, "nope") is ErrorCode.UNKNOWN_OPERATION
-    assert _code(service.admit, None, "demo.note") is ErrorCode.UNAUTHENTICATED
-    assert service.admit(issued.token).token_id == issued.record.token_id  # no operation yet
-    # Refusals are audited once each; admitting is not a call (the call that follows is).
-    assert service.audit_count() == 3
+# -- rate limits and aggregated refusals (issue 10; admission itself: test_admission.py) -----
 
 
 def test_anonymous_refusals_are_counted_in_memory_and_written_in_one_row(service):
     for _ in range(50):
-        _code(service.call, None, "demo.note", b"{}")
+        code_of(service.call, None, "demo.note", b"{}")
     with service.storage.read() as tx:
         assert tx.audit.recent(workspace="", limit=100) == ()  # nothing durable per call
     assert service.audit_count(workspace="") == 50  # counting flushes first
@@ -365,47 +258,12 @@ def test_anonymous_refusals_are_counted_in_memory_and_written_in_one_row(service
 
 
 def test_close_writes_what_is_still_counted(tmp_path):
-    svc = Service.open(tmp_path, registry=_registry())
+    svc = Service.open(tmp_path, registry=demo_registry())
     svc.refuse("atk_bad", "demo.note", TaskError(ErrorCode.PAYLOAD_TOO_LARGE, "big"))
     svc.close()
-    again = Service.open(tmp_path, registry=_registry())
+    again = Service.open(tmp_path, registry=demo_registry())
     assert again.audit_count(workspace="") == 1
     again.close()
-
-
-def test_failed_authentications_from_one_address_turn_into_rate_limited(tmp_path):
-    svc = _limited(tmp_path, address_refusals_per_second=1.0, address_refusals_burst=3)
-    try:
-        codes = [_code(svc.admit, "atk_bad", None, client="10.0.0.1") for _ in range(5)]
-        assert codes == [ErrorCode.UNAUTHENTICATED] * 3 + [ErrorCode.RATE_LIMITED] * 2
-        with pytest.raises(TaskError) as err:
-            svc.admit(None, None, client="10.0.0.1")
-        assert err.value.retry_after == 1
-        assert err.value.transport_headers() == {"Retry-After": "1"}
-        # Another address is untouched; a valid token from the limited one still gets in.
-        assert _code(svc.admit, None, None, client="10.0.0.2") is ErrorCode.UNAUTHENTICATED
-        issued = issue_token(svc.storage, svc.clock, workspace="w1", tier=Tier.AGENT)
-        assert svc.admit(issued.token, "demo.note", client="10.0.0.1").workspace == "w1"
-        assert svc.audit_count(workspace="") == 7
-    finally:
-        svc.close()
-
-
-def test_calls_per_token_are_limited_and_refill(tmp_path):
-    svc = _limited(tmp_path, token_calls_per_second=2.0, token_calls_burst=2)
-    try:
-        issued = issue_token(svc.storage, svc.clock, workspace="w1", tier=Tier.AGENT)
-        svc.admit(issued.token, "demo.note")
-        svc.admit(issued.token, "demo.note")
-        with pytest.raises(TaskError) as err:
-            svc.admit(issued.token, "demo.note")
-        assert err.value.code is ErrorCode.RATE_LIMITED
-        assert err.value.to_json()["details"] == {"retry_after_seconds": 1}
-        svc.clock.advance(500)
-        svc.admit(issued.token, "demo.note")
-        assert svc.audit_count(workspace="w1", operation="demo.note") == 1  # the refusal
-    finally:
-        svc.close()
 
 
 def _big(ctx: CallContext, req: TextIn) -> dict:
@@ -427,8 +285,8 @@ def _big(ctx: CallContext, req: TextIn) -> dict:
     reason="fills the SQLite file with PRAGMA max_page_count; a full PostgreSQL disk maps to STORAGE_FULL in store/postgres",
 )
 def test_a_full_journal_is_storage_full_never_internal_and_the_refusal_is_kept(tmp_path):
-    reg = _registry()
-    reg.register(_op("demo.big", _big, risk=RiskClass.WRITE))
+    reg = demo_registry()
+    reg.register(demo_op("demo.big", _big, risk=RiskClass.WRITE))
     svc = Service.open(tmp_path, registry=reg)
     try:
         with svc.write() as tx:
@@ -487,7 +345,7 @@ def _twice(tmp_path, run) -> tuple:
     """``run(service, token, token_id)`` on two fresh services, admitted and not: both sides."""
     sides = []
     for admitted in (False, True):
-        svc = Service.open(tmp_path / str(admitted), clock=FakeClock(), registry=_registry())
+        svc = Service.open(tmp_path / str(admitted), clock=FakeClock(), registry=demo_registry())
         seen: list = []
         svc.observers.append(
             lambda e, seen=seen: seen.append((e.operation, e.door, e.code, e.seconds))
@@ -559,7 +417,7 @@ def test_an_admitted_call_of_a_write_operation_reads_no_token_outside_its_transa
     assert service.call(issued.token, "demo.own", b'{"text": "a"}', admitted=actor).json()
     assert reads == [issued.token]
     # A refusal found before the transaction asks again whether the token still holds.
-    assert _code(service.call, issued.token, "demo.note", b"{", admitted=actor)
+    assert code_of(service.call, issued.token, "demo.note", b"{", admitted=actor)
     assert reads == [issued.token, issued.token]
 
 
@@ -567,69 +425,10 @@ def test_an_admitted_actor_must_be_the_bearers(service):
     issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
     other = attrs.evolve(service.authenticate(issued.token), name="someone else")
     assert (
-        _code(service.call, issued.token, "demo.note", b'{"text": "a"}', admitted=other)
+        code_of(service.call, issued.token, "demo.note", b'{"text": "a"}', admitted=other)
         is ErrorCode.INTERNAL
     )
     assert service.audit_count(operation="note") == 0
-
-
-# -- admission from memory (Service.admit_recent) ---------------------------------------------
-
-
-def test_admit_recent_admits_only_a_bearer_admit_admitted_and_only_what_admit_would(service):
-    issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
-    other = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
-    assert service.admit_recent(issued.token, "demo.note") is None  # never admitted yet
-    actor = service.admit(issued.token, "demo.note")
-    assert service.admit_recent(issued.token, "demo.note") == actor
-    assert service.admit_recent(issued.token, "demo.tool", door=Door.MCP) == actor
-    # What admit would refuse is left to admit, which decides and audits it.
-    assert service.admit_recent(issued.token, "demo.admin") is None  # tier
-    assert service.admit_recent(issued.token, "demo.destroy") is None  # autonomy
-    assert service.admit_recent(issued.token, "nope") is None  # unknown
-    assert service.admit_recent(issued.token, "demo.note", surfaces=[Surface.ADMIN]) is None
-    assert service.admit_recent(issued.token, "workflow.echo") is None  # needs a route
-    assert service.admit_recent(issued.token, None) == actor  # no operation yet (MCP)
-    assert service.admit_recent(None, "demo.note") is None
-    assert service.admit_recent(other.token, "demo.note") is None  # another bearer
-    assert service.admit_recent(issued.token + "0", "demo.note") is None
-    assert service.audit_count() == 0  # deciding from memory writes nothing
-
-
-def test_admit_recent_never_reads_storage(service):
-    issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
-    service.admit(issued.token, "demo.note")
-
-    def no_read():
-        raise AssertionError("admit_recent read storage")
-
-    service.storage.read = no_read
-    service.authenticate = lambda bearer: no_read()
-    assert service.admit_recent(issued.token, "demo.note") is not None
-
-
-def test_admit_recent_is_off_with_no_admission_memory(tmp_path):
-    svc = Service.open(tmp_path, clock=FakeClock(), registry=_registry(), admission_memory_ms=0)
-    try:
-        issued = issue_token(svc.storage, svc.clock, workspace="w1", tier=Tier.AGENT)
-        svc.admit(issued.token, "demo.note")
-        assert svc.admit_recent(issued.token, "demo.note") is None
-    finally:
-        svc.close()
-
-
-def test_admit_recent_takes_one_unit_of_the_token_budget_per_request(tmp_path):
-    svc = _limited(tmp_path, token_calls_per_second=0.001, token_calls_burst=3)
-    try:
-        issued = issue_token(svc.storage, svc.clock, workspace="w1", tier=Tier.AGENT)
-        assert svc.admit(issued.token, "demo.note")  # 1
-        assert svc.admit_recent(issued.token, "demo.note")  # 2
-        assert svc.admit_recent(issued.token, "demo.note")  # 3
-        assert svc.admit_recent(issued.token, "demo.note") is None  # none left: admit decides
-        assert _code(svc.admit, issued.token, "demo.note") is ErrorCode.RATE_LIMITED
-        assert svc.audit_count() == 1  # the refusal, audited once, by admit
-    finally:
-        svc.close()
 
 
 def test_a_bearer_revoked_after_admission_is_refused_by_its_call_and_then_forgotten(service):
@@ -638,11 +437,11 @@ def test_a_bearer_revoked_after_admission_is_refused_by_its_call_and_then_forgot
     revoke_token(service.storage, service.clock, issued.record.token_id)
     actor = service.admit_recent(issued.token, "demo.note")  # memory: the body may be read
     assert actor is not None
-    code = _code(service.call, issued.token, "demo.note", b'{"text": "a"}', admitted=actor)
+    code = code_of(service.call, issued.token, "demo.note", b'{"text": "a"}', admitted=actor)
     assert code is ErrorCode.TOKEN_REVOKED  # ...and the call refuses it, as before
     assert service.audit_count(operation="note") == 0
     assert service.admit_recent(issued.token, "demo.note") is None
-    assert _code(service.admit, issued.token, "demo.note") is ErrorCode.TOKEN_REVOKED
+    assert code_of(service.admit, issued.token, "demo.note") is ErrorCode.TOKEN_REVOKED
 
 
 def test_a_revoked_bearer_is_forgotten_by_a_call_that_authenticates_first(service):
@@ -650,6 +449,6 @@ def test_a_revoked_bearer_is_forgotten_by_a_call_that_authenticates_first(servic
     issued = issue_token(service.storage, service.clock, workspace="w1", tier=Tier.AGENT)
     actor = service.admit(issued.token, "demo.own")
     revoke_token(service.storage, service.clock, issued.record.token_id)
-    code = _code(service.call, issued.token, "demo.own", b'{"text": "a"}', admitted=actor)
+    code = code_of(service.call, issued.token, "demo.own", b'{"text": "a"}', admitted=actor)
     assert code is ErrorCode.TOKEN_REVOKED
     assert service.admit_recent(issued.token, "demo.own") is None

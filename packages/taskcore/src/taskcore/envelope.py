@@ -10,71 +10,26 @@ methods.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
 
 import attrs
 
 from taskcore.actors import Actor
-from taskcore.audit import ANONYMOUS, input_digest
-from taskcore.codec import dumps, wire_field
-from taskcore.errors import ErrorCode, TaskError
+from taskcore.audit import ANONYMOUS, AuditLog, input_digest
+from taskcore.codec import Codec, dumps, wire_field
+from taskcore.errors import TaskError
 from taskcore.names import WORKFLOW_PREFIX
 from taskcore.registry import WORKFLOW_OPERATION_PATTERN, Door, Response, Surface
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from taskcore.service import Service
+from taskcore.route import Route
 
 __all__ = [
     "Route",
     "WorkflowCall",
+    "WorkflowDoor",
     "call_workflow",
     "wrap_workflow",
 ]
-
-
-_ROUTE_SEGMENT = re.compile(r"[A-Za-z0-9._-]{1,128}")
-
-
-def _check_route_segment(value: str, what: str) -> None:
-    if _ROUTE_SEGMENT.fullmatch(value) is None or value in (".", ".."):
-        raise TaskError(
-            ErrorCode.INVALID_VALUE,
-            f"the {what} in the URL must match [A-Za-z0-9._-]{{1,128}} and not be '.' or '..'",
-        )
-
-
-@attrs.frozen(kw_only=True)
-class Route:
-    """Values the transport takes from the URL, never from the body (workflow operations).
-
-    ``repository`` is one identifier or ``OWNER/NAME``; ``profile`` is one identifier.
-    Identifiers match ``[A-Za-z0-9._-]{1,128}`` and are never ``.`` or ``..``; anything else
-    is refused with ``INVALID_VALUE`` when the route is built.
-
-    >>> Route(repository="acme/widgets", profile="default").repository
-    'acme/widgets'
-    >>> Route(repository="../etc", profile="p")
-    Traceback (most recent call last):
-    taskcore.errors.TaskError: the repository in the URL must match [A-Za-z0-9._-]{1,128} and not be '.' or '..'
-    """
-
-    repository: str = attrs.field()
-    profile: str = attrs.field()
-
-    @repository.validator
-    def _check_repository(self, _: attrs.Attribute[str], value: str) -> None:
-        parts = value.split("/") if isinstance(value, str) else [""]
-        if len(parts) > 2:
-            parts = [""]
-        for part in parts:
-            _check_route_segment(part, "repository")
-
-    @profile.validator
-    def _check_profile(self, _: attrs.Attribute[str], value: str) -> None:
-        _check_route_segment(value if isinstance(value, str) else "", "profile")
 
 
 @attrs.frozen(kw_only=True)
@@ -85,8 +40,44 @@ class WorkflowCall:
     request: dict[str, Any] = wire_field()
 
 
+class WorkflowDoor(Protocol):
+    """What :func:`call_workflow` needs of the front door (:class:`~taskcore.service.Service`).
+
+    A protocol, so this module sits below the service that calls it: the service imports the
+    envelope, never the other way round.
+    """
+
+    @property
+    def codec(self) -> Codec:
+        """The strict decoder of the envelope."""
+        ...
+
+    @property
+    def audit(self) -> AuditLog:
+        """The audit writer a refused envelope is recorded through."""
+        ...
+
+    def authenticate(self, bearer: str | None) -> Actor:
+        """The actor of a bearer token (``TaskError`` when it does not authenticate)."""
+        ...
+
+    def dispatch(
+        self,
+        actor: Actor,
+        name: str,
+        raw: bytes | str | Mapping[str, Any] | None,
+        *,
+        route: Route | None = None,
+        door: Door = Door.IN_PROCESS,
+        surfaces: Iterable[Surface] | None = None,
+        _digest: str | None = None,
+    ) -> Response:
+        """Run one operation for ``actor`` (audited once)."""
+        ...
+
+
 def call_workflow(
-    service: Service,
+    service: WorkflowDoor,
     principal: str | Actor | None,
     raw: bytes | str | Mapping[str, Any] | None,
     *,
@@ -111,13 +102,13 @@ def call_workflow(
         try:
             actor = service.authenticate(principal)
         except TaskError as err:
-            service._audit_refusal(ANONYMOUS, "", name, digest, err)
+            service.audit.refusal(ANONYMOUS, "", name, digest, err)
             raise
     if operation is None:
         try:
             envelope = service.codec.decode(WorkflowCall, b"" if raw is None else raw)
         except TaskError as err:
-            service._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
+            service.audit.refusal(actor.token_id, actor.workspace, name, digest, err)
             raise
         operation, raw = envelope.operation, envelope.request
     response = service.dispatch(

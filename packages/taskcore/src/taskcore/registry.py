@@ -4,8 +4,10 @@
 risk), which doors and surface offer it, how its handler runs (:class:`TxMode`, ``prepare``,
 ``hold``) and the handler; :class:`CallContext` is what a handler gets besides its input;
 :class:`RawJson` and :class:`CommitThenRefuse` are the handler results the front door treats
-specially. :func:`default_registry` collects every module that contributes operations.
-:class:`~taskcore.service.Service` (the front door) re-exports all of these names.
+specially; :class:`FrontDoor` is what a handler reaches of the service that runs it, and
+:class:`ServiceConfig` the service-wide settings it reads there. :func:`default_registry`
+collects every module that contributes operations. :class:`~taskcore.service.Service` (the
+front door) re-exports all of these names; this module imports nothing of it.
 """
 
 from __future__ import annotations
@@ -15,23 +17,21 @@ import importlib
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, Generic, TypeVar
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
 from taskcore.actors import Actor, RiskClass, Tier
 from taskcore.clock import Clock
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import AUDIT_VERB_MAX_CHARS, REQUEST_BODY_MAX_BYTES
+from taskcore.limits import ADMISSION_MEMORY_MS, AUDIT_VERB_MAX_CHARS, REQUEST_BODY_MAX_BYTES
 from taskcore.names import WORKFLOW_PREFIX
+from taskcore.ratelimit import RateLimits
+from taskcore.route import Route
 from taskcore.store.storage import JoinedStorage, Storage, Transaction
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from taskcore.envelope import Route
-    from taskcore.service import Service
 
 __all__ = [
     "MCP_TOOL_NAME_PATTERN",
@@ -40,11 +40,13 @@ __all__ = [
     "CallObserved",
     "CommitThenRefuse",
     "Door",
+    "FrontDoor",
     "Handler",
     "Operation",
     "RawJson",
     "Registry",
     "Response",
+    "ServiceConfig",
     "Surface",
     "TxMode",
     "audit_subject",
@@ -164,10 +166,63 @@ class Response:
 
 
 @attrs.frozen(kw_only=True)
+class ServiceConfig:
+    """Service-wide settings.
+
+    ``rate_limits`` are applied to network requests (:meth:`Service.admit`); ``None`` (the
+    default for an embedded service) applies none, ``agent-task serve`` always sets them.
+    ``session_gate_workspaces`` says whose tokens may ask ``session_gate`` about this host's
+    coding-agent sessions through a network door (HTTP, MCP): by default nobody's (the tool
+    answers from the service host's own transcripts, which belong to no workspace); the
+    operator of a single-user host names the workspace they belong to. ``None`` lets every
+    caller ask (``agent-task mcp --stdio``, whose caller is the local user).
+    """
+
+    data_dir: Path
+    lease_max_ms: int = 60 * 60 * 1000
+    busy_timeout_ms: int = 10_000
+    rate_limits: RateLimits | None = None
+    session_gate_workspaces: frozenset[str] | None = frozenset()
+    admission_memory_ms: int = ADMISSION_MEMORY_MS
+
+
+class FrontDoor(Protocol):
+    """What a handler reaches of the front door running it (:class:`~taskcore.service.Service`).
+
+    A protocol, so that the registry (and every module registering operations) sits below the
+    service: the service imports this module, never the other way round.
+    """
+
+    @property
+    def storage(self) -> Storage:
+        """The journal the service runs on."""
+        ...
+
+    @property
+    def clock(self) -> Clock:
+        """The service clock."""
+        ...
+
+    @property
+    def config(self) -> ServiceConfig:
+        """The service-wide settings."""
+        ...
+
+    @property
+    def registry(self) -> Registry:
+        """The operations the service dispatches."""
+        ...
+
+    def run_granted(self, ctx: CallContext, name: str, raw: Mapping[str, Any]) -> Any:
+        """Run ``name`` inside ``ctx``'s transaction under an approval grant."""
+        ...
+
+
+@attrs.frozen(kw_only=True)
 class CallContext:
     """What a handler gets besides its decoded input."""
 
-    service: Service
+    service: FrontDoor
     actor: Actor
     tx: Transaction | None
     route: Route | None

@@ -50,15 +50,20 @@ from typing import Any, cast
 import attrs
 
 from taskcore.actors import Actor
-from taskcore.audit import AGGREGATED_DIGEST, ANONYMOUS, AuditLog, input_digest
-from taskcore.auth import RecentAdmissions, authenticate_in
+from taskcore.admission import (
+    Admission,
+    Lapsed,
+    authenticate_in_call,
+    check_operation,
+    defers_authentication,
+)
+from taskcore.audit import ANONYMOUS, AuditLog, input_digest
+from taskcore.auth import authenticate_in
 from taskcore.clock import Clock, SystemClock
 from taskcore.codec import Codec, default_codec, dumps
-from taskcore.envelope import Route, WorkflowCall, call_workflow, wrap_workflow
+from taskcore.envelope import WorkflowCall, call_workflow, wrap_workflow
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import ADMISSION_MEMORY_MS
 from taskcore.names import WORKFLOW_PREFIX
-from taskcore.ratelimit import RateLimiter, RateLimits
 from taskcore.registry import (
     MCP_TOOL_NAME_PATTERN,
     WORKFLOW_OPERATION_PATTERN,
@@ -71,6 +76,7 @@ from taskcore.registry import (
     RawJson,
     Registry,
     Response,
+    ServiceConfig,
     Surface,
     TxMode,
     audit_subject,
@@ -78,6 +84,7 @@ from taskcore.registry import (
     default_registry,
     portable_tool_name,
 )
+from taskcore.route import Route
 from taskcore.store.storage import SharedWriteStorage, Storage, Transaction, open_storage
 
 __all__ = [
@@ -106,59 +113,7 @@ __all__ = [
 ]
 
 
-@attrs.frozen(kw_only=True)
-class ServiceConfig:
-    """Service-wide settings.
-
-    ``rate_limits`` are applied to network requests (:meth:`Service.admit`); ``None`` (the
-    default for an embedded service) applies none, ``agent-task serve`` always sets them.
-    ``session_gate_workspaces`` says whose tokens may ask ``session_gate`` about this host's
-    coding-agent sessions through a network door (HTTP, MCP): by default nobody's (the tool
-    answers from the service host's own transcripts, which belong to no workspace); the
-    operator of a single-user host names the workspace they belong to. ``None`` lets every
-    caller ask (``agent-task mcp --stdio``, whose caller is the local user).
-    """
-
-    data_dir: Path
-    lease_max_ms: int = 60 * 60 * 1000
-    busy_timeout_ms: int = 10_000
-    rate_limits: RateLimits | None = None
-    session_gate_workspaces: frozenset[str] | None = frozenset()
-    admission_memory_ms: int = ADMISSION_MEMORY_MS
-
-
-_input_digest = input_digest
-
-
 _NEED_BEARER = "send 'Authorization: Bearer <token>'"
-
-
-class _Lapsed(Exception):  # noqa: N818 -- not an error of its own: carries one
-    """An admitted bearer failed authentication inside its call (``Service.call(admitted=)``).
-
-    Carries the error :func:`~taskcore.auth.authenticate_in` raised; :meth:`Service.call`
-    audits and observes it exactly as a failed authentication before dispatch.
-    """
-
-    def __init__(self, error: TaskError) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-
-def _defers_authentication(op: Operation[Any, Any] | None) -> bool:
-    """Whether an admitted call of ``op`` authenticates in its own write transaction.
-
-    Only an operation whose first step after decoding is that transaction: no handler of
-    its own transactions (``TxMode.OWN``), nothing prepared or held before it opens.
-    """
-    return op is not None and op.tx is not TxMode.OWN and op.prepare is None and op.hold is None
-
-
-def _list_hint(door: Door) -> str:
-    """Where a caller of ``door`` finds what it can call (MCP clients: ``tools/list``)."""
-    if door is Door.MCP:
-        return "list the tools with tools/list"
-    return "list the operations with 'agent-task call --list' or GET /openapi.json"
 
 
 class Service:
@@ -181,25 +136,18 @@ class Service:
         self._write_lock = threading.Lock()
         self.observers: list[Callable[[CallObserved], None]] = []
         """Called once per call after it is audited (metrics); must not raise or block."""
-        limits = config.rate_limits
-        self._token_calls: RateLimiter | None = None
-        self._address_refusals: RateLimiter | None = None
-        if limits is not None:
-            self._token_calls = RateLimiter(
-                rate=limits.token_calls_per_second,
-                burst=limits.token_calls_burst,
-                keys_max=limits.keys_max,
-                clock=self.clock,
-            )
-            self._address_refusals = RateLimiter(
-                rate=limits.address_refusals_per_second,
-                burst=limits.address_refusals_burst,
-                keys_max=limits.keys_max,
-                clock=self.clock,
-            )
         self.audit = AuditLog(self.write, self.clock)
         """The one audit writer of this front door (:mod:`taskcore.audit`)."""
-        self._recent = RecentAdmissions(memory_ms=config.admission_memory_ms)
+        self._admission = Admission(
+            registry=self.registry,
+            audit=self.audit,
+            # late-bound: admission authenticates with whatever ``authenticate`` is now
+            authenticate=lambda bearer: self.authenticate(bearer),
+            observe=self._observe,
+            clock=self.clock,
+            limits=config.rate_limits,
+            memory_ms=config.admission_memory_ms,
+        )
 
     @classmethod
     def open(
@@ -322,7 +270,7 @@ class Service:
                 token_id, workspace = actor.token_id, actor.workspace
             except TaskError:
                 pass  # an unknown or revoked token is audited as anonymous
-        self._audit_refusal(token_id, workspace, name, _input_digest(raw), error)
+        self._audit_refusal(token_id, workspace, name, input_digest(raw), error)
         self._observe(name, None, error.code.value, 0.0)
         return error
 
@@ -376,39 +324,9 @@ class Service:
         under ``name``, or ``label`` when the operation is not known yet (``workflow``,
         ``mcp.queue``).
         """
-        shown = name or label
-        try:
-            actor = self.authenticate(bearer)
-        except TaskError as err:
-            refusal = self._address_refusal(client, err)
-            self._audit_refusal(ANONYMOUS, "", shown, AGGREGATED_DIGEST, refusal)
-            self._observe(shown, door, refusal.code.value, 0.0)
-            raise refusal from None
-        if self._token_calls is not None:
-            decision = self._token_calls.take(actor.token_id)
-            if not decision.allowed:
-                limited = TaskError(
-                    ErrorCode.RATE_LIMITED,
-                    f"this token called more than {self._token_calls.rate:g} times a second "
-                    f"(bursts of {self._token_calls.burst}); retry in {decision.retry_after} s",
-                    retry_after=decision.retry_after,
-                )
-                self._audit_refusal(
-                    actor.token_id, actor.workspace, shown, AGGREGATED_DIGEST, limited
-                )
-                self._observe(shown, door, limited.code.value, 0.0)
-                raise limited
-        if name is not None:
-            wanted = None if surfaces is None else frozenset(surfaces)
-            try:
-                self._check(self.registry.get(name), name, actor, route, door, wanted)
-            except TaskError as err:
-                self._audit_refusal(actor.token_id, actor.workspace, name, _input_digest(b""), err)
-                self._observe(name, door, err.code.value, 0.0)
-                raise
-        if bearer:  # it authenticated, so it is one
-            self._recent.remember(bearer, actor)
-        return actor
+        return self._admission.admit(
+            bearer, name, client=client, route=route, door=door, surfaces=surfaces, label=label
+        )
 
     def admit_recent(
         self,
@@ -431,58 +349,7 @@ class Service:
         are decided, as :meth:`admit` does without one. How long "moments" is:
         :attr:`ServiceConfig.admission_memory_ms` (0: never).
         """
-        if not bearer:
-            return None
-        actor = self._recent.recall(bearer)
-        if actor is None:
-            return None
-        if name is not None:  # without one, as admit: the bearer and its budget only
-            op = self.registry.get(name)
-            wanted = None if surfaces is None else frozenset(surfaces)
-            if op is None or op.route_required:
-                return None
-            try:
-                self._check(op, name, actor, None, door, wanted)
-            except TaskError:
-                return None
-        if self._token_calls is not None and not self._token_calls.take(actor.token_id).allowed:
-            return None  # admit refuses it again (a refused take takes nothing), and audits
-        return actor
-
-    def _authenticate_again(self, bearer: str) -> None:
-        """Authenticate an admitted bearer once more; :class:`_Lapsed` if it no longer does."""
-        try:
-            self.authenticate(bearer)
-        except TaskError as err:
-            raise _Lapsed(err) from None
-
-    @staticmethod
-    def _authenticate_in_call(tx: Transaction, bearer: str, admitted: Actor) -> None:
-        """The admitted bearer's authentication, inside the call's write transaction.
-
-        The same check as :meth:`authenticate` (the token must exist, match and be live),
-        reading the token row the live guard reads (``FOR SHARE`` under a shared writer
-        lock); :class:`_Lapsed` if it fails.
-        """
-        try:
-            actor = authenticate_in(tx, bearer)
-        except TaskError as err:
-            raise _Lapsed(err) from None
-        if actor != admitted:
-            raise TaskError(ErrorCode.INTERNAL, "the admitted actor is not the bearer's")
-
-    def _address_refusal(self, client: str | None, err: TaskError) -> TaskError:
-        if self._address_refusals is None or not client:
-            return err
-        decision = self._address_refusals.take(client)
-        if decision.allowed:
-            return err
-        return TaskError(
-            ErrorCode.RATE_LIMITED,
-            "too many requests from this address failed to authenticate; send a valid "
-            f"'Authorization: Bearer <token>' and retry in {decision.retry_after} s",
-            retry_after=decision.retry_after,
-        )
+        return self._admission.admit_recent(bearer, name, door=door, surfaces=surfaces)
 
     def call(
         self,
@@ -507,15 +374,15 @@ class Service:
         transaction, first authenticates the bearer again so that a revoked token is still
         what is reported). Any other operation authenticates as without ``admitted``.
         """
-        digest = _input_digest(raw)
-        if admitted is not None and _defers_authentication(self.registry.get(name)):
+        digest = input_digest(raw)
+        if admitted is not None and defers_authentication(self.registry.get(name)):
             try:
                 return Response(
                     self._run(admitted, name, raw, route, door, surfaces, digest, bearer)[1]
                 )
-            except _Lapsed as lapsed:
+            except Lapsed as lapsed:
                 if bearer:
-                    self._recent.forget(bearer)
+                    self._admission.forget(bearer)
                 self._audit_refusal(ANONYMOUS, "", name, digest, lapsed.error)
                 self._observe(name, door, lapsed.error.code.value, 0.0)
                 raise lapsed.error from None
@@ -523,7 +390,7 @@ class Service:
             actor = self.authenticate(bearer)
         except TaskError as err:
             if bearer:
-                self._recent.forget(bearer)
+                self._admission.forget(bearer)
             self._audit_refusal(ANONYMOUS, "", name, digest, err)
             self._observe(name, door, err.code.value, 0.0)
             raise
@@ -547,48 +414,6 @@ class Service:
     def wrap_workflow(operation: str, result: bytes) -> bytes:
         """The workflow success body around ``result`` (:func:`taskcore.envelope.wrap_workflow`)."""
         return wrap_workflow(operation, result)
-
-    def _check(
-        self,
-        op: Operation[Any, Any] | None,
-        name: str,
-        actor: Actor,
-        route: Route | None,
-        door: Door,
-        surfaces: frozenset[Surface] | None,
-        *,
-        granted: bool = False,
-    ) -> Operation[Any, Any]:
-        if op is None or (surfaces is not None and op.surface not in surfaces):
-            shown = (
-                name[:64].removeprefix(WORKFLOW_PREFIX)
-                if surfaces == frozenset({Surface.WORKFLOW})
-                else name[:64]
-            )
-            what = "tool" if door is Door.MCP else "operation"
-            raise TaskError(
-                ErrorCode.UNKNOWN_OPERATION,
-                f"there is no {what} {shown!r} here; {_list_hint(door)}",
-            )
-        if door not in op.doors or (door is Door.MCP and not op.mcp_tool):
-            raise TaskError(
-                ErrorCode.NOT_FOUND,
-                f"{op.name} is not offered through {door.value}; {_list_hint(door)}",
-            )
-        if op.route_required and route is None:
-            raise TaskError(ErrorCode.BAD_INPUT, f"{op.name} needs a repository and profile route")
-        if actor.tier < op.min_tier:
-            raise TaskError(
-                ErrorCode.FORBIDDEN,
-                f"{op.name} needs the {op.min_tier.wire} tier; this token is {actor.tier.wire}",
-            )
-        if actor.autonomy < op.min_autonomy and not granted:
-            raise TaskError(
-                ErrorCode.AUTONOMY_EXCEEDED,
-                f"{op.name} is {op.risk.value} and needs autonomy {op.min_autonomy}; "
-                f"this token has {actor.autonomy}",
-            )
-        return op
 
     def _decode(self, op: Operation[Any, Any], raw: bytes | str | Mapping[str, Any] | None) -> Any:
         if op.raw_input:
@@ -625,7 +450,7 @@ class Service:
         operation's plain JSON result.
         """
         tx = ctx.transaction()
-        op = self._check(
+        op = check_operation(
             self.registry.get(name), name, ctx.actor, ctx.route, ctx.door, None, granted=True
         )
         if (
@@ -639,7 +464,7 @@ class Service:
                 f"{op.name} manages its own transactions and cannot run under an approval grant",
             )
         request = self._decode(op, raw)
-        digest = _input_digest(raw)
+        digest = input_digest(raw)
         result = op.handler(attrs.evolve(ctx, raw_digest=digest), request)
         if isinstance(result, CommitThenRefuse):
             raise result.error
@@ -703,7 +528,7 @@ class Service:
         except TaskError as err:
             code = err.code.value
             raise
-        except _Lapsed:
+        except Lapsed:
             code = None  # observed by ``call``, as a failed authentication
             raise
         finally:
@@ -724,16 +549,17 @@ class Service:
         """Check, decode, run and audit one call (see :meth:`dispatch`).
 
         ``bearer`` is set when ``actor`` was admitted and the bearer is to be authenticated
-        in the call's transaction (:meth:`call`); a failure raises :class:`_Lapsed`.
+        in the call's transaction (:meth:`call`); a failure raises
+        :class:`~taskcore.admission.Lapsed`.
         """
-        digest = _digest or _input_digest(raw)
+        digest = _digest or input_digest(raw)
         wanted = None if surfaces is None else frozenset(surfaces)
         try:
-            op = self._check(self.registry.get(name), name, actor, route, door, wanted)
+            op = check_operation(self.registry.get(name), name, actor, route, door, wanted)
             request = self._decode(op, raw)
         except TaskError as err:
             if bearer is not None:
-                self._authenticate_again(bearer)  # a revoked token outranks the refusal
+                self._admission.authenticate_again(bearer)  # a revoked token outranks it
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, err)
             raise
         refusal: TaskError | None = None
@@ -771,7 +597,7 @@ class Service:
                     # under a shared writer lock the token row is read FOR SHARE).
                     # In-process actors built by trusted code have no token record.
                     if bearer is not None:
-                        self._authenticate_in_call(tx, bearer, actor)
+                        authenticate_in_call(tx, bearer, actor)
                     else:
                         record = tx.tokens.get(actor.token_id)
                         if record is not None and record.revoked_at_ms is not None:
@@ -797,7 +623,7 @@ class Service:
         except TaskError as err:
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, err, subject)
             raise
-        except _Lapsed:
+        except Lapsed:
             raise
         except Exception as exc:  # a handler bug must not become a traceback
             failure = TaskError(
