@@ -378,14 +378,17 @@ def test_collector_upload_before_the_operation_exists_is_unknown_not_500(tmp_pat
         server.stop()
 
 
-def test_health_needs_no_token_and_pings_storage(live):
-    r = httpx.get(live.url + "/v1/hub/health")
+@pytest.mark.parametrize("path", ["/v1/hub/health", "/health", "/healthz"])
+def test_health_needs_no_token_and_pings_storage(live, path):
+    r = httpx.get(live.url + path)
     assert r.status_code == 200
+    assert r.headers["content-type"] == "application/json"
     body = r.json()
     assert body["status"] == "ok"
     assert body["backend"] == live.service.storage.backend
     assert body["schema"] == live.service.storage.schema()
     assert body["schema"]["queue"] >= 1
+    assert httpx.post(live.url + path, json={}).status_code == 405
 
 
 class _DownStorage:
@@ -405,7 +408,8 @@ def test_health_is_503_when_storage_does_not_answer(tmp_path):
     real = Service.open(tmp_path)
     service = Service(_DownStorage(real.storage), config=real.config, registry=real.registry)
     with BackgroundServer(create_app(service)) as url:
-        error(httpx.get(url + "/v1/hub/health"), 503, ErrorCode.STORAGE_UNAVAILABLE)
+        for path in ("/v1/hub/health", "/health", "/healthz"):
+            error(httpx.get(url + path), 503, ErrorCode.STORAGE_UNAVAILABLE)
     real.close()
 
 

@@ -154,6 +154,8 @@ def test_beyond_the_cap_one_slot_serves_health_only_and_the_rest_are_closed(serv
     reserve = _sock(url)
     reserve.sendall(_request(url, token, "/v1/hub/health", method="GET"))
     assert _status(reserve) == 200
+    reserve.sendall(_request(url, token, "/healthz", method="GET"))  # an alias of it too
+    assert _status(reserve) == 200
     beyond = _sock(url)
     assert _closed_within(beyond, 2.0)
     reserve.sendall(_request(url, token))

@@ -282,12 +282,45 @@ def test_the_granted_call_is_still_checked_and_rolls_back_with_the_grant(door):
     assert door(ADMIN, "agenttask.gate.get", {"gateId": gate_id})["status"] == "APPROVED"
 
 
-def test_a_grant_lifts_autonomy_but_never_the_tier(door):
-    # an agent-tier worker escalates for a member-tier verb: approved, it is still FORBIDDEN
+def test_escalating_for_a_verb_the_tier_can_never_run_is_refused_naming_the_tier(door):
+    # A grant lifts autonomy, never the tier: an agent-tier worker's gate for a member-tier
+    # verb could never be applied, so it is refused at escalation, before anyone approves it.
     victim = door.create()["taskId"]
     task_id = door.claimed(WORKER)["task"]["taskId"]
     body = {"taskId": task_id, "targetVerb": "agenttask.cancel", "targetInput": {"taskId": victim}}
-    gate_id = door(WORKER, "agenttask.escalate", body)["gate"]["gateId"]
+    err = door.refused(WORKER, "agenttask.escalate", body)
+    assert (err.code, err.path) == (ErrorCode.FORBIDDEN, "$.targetVerb")
+    assert err.details == {"requiredTier": "member"}
+    assert "needs the member tier and this token is agent" in err.message
+    # nothing was written: the worker still holds its lease, no gate was minted
+    assert door.row(task_id).status == "LEASED"
+    assert door.row(task_id).escalation_gate_id is None
+    # the same worker may still escalate for what its tier reaches (or for nothing named)
+    assert door(WORKER, "agenttask.escalate", {"taskId": task_id})["gate"]["status"] == "PENDING"
+
+
+@pytest.mark.parametrize(
+    ("verb", "code"),
+    [
+        ("observe.subject", ErrorCode.INVALID_VALUE),  # its own transactions
+        ("workflow.claim", ErrorCode.INVALID_VALUE),  # a workflow route
+        ("agenttask.checkpoint.prune", ErrorCode.FORBIDDEN),  # admin tier
+    ],
+)
+def test_escalating_for_a_verb_no_grant_can_run_is_refused(door, verb, code):
+    task_id = door.claimed(SEAT)["task"]["taskId"]
+    err = door.refused(SEAT, "agenttask.escalate", {"taskId": task_id, "targetVerb": verb})
+    assert (err.code, err.path) == (code, "$.targetVerb")
+    assert door.row(task_id).status == "LEASED"
+
+
+def test_a_grant_lifts_autonomy_but_never_the_tier(door):
+    # An admin escalates a QUEUED task for a member-tier verb (its own tier reaches it); an
+    # agent-tier worker claims it later: the approved grant is still FORBIDDEN to it.
+    victim = door.create()["taskId"]
+    task_id = door.create()["taskId"]
+    body = {"taskId": task_id, "targetVerb": "agenttask.cancel", "targetInput": {"taskId": victim}}
+    gate_id = door(ADMIN, "agenttask.escalate", body)["gate"]["gateId"]
     door(ADMIN, "agenttask.gate.approve", {"gateId": gate_id})
     door(WORKER, "agenttask.claim", {"taskId": task_id})
     err = door.refused(WORKER, "agenttask.gate.apply", _apply(task_id, gate_id, victim))

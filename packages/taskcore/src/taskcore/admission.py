@@ -11,7 +11,11 @@ module holds the first, the part that needs no body:
   in its budget, then :func:`check_operation`; and the same decision from memory for a
   bearer admitted moments ago (:meth:`Admission.admit_recent`, never touching storage);
 * :func:`authenticate_in_call`: an admitted bearer authenticated once more inside its call's
-  write transaction (:class:`Lapsed` when it no longer does).
+  write transaction (:class:`Lapsed` when it no longer does);
+* what an approval grant can admit: :func:`check_grantable` (run by
+  :meth:`Service.run_granted`) and :func:`check_escalation_target` (run by
+  ``agenttask.escalate``, so that a gate its caller could never use is refused when it is
+  asked for, not after an operator approved it).
 
 It imports the registry and the token checks, never the service; the service owns one
 :class:`Admission` and hands it its audit writer, its authentication and its observers.
@@ -47,6 +51,8 @@ __all__ = [
     "Admission",
     "Lapsed",
     "authenticate_in_call",
+    "check_escalation_target",
+    "check_grantable",
     "check_operation",
     "defers_authentication",
 ]
@@ -130,6 +136,71 @@ def check_operation(
             f"this token has {actor.autonomy}",
         )
     return op
+
+
+def check_grantable(op: Operation[Any, Any]) -> Operation[Any, Any]:
+    """Return ``op`` if it can run under an approval grant; ``INVALID_VALUE`` otherwise.
+
+    A granted call runs inside the granting call's one transaction, on JSON input: an
+    operation with its own transactions, a raw body, a ``prepare`` or a ``hold`` (its lock
+    comes before the writer's, not inside it) cannot.
+    """
+    if op.tx is not TxMode.WRITE or op.raw_input or op.prepare is not None or op.hold is not None:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            f"{op.name} manages its own transactions and cannot run under an approval grant",
+        )
+    return op
+
+
+def check_escalation_target(
+    registry: Registry, verb: str, actor: Actor, *, path: str = "$.targetVerb"
+) -> None:
+    """Refuse an escalation whose grant ``actor`` could never apply (``agenttask.escalate``).
+
+    A grant lifts the autonomy bound of one call, never the tier, and runs the call in
+    ``agenttask.gate.apply``'s transaction on the queue's route. So when ``verb`` names an
+    operation of this service, ``actor``'s tier must reach it (``FORBIDDEN``, naming the tier
+    it needs, ``details.requiredTier``) and it must be one a grant can run: no workflow route,
+    :func:`check_grantable` (``INVALID_VALUE``). A ``verb`` that names no operation here is
+    left alone: the gate records an action outside agent-task for the operator, and admits
+    no call (``GRANT_VERB_MISMATCH`` / ``UNKNOWN_OPERATION`` if one is tried).
+
+    >>> from taskcore.actors import RiskClass, Tier
+    >>> registry = Registry()
+    >>> registry.register(Operation(name="demo.cancel", summary="", input_type=bytes,
+    ...     output_type=None, min_tier=Tier.MEMBER, risk=RiskClass.SENSITIVE, idempotent=False,
+    ...     mcp=False, surface=Surface.QUEUE, handler=lambda ctx, req: None))
+    >>> agent = Actor(token_id="t1", workspace="w1", tier=Tier.AGENT, autonomy=1)
+    >>> check_escalation_target(registry, "demo.cancel", agent)
+    Traceback (most recent call last):
+    taskcore.errors.TaskError: demo.cancel needs the member tier and this token is agent; a grant never lifts the tier: a member token makes this call (or escalates for it) at $.targetVerb
+    >>> check_escalation_target(registry, "deploy.production", agent) is None
+    True
+    """
+    op = registry.get(verb)
+    if op is None:
+        return
+    if actor.tier < op.min_tier:
+        raise TaskError(
+            ErrorCode.FORBIDDEN,
+            f"{op.name} needs the {op.min_tier.wire} tier and this token is {actor.tier.wire}; "
+            f"a grant never lifts the tier: a {op.min_tier.wire} token makes this call (or "
+            "escalates for it)",
+            path=path,
+            details={"requiredTier": op.min_tier.wire},
+        )
+    if op.route_required:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            f"{op.name} takes its repository and profile from a workflow URL and cannot run "
+            "under an approval grant",
+            path=path,
+        )
+    try:
+        check_grantable(op)
+    except TaskError as err:
+        raise err.at(path) from None
 
 
 def authenticate_in_call(tx: Transaction, bearer: str, admitted: Actor) -> None:

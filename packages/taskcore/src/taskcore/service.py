@@ -54,6 +54,7 @@ from taskcore.admission import (
     Admission,
     Lapsed,
     authenticate_in_call,
+    check_grantable,
     check_operation,
     defers_authentication,
 )
@@ -453,16 +454,7 @@ class Service:
         op = check_operation(
             self.registry.get(name), name, ctx.actor, ctx.route, ctx.door, None, granted=True
         )
-        if (
-            op.tx is not TxMode.WRITE
-            or op.raw_input
-            or op.prepare is not None
-            or op.hold is not None  # its lock comes before the writer's, not inside it
-        ):
-            raise TaskError(
-                ErrorCode.INVALID_VALUE,
-                f"{op.name} manages its own transactions and cannot run under an approval grant",
-            )
+        check_grantable(op)
         request = self._decode(op, raw)
         digest = input_digest(raw)
         result = op.handler(attrs.evolve(ctx, raw_digest=digest), request)

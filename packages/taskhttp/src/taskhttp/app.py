@@ -9,7 +9,7 @@ route                                                                  what
 ``POST .../agent-tasks/collector-upload``                              raw signed transfer
 ``POST /mcp``                                                          MCP: queue tools
 ``POST /v1/hub/workspace/mcp?repository=R&profile=P``                  MCP: workflow tools
-``GET /v1/hub/health``                                                 storage ping, backend, schema
+``GET /v1/hub/health`` (also ``/health``, ``/healthz``)                storage ping, backend, schema
 ``GET /openapi.json``                                                  every route and body
 =====================================================================  ========================
 
@@ -57,6 +57,7 @@ from taskhttp.body import JSON, OCTET_STREAM, declared_length, read_body, requir
 from taskhttp.limits import BodyBudget, Reservation, TransportLimits
 from taskhttp.metrics import METRICS_PATH, Metrics
 from taskhttp.openapi import (
+    HEALTH_ALIASES,
     HEALTH_PATH,
     MCP_PATH,
     OPENAPI_PATH,
@@ -509,7 +510,7 @@ def create_app(
         Route(_REPOSITORIES + "{rest:path}", workflow, methods=["POST"]),
         Route(MCP_PATH, _AdmittedMcp(service, mcp, Family.QUEUE, budget, pool)),
         Route(WORKSPACE_MCP_PATH, _AdmittedMcp(service, mcp, Family.WORKSPACE, budget, pool)),
-        Route(HEALTH_PATH, health, methods=["GET"]),
+        *(Route(path, health, methods=["GET"]) for path in (HEALTH_PATH, *HEALTH_ALIASES)),
         Route(OPENAPI_PATH, openapi, methods=["GET"]),
         Route(METRICS_PATH, Metrics(service).endpoint, methods=["GET"]),
         Mount(BOARD_PATH, app=create_board(service, secure=board_secure)),

@@ -18,7 +18,8 @@ code. Four mechanisms:
   connection first closes the connection that has been sending its headers the longest, if
   that has taken more than ``evict_after`` seconds (a slow client, never a working one); if
   there is none, up to ``health_reserve`` more connections are accepted that may only ask
-  ``GET /v1/hub/health`` (anything else is 503 ``OVERLOADED``), and beyond those a connection
+  for health (``GET /v1/hub/health`` and its aliases; anything else is 503 ``OVERLOADED``),
+  and beyond those a connection
   is closed at once. So slow or idle connections can neither exhaust descriptors nor lock
   out a working client, and a supervisor can always ask for health.
 * **Body bytes in flight.** :class:`BodyBudget` counts the request body bytes all requests
@@ -34,7 +35,7 @@ import asyncio
 import contextlib
 import json
 import resource
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from http import HTTPStatus
 from typing import Any
 
@@ -200,10 +201,10 @@ class Reservation:
 class _Guard:
     """The connections of one server and the limits they live under."""
 
-    def __init__(self, limits: TransportLimits, health_path: str) -> None:
+    def __init__(self, limits: TransportLimits, health_paths: frozenset[str]) -> None:
         self.limits = limits
         self.cap = limits.connections()
-        self.health_path = health_path
+        self.health_paths = health_paths
         self.active: dict[Any, None] = {}
 
     def evict_slowest(self, now: float) -> bool:
@@ -219,11 +220,11 @@ class _Guard:
         return True
 
 
-def _health_only(app: ASGIApp, health_path: str) -> ASGIApp:
+def _health_only(app: ASGIApp, health_paths: frozenset[str]) -> ASGIApp:
     """The application of a connection accepted beyond the cap: health, or 503."""
 
     async def reserve(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] == health_path:
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] in health_paths:
             await app(scope, receive, send)
             return
         response = error_response(overloaded("connections"))
@@ -252,7 +253,9 @@ def _refusal_bytes(err: TaskError) -> bytes:
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body
 
 
-def guarded_protocol(limits: TransportLimits, *, health_path: str) -> type[HttpToolsProtocol]:
+def guarded_protocol(
+    limits: TransportLimits, *, health_path: str | Iterable[str]
+) -> type[HttpToolsProtocol]:
     """Return uvicorn's httptools protocol with the header/body deadlines and the cap.
 
     One class per server: the returned class shares one set of connections. The request's
@@ -260,7 +263,8 @@ def guarded_protocol(limits: TransportLimits, *, health_path: str) -> type[HttpT
     sets no bound of its own, so a request whose headers are not complete within that many
     bytes is answered ``PAYLOAD_TOO_LARGE`` and its connection closed.
     """
-    guard = _Guard(limits, health_path)
+    paths = frozenset([health_path] if isinstance(health_path, str) else health_path)
+    guard = _Guard(limits, paths)
     too_large = _refusal_bytes(
         TaskError(
             ErrorCode.PAYLOAD_TOO_LARGE,
@@ -293,7 +297,7 @@ def guarded_protocol(limits: TransportLimits, *, health_path: str) -> type[HttpT
                 self.transport.abort()
                 return
             if len(guard.active) >= guard.cap:
-                self.app = _health_only(self.app, guard.health_path)
+                self.app = _health_only(self.app, guard.health_paths)
             guard.active[self] = None
             self._enter("headers", now)
 

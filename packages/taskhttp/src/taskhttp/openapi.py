@@ -33,6 +33,7 @@ from taskcore.service import WORKFLOW_OPERATION_PATTERN
 __all__ = [
     "COLLECTOR_UPLOAD_PATH",
     "DEFAULT_SERVER",
+    "HEALTH_ALIASES",
     "HEALTH_PATH",
     "MCP_PATH",
     "OPENAPI_PATH",
@@ -43,6 +44,8 @@ __all__ = [
 ]
 
 HEALTH_PATH = "/v1/hub/health"
+HEALTH_ALIASES = ("/health", "/healthz")
+"""Paths that answer exactly as :data:`HEALTH_PATH` (what probes and newcomers try first)."""
 OPENAPI_PATH = "/openapi.json"
 MCP_PATH = "/mcp"
 WORKSPACE_MCP_PATH = "/v1/hub/workspace/mcp"
@@ -248,35 +251,45 @@ def _service_paths() -> dict[str, Any]:
         **_errors({400, 401, 403, 404, 413, 415}),
         "default": {"description": "a JSON-RPC error or an {error, code} body"},
     }
-    return {
-        HEALTH_PATH: {
-            "get": {
-                "operationId": "health",
-                "summary": "Ping storage; say which backend and schema versions it holds "
-                "(no authentication; not a readiness check).",
-                "security": [],
-                "responses": {
-                    "200": _ok(
-                        "storage answers",
-                        {
+    health = {
+        "operationId": "health",
+        "summary": "Ping storage; say which backend and schema versions it holds "
+        "(no authentication; not a readiness check).",
+        "security": [],
+        "responses": {
+            "200": _ok(
+                "storage answers",
+                {
+                    "type": "object",
+                    "properties": {
+                        "status": {"const": "ok"},
+                        "backend": {"enum": ["sqlite", "postgresql"]},
+                        "schema": {
                             "type": "object",
-                            "properties": {
-                                "status": {"const": "ok"},
-                                "backend": {"enum": ["sqlite", "postgresql"]},
-                                "schema": {
-                                    "type": "object",
-                                    "additionalProperties": {"type": "integer", "minimum": 0},
-                                },
-                            },
-                            "required": ["status", "backend", "schema"],
-                            "additionalProperties": False,
+                            "additionalProperties": {"type": "integer", "minimum": 0},
                         },
-                    ),
-                    **_errors({503}),
-                    **_MALFORMED_HTTP,
+                    },
+                    "required": ["status", "backend", "schema"],
+                    "additionalProperties": False,
                 },
-            }
+            ),
+            **_errors({503}),
+            **_MALFORMED_HTTP,
         },
+    }
+    aliases = {
+        path: {
+            "get": {
+                **health,
+                "operationId": "get" + path.strip("/").capitalize(),
+                "summary": f"The same answer as GET {HEALTH_PATH}.",
+            }
+        }
+        for path in HEALTH_ALIASES
+    }
+    return {
+        HEALTH_PATH: {"get": health},
+        **aliases,
         OPENAPI_PATH: {
             "get": {
                 "operationId": "openapi",

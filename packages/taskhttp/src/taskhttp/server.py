@@ -24,7 +24,7 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from taskhttp.limits import TransportLimits, guarded_protocol
-from taskhttp.openapi import HEALTH_PATH
+from taskhttp.openapi import HEALTH_ALIASES, HEALTH_PATH
 
 __all__ = ["GRACEFUL_SHUTDOWN_SECONDS", "BackgroundServer", "address_of", "bind", "serve"]
 
@@ -92,7 +92,7 @@ def _config(app: ASGIApp, log_level: str, limits: TransportLimits | None) -> uvi
     transport = limits or TransportLimits()
     return uvicorn.Config(
         app,
-        http=guarded_protocol(transport, health_path=HEALTH_PATH),
+        http=guarded_protocol(transport, health_path=(HEALTH_PATH, *HEALTH_ALIASES)),
         ws="none",
         log_level=log_level,
         access_log=False,

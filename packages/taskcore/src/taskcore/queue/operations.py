@@ -25,6 +25,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from taskcore.actors import RiskClass, Tier
+from taskcore.admission import check_escalation_target
 from taskcore.limits import CHECKPOINT_WRITE_BODY_MAX_BYTES, LEASE_DEFAULT_MS, LEASE_MAX_MS
 from taskcore.queue import approval, checkpoints, ext, leases, matters, tasks, verb_registry
 from taskcore.queue.common import QueueCall
@@ -160,6 +161,14 @@ def _apply_grant_handler(ctx: CallContext, request: GateApplyIn) -> GrantApplied
         return ctx.service.run_granted(ctx, verb, payload)
 
     return approval.apply_grant(_call(ctx, ctx.transaction()), request, run)
+
+
+def _escalate_handler(ctx: CallContext, request: EscalateIn) -> EscalateResult:
+    # A gate for a call this token's tier can never make (or no grant can run) is a dead
+    # end an operator would approve for nothing: refuse it now, naming the tier it needs.
+    if request.target_verb is not None and request.target_verb != approval.GRANT_VERB:
+        check_escalation_target(ctx.service.registry, request.target_verb, ctx.actor)
+    return leases.escalate(_call(ctx, ctx.transaction()), request)
 
 
 def _claim_next_handler(ctx: CallContext, request: ClaimNextIn) -> ClaimResult | dict[str, bool]:
@@ -339,11 +348,13 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             WRITE,
             idempotent=False,
             mcp=True,
-            handler=_in_tx(leases.escalate),
+            handler=_escalate_handler,
             description="The lease holder (or, for a QUEUED task, its creator or an admin) asks "
             "an admin to approve {targetVerb, inputHash}; send targetInput (the call's input) "
             "instead of inputHash to have it hashed here. Once approved, agenttask.gate.apply "
-            "makes that call." + _FENCE_NOTE,
+            "makes that call. A grant lifts the autonomy bound, never the tier: a targetVerb "
+            "whose tier this token lacks is FORBIDDEN here (details.requiredTier names it), "
+            "and one no grant can run is INVALID_VALUE." + _FENCE_NOTE,
         ),
         _spec(
             approval.GRANT_VERB,
