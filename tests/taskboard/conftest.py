@@ -19,6 +19,11 @@ from taskcore import Service, Tier
 from taskcore.auth import issue_token
 from taskhttp import BackgroundServer, create_app
 
+# A registered repository with a collector (a subject page with a real run).
+from tests.taskcore.collector.conftest import authority, repo, state
+
+__all__ = ["authority", "repo", "state"]
+
 CHROMIUM = os.environ.get("AGENT_TASK_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 INSTALL_HINT = "install Debian's chromium (apt-get install -y chromium) or set AGENT_TASK_CHROMIUM"
 

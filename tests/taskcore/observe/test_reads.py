@@ -132,15 +132,25 @@ def test_pending_approvals_say_what_the_grant_allows(door):
     door(
         WORKER,
         "agenttask.escalate",
-        {"taskId": task_id, "targetVerb": "deploy", "reason": "<b>prod</b>", "fence": 1},
+        {
+            "taskId": task_id,
+            "targetVerb": "deploy",
+            "targetInput": {"env": "prod"},
+            "reason": "<b>prod</b>",
+            "fence": 1,
+        },
     )
     pending = door(ADMIN, "observe.approvals")["approvals"]
     assert len(pending) == 1
     entry = pending[0]
     assert entry["task"]["taskId"] == task_id
     assert entry["gate"]["reason"] == "<b>prod</b>"
-    assert "run deploy" in entry["grant"]
-    assert "one-shot" in entry["grant"]
+    assert entry["grant"] == (
+        f"Approving requeues task {task_id} with a one-shot grant: its lease holder may run "
+        f"deploy once, with exactly the input whose hash is {entry['gate']['inputHash']}, "
+        "through agenttask.gate.apply, which consumes the grant. Claiming the task consumes "
+        "nothing."
+    )
     door(ADMIN, "agenttask.gate.approve", {"gateId": entry["gate"]["gateId"]})
     assert door(ADMIN, "observe.approvals")["approvals"] == []
     approved = door(ADMIN, "observe.approvals", {"status": "APPROVED"})["approvals"]

@@ -32,7 +32,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, quote, urlencode
 
 import anyio.to_thread
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -79,6 +79,56 @@ def _short(value: Any, n: int = 12) -> str:
     return text if len(text) <= n else text[:n] + "…"
 
 
+_TITLE_KEYS = ("title", "goal", "summary", "prompt", "name")
+"""Payload keys a task's title is read from, in order (the board's label, nothing more)."""
+_TITLE_MAX = 80
+
+
+def _title(payload: Any) -> str:
+    """A task's title for a table row: its payload's first non-empty ``_TITLE_KEYS`` text.
+
+    >>> _title({"goal": "demo", "x": 1}), _title({"title": "  a  b  "}), _title(None)
+    ('demo', 'a b', '')
+    >>> len(_title({"title": "x" * 500}))
+    81
+    """
+    if not isinstance(payload, dict):
+        return ""
+    for key in _TITLE_KEYS:
+        value = payload.get(key)
+        if isinstance(value, str) and value.strip():
+            text = " ".join(value.split())
+            return text if len(text) <= _TITLE_MAX else text[:_TITLE_MAX] + "…"
+    return ""
+
+
+def _workflow_outcome(task: Any) -> tuple[str, str]:
+    """A subject page's workflow task: the status text and its colour class.
+
+    A ``finished`` task counted (it has a ``completion``) or did not: the newest attempt's
+    result outcome (or its transfer's) says which, so a failed run is never shown green.
+
+    >>> _workflow_outcome({"state": "finished", "completion": "collector"})
+    ('finished', 'done')
+    >>> _workflow_outcome({"state": "finished", "completion": None,
+    ...     "attempts": [{"resultOutcome": "failed"}], "transfer": None})
+    ('finished · failed', 'failed')
+    >>> _workflow_outcome({"state": "claimed"})
+    ('claimed', 'claimed')
+    """
+    state = str(task.get("state", ""))
+    if state != "finished":
+        return state, state
+    if task.get("completion"):
+        return state, "done"
+    attempts = task.get("attempts") or []
+    outcome = attempts[0].get("resultOutcome") if attempts else None
+    transfer = task.get("transfer")
+    if outcome is None and isinstance(transfer, dict):
+        outcome = transfer.get("outcome")
+    return f"{state} · {outcome or 'not passed'}", "failed"
+
+
 def _environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(str(_HERE / "templates")),
@@ -89,6 +139,8 @@ def _environment() -> Environment:
     env.filters["ms"] = _ms
     env.filters["pretty"] = _pretty
     env.filters["short"] = _short
+    env.filters["task_title"] = _title
+    env.filters["workflow_outcome"] = _workflow_outcome
     return env
 
 
@@ -422,8 +474,19 @@ def create_board(
         session.flash = f"Token {issued['record']['tokenId']} created; copy it now."
         return redirect(request, "/tokens")
 
+    async def confirm_revoke(request: Request, session: Session, form: dict[str, str]) -> Response:
+        token_id = str(request.path_params["token_id"])
+        result = await call(session, "observe.tokens", {"includeRevoked": True})
+        found = [t for t in result["tokens"] if t["tokenId"] == token_id]
+        if not found:
+            raise TaskError(ErrorCode.NOT_FOUND, f"no token with id {token_id[:64]!r} here")
+        return render(request, "revoke.html", session=session, page="tokens", token=found[0])
+
     async def revoke(request: Request, session: Session, form: dict[str, str]) -> Response:
         token_id = str(request.path_params["token_id"])
+        if form.get("confirm") != "revoke":
+            # Only the confirmation page's form revokes; anything else is asked first.
+            return redirect(request, f"/tokens/{quote(token_id, safe='')}/revoke")
         await call(session, "admin.token.revoke", {"tokenId": token_id})
         session.flash = f"Token {token_id} revoked."
         return redirect(request, "/tokens")
@@ -449,6 +512,7 @@ def create_board(
         Route("/audit", guarded(audit), methods=["GET"]),
         Route("/tokens", guarded(tokens), methods=["GET"]),
         Route("/tokens", guarded(create_token), methods=["POST"]),
+        Route("/tokens/{token_id}/revoke", guarded(confirm_revoke), methods=["GET"]),
         Route("/tokens/{token_id}/revoke", guarded(revoke), methods=["POST"]),
         Mount("/static", app=StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]

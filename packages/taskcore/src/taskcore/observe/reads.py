@@ -190,23 +190,38 @@ def task_detail(call: QueueCall, request: TaskRef) -> TaskDetail:
 
 
 def grant_text(gate: ApprovalGateRecord, task: TaskRecord) -> str:
-    """Say in words what approving ``gate`` lets the task's next claim do.
+    """Say in words what approving ``gate`` does, and what its grant admits.
+
+    Approving requeues the task; only ``agenttask.gate.apply`` uses (and consumes) a grant,
+    never a claim, and it admits exactly one call: ``targetVerb`` with the input whose hash
+    the gate bound. A gate without either admits no call.
 
     >>> from taskcore.store.queue_api import ApprovalGateRecord
-    >>> g = ApprovalGateRecord(gate_id="ag_1", workspace="w", task_id="at_1", target_verb="deploy",
-    ...     input_hash=None, reason=None, status="PENDING", requested_by="t", requested_at_ms=0)
+    >>> g = ApprovalGateRecord(gate_id="ag_1", workspace="w", task_id="at_1",
+    ...     target_verb="deploy", input_hash="ab" * 32, reason=None, status="PENDING",
+    ...     requested_by="t", requested_at_ms=0)
     >>> grant_text(g, None)  # doctest: +ELLIPSIS
-    'The next claim of task at_1 receives a one-shot grant to run deploy with any input...'
+    'Approving requeues task at_1 with a one-shot grant: its lease holder may run deploy once, ...'
+    >>> import attrs
+    >>> grant_text(attrs.evolve(g, target_verb=None), None)  # doctest: +ELLIPSIS
+    'Approving requeues task at_1. The gate names no call, so it admits none...'
     """
-    what = f"run {gate.target_verb}" if gate.target_verb else "perform the escalated action"
-    bound = (
-        f"with the input whose hash is {gate.input_hash}"
-        if gate.input_hash
-        else "with any input (no input hash was bound)"
-    )
+    requeue = f"Approving requeues task {gate.task_id}"
+    if gate.target_verb is None:
+        return (
+            f"{requeue}. The gate names no call, so it admits none (agenttask.gate.apply "
+            "answers GRANT_VERB_MISMATCH): approve to let the task be claimed and continue."
+        )
+    if gate.input_hash is None:
+        return (
+            f"{requeue}. The gate names {gate.target_verb} but binds no input, so it admits "
+            "no call (agenttask.gate.apply answers GRANT_INPUT_MISMATCH): approve to let "
+            "the task be claimed and continue."
+        )
     return (
-        f"The next claim of task {gate.task_id} receives a one-shot grant to {what} {bound}; "
-        "the grant is consumed by that claim and never reused."
+        f"{requeue} with a one-shot grant: its lease holder may run {gate.target_verb} once, "
+        f"with exactly the input whose hash is {gate.input_hash}, through agenttask.gate.apply, "
+        "which consumes the grant. Claiming the task consumes nothing."
     )
 
 
