@@ -57,14 +57,14 @@ REQ=$("$AT" operator install-requirement --repository calc --test-step tests --d
 PUB=$("$AT" collector keygen --state-dir "$STATE" 2>/dev/null)
 "$AT" operator enroll --repository calc --step tests --registration ci --executor this-host --public-key "$PUB" --data-dir "$DATA" --json
 export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
-# The sandbox shows only the system, the snapshot and a private /tmp: expose the virtualenv and
-# the interpreter it was made from, read-only. Require bubblewrap where it is installed.
-PYBASE=$("$PY" -c 'import sys; print(sys.base_prefix)')
+# The sandbox shows only the system, the snapshot and a private /tmp: --expose-interpreter shows
+# the virtualenv and the interpreter it was made from, read-only. Require bubblewrap where it is
+# installed. The install starts "$PY" in that sandbox first: a profile that cannot start is refused.
 MINIMUM=none; command -v bwrap >/dev/null 2>&1 && MINIMUM=bwrap
 "$AT" operator install-collector-profile --profile-id pytest-1 --repository calc --profile default --step tests \
   --registration ci --arg "$PY" --arg -m --arg pytest --arg -q --arg -p --arg no:cacheprovider \
   --allow-env PYTEST_DISABLE_PLUGIN_AUTOLOAD --timeout-ms 120000 --output-limit 65536 \
-  --sandbox-minimum "$MINIMUM" --process-limit 512 --read-only-path "$ROOT/.venv" --read-only-path "$PYBASE" \
+  --sandbox-minimum "$MINIMUM" --process-limit 512 --expose-interpreter \
   --data-dir "$DATA" --json
 
 step "agent-task serve"
@@ -143,7 +143,7 @@ step "7. a failed run says why; the operator fixes the profile; the same revisio
 "$AT" operator enroll --repository calc --step tests --registration ci --executor this-host --public-key "$PUB" --data-dir "$DATA" --json >/dev/null
 RECIPE=(--arg "$PY" --arg -m --arg pytest --arg -q --arg -p --arg no:cacheprovider)
 LIMITS=(--allow-env PYTEST_DISABLE_PLUGIN_AUTOLOAD --timeout-ms 120000 --output-limit 65536
-  --sandbox-minimum "$MINIMUM" --process-limit 512 --read-only-path "$ROOT/.venv" --read-only-path "$PYBASE")
+  --sandbox-minimum "$MINIMUM" --process-limit 512 --expose-interpreter)
 # The operator pins the interpreter without its site-packages (-S): no pytest there.
 P=$("$AT" operator install-collector-profile --profile-id pytest-nosite --repository calc --profile default --step tests \
   --registration ci --arg "$PY" --arg -S "${RECIPE[@]:2}" "${LIMITS[@]}" --data-dir "$DATA")

@@ -114,6 +114,44 @@ def test_install_refuses_a_foreign_hook_with_the_conflict_status(world):
     assert "not written by agent-task" in result.stderr
 
 
+def test_install_refuses_a_protected_ref_the_profile_cannot_admit(world):
+    def attempt(*protect, url=None):
+        refs = [x for ref in protect for x in ("--protect", ref)]
+        return invoke(
+            world,
+            "landing",
+            "install",
+            "--git-dir",
+            str(world.bare),
+            "--repository",
+            "acme",
+            "--profile",
+            "default",
+            *refs,
+            "--url",
+            url or world.url,
+            "--token-file",
+            str(world.hook_token),
+            "--json",
+        )
+
+    refused = attempt("refs/heads/release")
+    assert refused.exit_code == 3, refused.stderr
+    error = json.loads(refused.stderr)
+    assert (error["code"], error["path"]) == ("INVALID_VALUE", "$.protect")
+    assert error["details"] == {"target": "refs/heads/main", "refused": ["refs/heads/release"]}
+    assert "admits pushes to refs/heads/main only" in error["error"]
+    # One bad ref among good ones is refused too, and nothing is written.
+    assert attempt("refs/heads/main", "refs/heads/release").exit_code == 3
+    assert not (world.bare / "hooks" / "pre-receive").exists()
+    # A service the hook cannot reach is found at install, not at the first push.
+    down = attempt("refs/heads/main", url="http://127.0.0.1:9")
+    assert down.exit_code != 0
+    assert json.loads(down.stderr)["code"] == "SERVICE_UNREACHABLE"
+    assert not (world.bare / "hooks" / "pre-receive").exists()
+    assert attempt("refs/heads/main").exit_code == 0
+
+
 def test_land_moves_main_only_when_admitted(world):
     main = git(world.repo, "rev-parse", "main")
     commit(world, "x = 3\n")

@@ -219,6 +219,76 @@ def test_a_policy_the_machine_cannot_meet_is_refused_at_installation(tmp_path, r
     assert shown["collector_profiles"] == []
 
 
+def _venv(tmp_path):
+    """A virtualenv's bin/python: a symlink into the interpreter this test runs on."""
+    import os
+    import sys
+
+    bindir = tmp_path / "venv" / "bin"
+    bindir.mkdir(parents=True)
+    (bindir / "python").symlink_to(os.path.realpath(sys.executable))
+    home = os.path.dirname(os.path.realpath(sys.executable))
+    (bindir.parent / "pyvenv.cfg").write_text(f"home = {home}\n")
+    return str(bindir / "python")
+
+
+def test_a_profile_whose_command_cannot_start_in_its_sandbox_is_refused_at_installation(
+    tmp_path, repo
+):
+    from taskcore.collector.sandbox import bwrap_available
+
+    if not bwrap_available():
+        pytest.skip("needs bubblewrap: without it nothing is hidden from the command")
+    data, *_ = setup(tmp_path, repo)
+    python = _venv(tmp_path)
+    base = ["--arg", python, "--arg", "-c", "--arg", "pass", "--sandbox-minimum", "bwrap"]
+    args = [a for a in PROFILE_ARGS if a not in ("/bin/sh", "-c", "true")]
+    args = args[: args.index("--arg")]
+    refused = invoke(*args, *base, "--profile-id", "cp-venv", "--data-dir", data)
+    assert refused.exit_code == 3, refused.stderr
+    assert "INVALID_VALUE" in refused.stderr
+    assert f"could not start argv[0] '{python}' in its sandbox" in refused.stderr
+    assert "the collector profile, not the code, is at fault" in refused.stderr
+    assert "--expose-interpreter" in refused.stderr
+    assert (
+        ok("operator", "show", "--repository", "acme", "--data-dir", data)["collector_profiles"]
+        == []
+    )
+    installed = ok(
+        *args, *base, "--expose-interpreter", "--profile-id", "cp-venv", "--data-dir", data
+    )
+    body = json.loads(installed["profile"]["profile"])
+    assert body["isolation"]["read_only_paths"][0] == str(tmp_path / "venv")
+    # The remote collector's own check: runtime-probe makes the same one.
+    probe = invoke("collector", "runtime-probe", *base)
+    assert probe.exit_code == 3
+    assert "could not start argv[0]" in probe.stderr
+    probe = ok("collector", "runtime-probe", *base, "--expose-interpreter")
+    assert len(probe["runtime_identity_sha256"]) == 64
+
+
+def test_a_relative_argv0_is_refused_at_installation(tmp_path, repo):
+    data, *_ = setup(tmp_path, repo)
+    args = [a for a in PROFILE_ARGS if a not in ("/bin/sh", "-c", "true")]
+    args = args[: args.index("--arg")]
+    for relative in (".venv/bin/python", "./run.sh"):
+        refused = invoke(*args, "--arg", relative, "--profile-id", "cp-rel", "--data-dir", data)
+        assert refused.exit_code == 3, refused.stderr
+        assert f"argv[0] '{relative}' is a relative path" in refused.stderr
+    refused = invoke(
+        *args,
+        "--arg",
+        "./run.sh",
+        "--runtime-identity",
+        "a" * 64,
+        "--profile-id",
+        "cp-rel",
+        "--data-dir",
+        data,
+    )
+    assert "is a relative path" in refused.stderr  # another machine's identity: refused too
+
+
 def test_reenrollment_is_a_new_epoch_and_revocation_is_recorded(tmp_path, repo):
     data, _, key, _ = setup(tmp_path, repo)
     again = ok(

@@ -194,6 +194,7 @@ def test_a_pending_finalize_is_finalized_without_collecting_again(live):
         "upload": None,
         "qualification": out["qualification"],
         "next_command": None,
+        "next_action": "This Change is qualified.",
     }
     assert out["qualification"]["qualified"] is True
     assert events == [Finalizing()]

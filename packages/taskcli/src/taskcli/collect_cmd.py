@@ -253,6 +253,8 @@ def _summary(result: dict[str, Any]) -> str:
     if result.get("collected") and q.get("run_failures"):
         q = {**q, "run_failures": []}  # already shown above
     lines += _qualification_lines(q, result.get("next_command"))
+    if result.get("next_command") is None and not q["qualified"] and result.get("next_action"):
+        lines.append(result["next_action"])
     return "\n".join(lines)
 
 
@@ -402,6 +404,7 @@ def qualification_command(
             change=change,
             options=options,
             qualified=answer["qualified"],
+            run_failures=answer.get("run_failures", ()),
         )
         head = [f"subject_current: {str(answer['subject_current']).lower()}"]
         if answer["revision"]:

@@ -11,21 +11,24 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 from taskcore.codec import default_codec
+from taskcore.collector.launchcheck import check_launch, interpreter_paths
 from taskcore.collector.runtime import probe_runtime
 from taskcore.collector.sandbox import isolation_policy
 from taskcore.collector.state import CollectorState, collector_status
-from taskcore.contract import CommandRecipe, NetworkAccess, SandboxMode
+from taskcore.contract import CommandRecipe, IsolationPolicy, NetworkAccess, SandboxMode
 from taskcore.contract.collector_records import runtime_identity_digest
+from taskcore.errors import ErrorCode, TaskError
 
 from taskcli.common import emit, json_option, run
 
-__all__ = ["isolation_options", "register", "state_dir_option"]
+__all__ = ["isolation_options", "register", "resolve_isolation", "state_dir_option"]
 
 state_dir_option = click.option(
     "--state-dir",
@@ -75,6 +78,12 @@ def isolation_options(fn: _F) -> _F:
             multiple=True,
             help="Host path (a toolchain, a venv) the sandbox shows read-only (repeat).",
         ),
+        click.option(
+            "--expose-interpreter",
+            is_flag=True,
+            help="Also show read-only the virtualenv of a Python argv[0] (or of the interpreter "
+            "its #! line names) and the installation it was made from.",
+        ),
     ]
 
     @functools.wraps(fn)
@@ -87,6 +96,7 @@ def isolation_options(fn: _F) -> _F:
         output_cap: int | None,
         tmp_size: int | None,
         read_only_path: tuple[str, ...],
+        expose_interpreter: bool,
         **kwargs: Any,
     ) -> Any:
         overrides = {
@@ -97,12 +107,37 @@ def isolation_options(fn: _F) -> _F:
             "output_cap_bytes": output_cap,
             "tmp_size_bytes": tmp_size,
             "read_only_paths": read_only_path,
+            _EXPOSE_INTERPRETER: expose_interpreter,
         }
         return fn(*args, isolation=overrides, **kwargs)
 
     for option in reversed(options):
         wrapper = option(wrapper)
     return wrapper  # type: ignore[return-value]
+
+
+_EXPOSE_INTERPRETER = "expose_interpreter"
+"""The ``--expose-interpreter`` flag among the isolation options (not a wire name)."""
+
+
+def resolve_isolation(
+    options: dict[str, Any], argv: tuple[str, ...], allow_env: tuple[str, ...]
+) -> IsolationPolicy | None:
+    """The isolation policy of :func:`isolation_options`' values for the command ``argv``.
+
+    ``--expose-interpreter`` adds :func:`~taskcore.collector.launchcheck.interpreter_paths`
+    of ``argv[0]`` (resolved with the allow-listed environment, as a collection resolves it)
+    to ``--read-only-path``. Call it where errors are reported (inside ``run``).
+    """
+    overrides = dict(options)
+    paths = tuple(overrides.get("read_only_paths") or ())
+    if overrides.pop(_EXPOSE_INTERPRETER, False):
+        if not argv:
+            raise TaskError(ErrorCode.BAD_INPUT, "--expose-interpreter needs the command (--arg)")
+        env = {name: os.environ[name] for name in allow_env if name in os.environ}
+        paths += tuple(p for p in interpreter_paths(argv[0], env=env) if p not in paths)
+    overrides["read_only_paths"] = paths
+    return isolation_policy(overrides)
 
 
 @click.group("collector")
@@ -196,7 +231,10 @@ def runtime_probe_command(
 ) -> None:
     """Print the runtime identity this machine gives a recipe (what a profile pins).
 
-    The identity names the sandbox and its settings under the given isolation options.
+    The identity names the sandbox and its settings under the given isolation options. The
+    command's argv[0] is started in that sandbox first (as 'operator install-collector-profile'
+    does on the collector's own host): a command that could not start there is refused, saying
+    what to expose.
     """
 
     def act() -> dict[str, Any]:
@@ -210,7 +248,9 @@ def runtime_probe_command(
             },
             CommandRecipe,
         )
-        identity = probe_runtime(recipe, isolation=isolation_policy(isolation))
+        policy = resolve_isolation(isolation, argv, allow_env)
+        check_launch(recipe, isolation=policy)
+        identity = probe_runtime(recipe, isolation=policy)
         return {
             "runtime_identity_sha256": runtime_identity_digest(identity),
             "identity": json.loads(default_codec().dumps(identity)),

@@ -17,6 +17,7 @@ from taskcore.evidence.landing_install import HookSettings, install_hook, uninst
 from taskcore.limits import LANDING_TIMEOUT_DEFAULT_SECONDS
 
 from taskcli.common import (
+    ServiceClient,
     data_dir_option,
     emit,
     json_option,
@@ -84,21 +85,29 @@ def install_command(
     fail_open: bool,
     as_json: bool,
 ) -> None:
-    """Write the pre-receive landing hook into a bare repository."""
+    """Write the pre-receive landing hook into a bare repository.
+
+    The service is asked first, with the hook's own token, for the profile's target: a
+    --protect ref the profile cannot admit (every push to it would be refused,
+    target_mismatch) is refused here, and a URL or token the hook could not use is found now
+    rather than at the first push. One hook asks one profile: protect that profile's target.
+    """
 
     def act() -> dict[str, Any]:
-        outcome = install_hook(
-            git_dir,
-            HookSettings(
-                url=url,
-                repository=repository,
-                profile=profile,
-                protect=tuple(dict.fromkeys(protect)),
-                token_file=str(token_file),
-                timeout=timeout,
-                fail_open=fail_open,
-            ),
+        settings = HookSettings(
+            url=url,
+            repository=repository,
+            profile=profile,
+            protect=tuple(dict.fromkeys(protect)),
+            token_file=str(token_file),
+            timeout=timeout,
+            fail_open=fail_open,
         )
+        settings.check()
+        answer = ServiceClient(url, token_file, timeout=float(timeout)).workflow(
+            repository, profile, "requirements", b'{"version": 1, "change_id": null}'
+        )
+        outcome = install_hook(git_dir, settings, target=str(answer["result"]["target"]))
         return {
             "hook": str(outcome.path),
             "replaced": outcome.replaced,

@@ -30,14 +30,13 @@ from taskcore import TaskError
 from taskcore.authority.operator import collector_test_requirement, runtime_here
 from taskcore.canonical import canonical_json
 from taskcore.codec import default_codec
-from taskcore.collector.sandbox import isolation_policy
 from taskcore.contract import CommandCollectorProfile, CommandRecipe, decode_collector_profile
 from taskcore.errors import ErrorCode
 from taskcore.operator_ops import AuthorityAdmin, operator_registry
 from taskcore.service import Operation
 
 from taskcli.admin_cmd import TOKEN_PREFIX
-from taskcli.collector_cmd import isolation_options
+from taskcli.collector_cmd import isolation_options, resolve_isolation
 from taskcli.common import data_dir_option, human, resolve_data_dir
 from taskcli.generate import Call, Shape, command_name, operation_command
 
@@ -195,7 +194,7 @@ def _compose_profile(
         recipe=recipe,
         registration_epoch=options["epoch"],
         runtime_identity=options["runtime_identity"],
-        isolation=isolation_policy(options["isolation"]),
+        isolation=resolve_isolation(options["isolation"], options["argv"], options["allow_env"]),
     )
     body["profile"] = _tree(profile)
     return body

@@ -41,6 +41,7 @@ from taskcore.authority.requirement import WorkflowRequirement, decode_requireme
 from taskcore.canonical import canonical_json
 from taskcore.clock import Clock
 from taskcore.codec import decode, dumps
+from taskcore.collector.launchcheck import check_launch
 from taskcore.collector.runtime import probe_runtime
 from taskcore.contract import (
     CollectorProfile,
@@ -51,6 +52,7 @@ from taskcore.contract import (
     IsolationPolicy,
     decode_collector_profile,
 )
+from taskcore.contract.collector import check_argv0
 from taskcore.contract.collector_records import runtime_identity_digest
 from taskcore.digest import is_hex64
 from taskcore.errors import ErrorCode, TaskError
@@ -623,12 +625,20 @@ class AuthorityAdmin(OperatorDesk):
 
         Without ``runtime_identity`` the identity of this machine's runtime for the recipe
         under ``isolation`` is probed now (``ISOLATION_UNAVAILABLE`` if this machine cannot
-        isolate as it requires); without ``registration_epoch`` (or with 0) the newest epoch
-        is pinned.
+        isolate as it requires) and the command's ``argv[0]`` is started in that sandbox
+        (:func:`~taskcore.collector.launchcheck.check_launch`: ``INVALID_VALUE`` when it could
+        not start there); with one (another machine's, from ``agent-task collector
+        runtime-probe`` there, which makes the same check) nothing runs here. A relative
+        ``argv[0]`` is refused either way. Without ``registration_epoch`` (or with 0) the
+        newest epoch is pinned.
         """
-        pinned = runtime_identity or runtime_identity_digest(
-            probe_runtime(recipe, isolation=isolation)
-        )
+        check_argv0(recipe)
+        pinned = runtime_identity
+        if pinned is None:
+            # This machine is the collector: pin its runtime, and start what a collection
+            # will start, in the same sandbox, so a profile that cannot run is refused now.
+            check_launch(recipe, isolation=isolation)
+            pinned = runtime_identity_digest(probe_runtime(recipe, isolation=isolation))
         return CommandCollectorProfile(
             version=1,
             kind="command",

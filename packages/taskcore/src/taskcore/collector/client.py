@@ -191,8 +191,9 @@ def collect_once(
     :data:`~taskcore.limits.COLLECTOR_RENEW_MIN_MS` apart).
 
     Returns ``{"collected", "attempt_id", "record_outcome", "run", "upload",
-    "qualification", "next_command", "elapsed_ms", "command_ms"}`` (``{"collected": false,
-    "upload": null, "qualification", "next_command"}`` when it only finalized).
+    "qualification", "next_command", "next_action", "elapsed_ms", "command_ms"}``
+    (``{"collected": false, "upload": null, "qualification", "next_command", "next_action"}``
+    when it only finalized); ``next_action`` is the advice's fixed sentence.
     """
     started = time.monotonic()
     options = options or CommandOptions()
@@ -202,11 +203,13 @@ def collect_once(
         final = finalize_if_ready(
             client, repository=repository, profile=profile, change=change, notify=notify
         )
+        advice = advice_of(final, change, options)
         return {
             "collected": False,
             "upload": None,
             "qualification": final,
-            "next_command": advice_of(final, change, options).command,
+            "next_command": advice.command,
+            "next_action": advice.sentence,
         }
     if step["operation"] != "collector_claim":
         advice = advice_of(answer, change, options)
@@ -398,6 +401,7 @@ def collect_once(
     final = finalize_if_ready(
         client, repository=repository, profile=profile, change=change, notify=notify
     )
+    advice = advice_of(final, change, options)
     return {
         "collected": True,
         "attempt_id": attempt_id,
@@ -405,7 +409,8 @@ def collect_once(
         "run": run,
         "upload": upload,
         "qualification": final,
-        "next_command": advice_of(final, change, options).command,
+        "next_command": advice.command,
+        "next_action": advice.sentence,
         "elapsed_ms": int((time.monotonic() - started) * 1000),
         "command_ms": None if record is None else record.duration_ms,
     }

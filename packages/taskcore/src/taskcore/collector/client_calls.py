@@ -297,4 +297,5 @@ def advice_of(answer: dict[str, Any], change: str, options: CommandOptions) -> A
         change=change,
         options=options,
         qualified=bool(answer["qualified"]),
+        run_failures=answer.get("run_failures", ()),
     )

@@ -14,6 +14,7 @@ next / failures                               command
 ``reconcile``                                  ``agent-task reconcile CHANGE``
 ``checkpoint``                                 ``agent-task checkpoint CHANGE`` (after a commit)
 ``none`` + a failed run                        fix, commit, ``agent-task checkpoint CHANGE``
+``none`` + a run that could not start          none: the operator fixes the collector profile
 ``none`` + a run that no longer counts         ``agent-task checkpoint CHANGE --retry``
 ``none`` + ``attempt_in_progress``             wait; ``agent-task reconcile CHANGE --force`` if it died
 ``none`` + ``collector_profile_missing``       none: the operator installs a collector profile
@@ -39,6 +40,7 @@ __all__ = [
     "ADVICE",
     "FAILED_RUN_CODES",
     "NO_LONGER_COUNTING_CODES",
+    "START_FAILED",
     "Advice",
     "CommandOptions",
     "advise",
@@ -46,6 +48,9 @@ __all__ = [
 
 FAILED_RUN_CODES: Final = frozenset({"collector_not_passed", "result_nonpassing"})
 """Failure codes of a run that finished and did not pass: fix the cause, commit, checkpoint."""
+
+START_FAILED: Final = "start_failed"
+"""A run's outcome when its command could not start (the profile's fault, not the code's)."""
 
 NO_LONGER_COUNTING_CODES: Final = frozenset(
     {
@@ -78,6 +83,13 @@ ADVICE: Final = {
     "fix": (
         "The pinned check failed on this revision: fix the cause, commit, run 'agent-task "
         "checkpoint' and then 'agent-task collect' for this Change, and try to finish again."
+    ),
+    "profile": (
+        "The pinned command could not start on the collector (its argv[0] or interpreter is "
+        "not visible in the sandbox): the collector profile, not the code, is at fault. Do not "
+        "change the code for it; ask the operator to install a fixed profile ('agent-task "
+        "operator install-collector-profile ... --expose-interpreter'), then run 'agent-task "
+        "checkpoint --retry' and 'agent-task collect' for this Change."
     ),
     "retry": (
         "The last run no longer counts (its collector profile, enrollment or grant changed): "
@@ -169,10 +181,17 @@ def advise(
     change: str,
     options: CommandOptions | None = None,
     qualified: bool = False,
+    run_failures: Iterable[Mapping[str, Any]] = (),
 ) -> Advice:
     """Return the advice for a qualification answer about ``change``.
 
-    ``failures`` are ``{task_id, code}`` mappings or ``(task_id, code)`` pairs.
+    ``failures`` are ``{task_id, code}`` mappings or ``(task_id, code)`` pairs;
+    ``run_failures`` the answer's rows of failed runs (``outcome`` ``start_failed``: the
+    command never started, which no change of the code fixes).
+
+    >>> advise({"operation": "none"}, [("t-1", "collector_not_passed")], change="c",
+    ...     run_failures=[{"task_id": "t-1", "outcome": "start_failed"}]).kind
+    'profile'
     """
     options = options or CommandOptions()
     operation = next_step.get("operation")
@@ -202,6 +221,8 @@ def advise(
             ),
         )
     if codes & FAILED_RUN_CODES:
+        if any(run.get("outcome") == START_FAILED for run in run_failures):
+            return Advice(kind="profile", command=None)
         return Advice(kind="fix", command=line("checkpoint"))
     if "attempt_in_progress" in codes:
         return Advice(

@@ -31,6 +31,7 @@ import os
 import platform
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -66,6 +67,7 @@ __all__ = [
     "probe_runtime",
     "resolve_executable",
     "run_recipe",
+    "start_problem",
 ]
 
 _PROGRESS_EVERY_S: Final = 1.0
@@ -248,6 +250,87 @@ def _split_bound(out: _Tail, err: _Tail, limit: int) -> tuple[bytes, bytes]:
     return out.tail(out_share), err.tail(err_share)
 
 
+_START_PROBE_TIMEOUT_MS: Final = 30_000
+_START_PROBE_OUTPUT: Final = 8192
+
+# Runs inside the collection's sandbox with the exact path the collection will exec as $1.
+# Exit 0: it can start; 3..7: why not (one line on stdout).
+_START_PROBE: Final = r"""
+p=$1
+if [ -L "$p" ] && [ ! -e "$p" ]; then echo "$p is a symlink whose target the sandbox does not show"; exit 3; fi
+if [ ! -e "$p" ]; then echo "$p does not exist in the sandbox"; exit 3; fi
+if [ -d "$p" ] || [ ! -x "$p" ]; then echo "$p is not an executable file in the sandbox"; exit 4; fi
+run=$p
+line=
+IFS= read -r line < "$p" || true
+case "$line" in
+'#!'*)
+  set -f
+  set -- ${line#??}
+  set +f
+  i=$1
+  if [ ! -x "$i" ]; then echo "$i (the #! interpreter of $p) is not visible in the sandbox"; exit 5; fi
+  run=$i
+  if [ "${i##*/}" = env ] && [ -n "$2" ]; then
+    run=
+    IFS=:
+    for d in ${PATH:-/usr/bin:/bin}; do
+      if [ -x "$d/$2" ] && [ ! -d "$d/$2" ]; then run=$d/$2; break; fi
+    done
+    unset IFS
+    if [ -z "$run" ]; then echo "$2 (named by the #! line of $p) is not on PATH in the sandbox"; exit 6; fi
+  fi
+  ;;
+esac
+py=
+case "${p##*/}" in python*) py=$p ;; esac
+if [ -z "$py" ]; then case "${run##*/}" in python*) py=$run ;; esac; fi
+if [ -n "$py" ] && ! out=$("$py" -c 'import sys' 2>&1); then
+  echo "$py cannot start in the sandbox: $(printf '%s' "$out" | tail -n 1)"; exit 7
+fi
+exit 0
+"""
+
+
+def start_problem(
+    executable: str,
+    recipe: CommandRecipe,
+    *,
+    env_source: Mapping[str, str] | None = None,
+    sandbox: SandboxMode | None = None,
+    isolation: IsolationPolicy | None = None,
+) -> str | None:
+    """Why ``executable`` cannot start in the sandbox a run of ``recipe`` gets; ``None`` if it can.
+
+    A probe (``/bin/sh``, always visible) runs in that sandbox (the same plan, environment
+    and launch, an empty snapshot) and checks the exact path: it must exist there and be
+    executable, so must the interpreter its ``#!`` line names, and a Python interpreter must
+    start (``-c 'import sys'``). None of the recipe's own code runs.
+    """
+    probe = CommandRecipe(
+        argv=("/bin/sh", "-c", _START_PROBE, "probe", executable),
+        working_directory=".",
+        environment_allowlist=recipe.environment_allowlist,
+        timeout_ms=_START_PROBE_TIMEOUT_MS,
+        output_limit_bytes=_START_PROBE_OUTPUT,
+    )
+    with tempfile.TemporaryDirectory(prefix="agent-task-start-") as snapshot:
+        result = _run(
+            probe,
+            Path(snapshot),
+            env_source=env_source,
+            sandbox=sandbox,
+            isolation=isolation,
+            progress=None,
+            confirm=False,
+        )
+    if result.outcome is ExecutionOutcome.PASSED:
+        return None
+    said = (result.stdout.retained() or result.stderr.retained()).decode("utf-8", "replace")
+    lines = said.strip().splitlines()
+    return lines[-1][:300] if lines else f"the probe ended {result.outcome.value}"
+
+
 def run_recipe(
     recipe: CommandRecipe,
     snapshot: Path,
@@ -262,8 +345,31 @@ def run_recipe(
     A command that fails, times out, passes the output cap or cannot start is an outcome, not
     an exception; only a working directory outside the snapshot (``INVALID_PATH``) and a
     machine that cannot isolate as ``isolation`` requires (``ISOLATION_UNAVAILABLE``) are
-    refused, before anything runs.
+    refused, before anything runs. When bubblewrap says it could not exec the command (exit
+    1, its ``execvp`` line the only output), :func:`start_problem` confirms it before the
+    run is recorded ``start_failed`` (a command cannot pass its own failure off as one).
     """
+    return _run(
+        recipe,
+        snapshot,
+        env_source=env_source,
+        sandbox=sandbox,
+        isolation=isolation,
+        progress=progress,
+        confirm=True,
+    )
+
+
+def _run(
+    recipe: CommandRecipe,
+    snapshot: Path,
+    *,
+    env_source: Mapping[str, str] | None,
+    sandbox: SandboxMode | None,
+    isolation: IsolationPolicy | None,
+    progress: Callable[[Progress], None] | None,
+    confirm: bool,
+) -> RunResult:
     mode, plan = plan_isolation(isolation, mode=sandbox)
     env = _reduced_env(recipe, os.environ if env_source is None else env_source)
     cwd = snapshot if recipe.working_directory == "." else snapshot / recipe.working_directory
@@ -334,6 +440,18 @@ def run_recipe(
         limits.add(Limit.TIME)
     elif returncode < 0:
         outcome, exit_status, sig = ExecutionOutcome.FAILED, None, -returncode
+    elif (
+        confirm
+        and not inside  # a file of the snapshot: the command's own code, never confirmed
+        and _exec_refused(mode, returncode, out, err)
+        and start_problem(
+            executable, recipe, env_source=env_source, sandbox=mode, isolation=isolation
+        )
+        is not None
+    ):
+        # bwrap could not exec the command inside the sandbox: it never started (the
+        # profile's argv[0] or its interpreter is not visible there), not a failed run.
+        outcome, exit_status, sig = ExecutionOutcome.START_FAILED, None, None
     else:
         # bwrap and unshare report a signalled child as 128 + signal, like a shell.
         outcome = ExecutionOutcome.PASSED if returncode == 0 else ExecutionOutcome.FAILED
@@ -351,6 +469,18 @@ def run_recipe(
         min_ms=recipe.timeout_ms if outcome is ExecutionOutcome.TIMED_OUT else 0,
         limits=limits,
     )
+
+
+_BWRAP_EXEC_FAILED = b"bwrap: execvp "
+"""How bubblewrap reports, as its only output, that it could not exec the command (exit 1)."""
+
+
+def _exec_refused(mode: SandboxMode, returncode: int, out: _Tail, err: _Tail) -> bool:
+    """Whether bwrap exited 1 because its ``execvp`` of the command failed (nothing ran)."""
+    if mode is not SandboxMode.BWRAP or returncode != 1 or out.total:
+        return False
+    text = err.tail(min(err.total, 4096))
+    return text.startswith(_BWRAP_EXEC_FAILED) and text.rstrip(b"\n").count(b"\n") == 0
 
 
 def _wait(

@@ -117,7 +117,7 @@ class StopDecision:
         """The fixed sentence chosen from ``next.operation`` (and, for none, the failures)."""
         if self.error is not None:
             return NEXT_ACTIONS[self.next["operation"]]
-        return advise(self.next, self.failures, change="-").sentence
+        return advise(self.next, self.failures, change="-", run_failures=self.run_failures).sentence
 
     def feedback(self) -> dict[str, Any]:
         """The block feedback as data the agent reads (never executed by the hook).

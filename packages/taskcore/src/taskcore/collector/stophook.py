@@ -296,7 +296,13 @@ def evaluate(
     options = CommandOptions(
         url=endpoint, repository=repository, profile=profile, token_file=str(token_file)
     )
-    advice = advise(decision.next, decision.failures, change=change, options=options)
+    advice = advise(
+        decision.next,
+        decision.failures,
+        change=change,
+        options=options,
+        run_failures=decision.run_failures,
+    )
     return attrs.evolve(decision, command=advice.command)
 
 

@@ -61,6 +61,7 @@ __all__ = [
     "NetworkAccess",
     "SandboxMode",
     "TransportBasis",
+    "check_argv0",
     "decode_collector_profile",
 ]
 
@@ -94,6 +95,29 @@ class CommandRecipe:
                 raise TaskError(
                     ErrorCode.INVALID_VALUE, "argv may not contain NUL", path=f"$.argv[{index}]"
                 )
+
+
+def check_argv0(recipe: CommandRecipe) -> None:
+    """Refuse (``INVALID_VALUE``) a relative ``argv[0]``: absolute, or a bare name on PATH.
+
+    Checked when a profile is installed (profiles installed before keep decoding and running
+    as they always did).
+
+    >>> check_argv0(CommandRecipe(argv=(".venv/bin/python",), working_directory=".",
+    ...     environment_allowlist=(), timeout_ms=1, output_limit_bytes=1))
+    Traceback (most recent call last):
+    taskcore.errors.TaskError: argv[0] '.venv/bin/python' is a relative path: it would name a file of the snapshot, which holds only the committed tree (never a virtualenv); pin an absolute path (/path/to/.venv/bin/python) or a bare name found on the collector's PATH, and run a committed script through its interpreter (sh run.sh) at $.recipe.argv[0]
+    """
+    argv0 = recipe.argv[0]
+    if "/" in argv0 and not argv0.startswith("/"):
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            f"argv[0] {argv0[:200]!r} is a relative path: it would name a file of the snapshot, "
+            "which holds only the committed tree (never a virtualenv); pin an absolute path "
+            "(/path/to/.venv/bin/python) or a bare name found on the collector's PATH, and run "
+            "a committed script through its interpreter (sh run.sh)",
+            path="$.recipe.argv[0]",
+        )
 
 
 class SandboxMode(enum.Enum):

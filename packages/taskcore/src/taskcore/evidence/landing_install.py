@@ -35,7 +35,7 @@ import attrs
 from taskcore.authority.gitrev import git_argv, git_env
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence import landing_hook
-from taskcore.evidence.landing import REF_PATTERN
+from taskcore.evidence.landing import REF_PATTERN, normalize_target
 from taskcore.limits import GIT_TIMEOUT_SECONDS, LANDING_TIMEOUT_MAX_SECONDS
 from taskcore.service import Route
 
@@ -43,6 +43,7 @@ __all__ = [
     "HOOK_NAME",
     "HookSettings",
     "InstallOutcome",
+    "check_admissible",
     "hook_path",
     "install_hook",
     "render_hook",
@@ -206,15 +207,52 @@ def hook_path(git_dir: Path | str) -> Path:
     return (hooks if hooks.is_absolute() else git_dir / hooks) / HOOK_NAME
 
 
+def check_admissible(settings: HookSettings, target: str) -> None:
+    """Refuse (``INVALID_VALUE``) a protected ref the hook's profile can never admit.
+
+    The landing check admits a push only to the profile's target (``target_mismatch``
+    otherwise), and a hook asks one profile: a ``--protect`` ref other than that target
+    would refuse every push to it.
+
+    >>> s = HookSettings(url="http://h", repository="acme", profile="default",
+    ...     protect=("refs/heads/main",), token_file="/t", timeout=10, fail_open=False)
+    >>> check_admissible(s, "main")
+    >>> check_admissible(attrs.evolve(s, protect=("refs/heads/release",)), "main")
+    Traceback (most recent call last):
+    taskcore.errors.TaskError: profile 'default' admits pushes to refs/heads/main only (its target); --protect refs/heads/release would refuse every push to it (target_mismatch): protect refs/heads/main, or install the hook with the profile whose target is refs/heads/release (one hook, one profile) at $.protect
+    """
+    full = normalize_target(target)
+    wrong = [ref for ref in settings.protect if ref != full]
+    if wrong:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            f"profile {settings.profile!r} admits pushes to {full} only (its target); "
+            f"--protect {' '.join(wrong[:4])} would refuse every push to "
+            f"{'it' if len(wrong) == 1 else 'them'} (target_mismatch): protect {full}, or "
+            f"install the hook with the profile whose target is {wrong[0]} (one hook, one "
+            "profile)",
+            path="$.protect",
+            details={"target": full, "refused": wrong[:16]},
+        )
+
+
 def install_hook(
-    git_dir: Path | str, settings: HookSettings, *, python: str | None = None
+    git_dir: Path | str,
+    settings: HookSettings,
+    *,
+    python: str | None = None,
+    target: str | None = None,
 ) -> InstallOutcome:
     """Write the landing hook into the bare repository at ``git_dir``.
 
-    Refuses (``CONFLICT``) to replace a ``pre-receive`` hook that agent-task did not write;
-    an agent-task hook is replaced with the new settings.
+    ``target`` is the profile's target as the service answers it (``workflow.requirements``):
+    a protected ref the profile cannot admit is refused (:func:`check_admissible`) before
+    anything is written. Refuses (``CONFLICT``) to replace a ``pre-receive`` hook that
+    agent-task did not write; an agent-task hook is replaced with the new settings.
     """
     settings.check()
+    if target is not None:
+        check_admissible(settings, target)
     path = hook_path(git_dir)
     replaced = False
     if path.exists() or path.is_symlink():

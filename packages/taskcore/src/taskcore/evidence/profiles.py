@@ -34,6 +34,7 @@ from taskcore.contract import (
     WorkflowProgression,
     decode_collector_profile,
 )
+from taskcore.contract.collector import check_argv0
 from taskcore.contract.collector_descriptor import collector_profile_digest
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence.withdrawal import withdraw_published
@@ -118,8 +119,12 @@ def install_collector_profile(
 
     A finite-review profile is refused (``INVALID_VALUE``) after its own checks: the authority
     in this build issues no review descriptor and imports no review transfer, so a review
-    step it served could be claimed but never collected, only reconciled.
+    step it served could be claimed but never collected, only reconciled. A command profile
+    whose ``argv[0]`` is a relative path is refused (``INVALID_VALUE``,
+    :func:`~taskcore.contract.collector.check_argv0`): it would name a file of the snapshot.
     """
+    if isinstance(profile, CommandCollectorProfile):
+        check_argv0(profile.recipe)
     if isinstance(profile, FiniteReviewCollectorProfile):
         profile.validate_for_installation()
         raise TaskError(
