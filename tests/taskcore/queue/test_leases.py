@@ -121,6 +121,9 @@ def test_claim_leases_a_queued_task_and_returns_payload_checkpoint_and_handle(do
         "fence": 1,
         "expiresAtMs": START_MS + LEASE_DEFAULT_MS,
         "grant": None,
+        # the runaway guard's bounds, said in the answer the worker holds
+        "maxExtensions": MAX_LEASE_EXTENSIONS,
+        "wallClockCapMs": LEASE_WALLCLOCK_CAP_SECONDS * 1000,
     }
     assert result["resume"] is None
 
@@ -393,9 +396,12 @@ def test_checkpoint_with_a_stale_fence_is_refused(door):
 
 
 def test_the_fifth_renewal_is_lease_runaway_and_requeues_the_task(door, service):
-    task_id = door.claimed()["task"]["taskId"]
+    claim = door.claimed()
+    task_id = claim["task"]["taskId"]
+    # The claim's answer says how many renewals it has; exactly those are accepted.
+    assert claim["lease"]["maxExtensions"] == MAX_LEASE_EXTENSIONS == 4
     door(WORKER, "agenttask.checkpoint", {"taskId": task_id, "checkpoint": {"saved": 1}})
-    for _ in range(MAX_LEASE_EXTENSIONS - 1):
+    for _ in range(claim["lease"]["maxExtensions"] - 1):
         door(WORKER, "agenttask.checkpoint", {"taskId": task_id})
     err = door.refused(WORKER, "agenttask.checkpoint", {"taskId": task_id, "checkpoint": {"x": 2}})
     assert err.code is ErrorCode.LEASE_RUNAWAY
@@ -415,9 +421,10 @@ def test_the_fifth_renewal_is_lease_runaway_and_requeues_the_task(door, service)
 
 def test_a_renewal_past_the_wallclock_cap_is_lease_runaway(door, clock):
     hour = 3_600_000
-    cap_ms = LEASE_WALLCLOCK_CAP_SECONDS * 1000
     task_id = door.create()["taskId"]
-    door(WORKER, "agenttask.claim", {"taskId": task_id, "leaseMs": hour})
+    claim = door(WORKER, "agenttask.claim", {"taskId": task_id, "leaseMs": hour})
+    cap_ms = claim["lease"]["wallClockCapMs"]  # what the claim's answer says
+    assert cap_ms == LEASE_WALLCLOCK_CAP_SECONDS * 1000
     step = hour - 60_000
     renewals = 0
     while clock.now_ms() + step - START_MS <= cap_ms:

@@ -19,6 +19,7 @@ from typing import Any
 import attrs
 
 from taskcore.codec import wire_field
+from taskcore.limits import LEASE_WALLCLOCK_CAP_SECONDS, MAX_LEASE_EXTENSIONS
 
 __all__ = [
     "ApprovalGateView",
@@ -130,13 +131,29 @@ class Grant:
 
 @attrs.frozen(kw_only=True)
 class LeaseHandle:
-    """What a claim hands the worker: present ``fence`` on checkpoint, release, escalate."""
+    """What a claim hands the worker: present ``fence`` on checkpoint, release, escalate.
+
+    ``maxExtensions`` and ``wallClockCapMs`` are the runaway guard's bounds for this claim
+    (ours, additive): the renewal after ``maxExtensions`` non-terminal checkpoints, or any
+    renewal more than ``wallClockCapMs`` after the task was first leased, is refused with
+    ``LEASE_RUNAWAY`` and the task is requeued; a terminal checkpoint is always accepted.
+    """
 
     task_id: str = wire_field(wire="taskId")
     owner: str = wire_field()
     fence: int = wire_field()
     expires_at_ms: int = wire_field(wire="expiresAtMs")
     grant: Grant | None = wire_field(default=None)
+    max_extensions: int = wire_field(
+        default=MAX_LEASE_EXTENSIONS,
+        wire="maxExtensions",
+        doc="non-terminal renewals this claim may make; the next one is LEASE_RUNAWAY",
+    )
+    wall_clock_cap_ms: int = wire_field(
+        default=LEASE_WALLCLOCK_CAP_SECONDS * 1000,
+        wire="wallClockCapMs",
+        doc="a renewal this long after the first lease is LEASE_RUNAWAY (see firstLeasedAtMs)",
+    )
 
 
 @attrs.frozen(kw_only=True)
