@@ -147,6 +147,35 @@ def test_a_port_in_use_exits_8(data):
         served.stop()
 
 
+def test_a_port_in_use_writes_nothing_in_a_fresh_data_dir(tmp_path):
+    # serve binds before it creates the data dir, the journal or the first admin token.
+    import socket
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen(1)
+    fresh = tmp_path / "fresh" / "data"
+    try:
+        port = str(taken.getsockname()[1])
+        env = {**os.environ, "HOME": str(tmp_path / "home")}
+        env.pop("AGENT_TASK_DATABASE", None)  # the data dir's own journal: nothing may appear
+        done = subprocess.run(
+            [*AGENT_TASK, "serve", "--data-dir", str(fresh), "--port", port],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+    finally:
+        taken.close()
+    assert done.returncode == 8, done.stderr
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr
+    assert "nothing was written" in done.stderr
+    assert "admin token" not in done.stderr
+    assert not fresh.exists()
+    assert not (tmp_path / "fresh").exists()
+
+
 def test_each_request_is_one_json_log_line_with_the_request_id_it_echoes(data):
     served = Served("--data-dir", str(data), "--log-format", "json")
     try:

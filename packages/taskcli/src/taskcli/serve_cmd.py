@@ -1,6 +1,7 @@
 """``agent-task serve``: run the whole service (HTTP, MCP) on the embedded SQLite default.
 
-With no flags it works in a fresh place: it creates the data directory, and on the first
+It binds its port first: a port in use fails (exit 8) before anything is written. With no
+flags it works in a fresh place: it creates the data directory, and on the first
 start of a fresh journal writes an admin token to ``DATA_DIR/admin.token`` (mode 0600) and
 says where, once. It never creates a journal over the remains of an earlier one (a missing
 or empty ``journal.sqlite`` beside its admin token, WAL or collector attempts): it says what
@@ -177,7 +178,7 @@ def serve_command(
     session_gate_workspaces: tuple[str, ...],
 ) -> None:
     """Run the service: HTTP routes, MCP endpoints, the board, /metrics, health, /openapi.json."""
-    from taskhttp import TransportLimits, create_app, serve
+    from taskhttp import TransportLimits, bind, create_app, serve
 
     directory = resolve_data_dir(data_dir)
     limits = TransportLimits(
@@ -193,6 +194,19 @@ def serve_command(
         address_refusals_per_second=refusal_rate,
         address_refusals_burst=refusal_burst,
     )
+    # Bind first: a port in use must fail before anything is written (a data dir, a journal,
+    # an admin token nobody will use).
+    try:
+        sock = bind(host, port)
+    except OSError as exc:
+        fail(
+            TaskError(
+                ErrorCode.SERVICE_UNREACHABLE,
+                f"cannot listen on {host}:{port} ({exc.strerror or exc}); nothing was written "
+                "(choose another --port, or stop what listens there)",
+            ),
+            False,
+        )
     try:
         with TokenAdmin(directory, create=True, init=init) as admin:
             set_aside = admin.set_aside
@@ -204,6 +218,7 @@ def serve_command(
             session_gate_workspaces=frozenset(session_gate_workspaces),
         )
     except TaskError as err:
+        sock.close()
         fail(err, False)
     for path in set_aside:
         original = path.name.split(".orphaned-")[0]
@@ -243,6 +258,7 @@ def serve_command(
                 on_ready=ready,
                 log_level=log_level,
                 limits=limits,
+                sock=sock,
             )
         except OSError as exc:
             fail(

@@ -120,13 +120,17 @@ def serve(
     on_ready: Callable[[str], None] | None = None,
     log_level: str = "warning",
     limits: TransportLimits | None = None,
+    sock: socket.socket | None = None,
 ) -> None:
     """Serve ``app`` until SIGTERM/SIGINT; ``on_ready`` gets the URL once it is serving.
 
     ``limits`` are the transport's (see :mod:`taskhttp.limits`); pass the same to
-    :func:`taskhttp.create_app`.
+    :func:`taskhttp.create_app`. ``sock`` is a socket :func:`bind` returned earlier (a caller
+    that must know the port is free before it writes anything); without it ``host:port`` is
+    bound here. Either way the socket is closed when serving ends.
     """
-    sock = bind(host, port)
+    if sock is None:
+        sock = bind(host, port)
     try:
         server = _Server(_config(app, log_level, limits))
         if on_ready is not None:
