@@ -82,9 +82,11 @@ def test_a_collection_that_died_is_recovered_with_the_printed_commands(user):
     held = user.run("qualification", "died", check=False)
     status = user.json("collector", "status")
     assert isinstance(status, dict)
-    assert any(
-        row["state"] == "claimed" and row["change_id"] == "died" for row in status["attempts"]
-    )
+    [died] = [row for row in status["attempts"] if row.get("change_id") == "died"]
+    assert (died["state"], died["reserved"], died["signed"]) == ("claimed", True, False)
+    # the killed attempt is listed once (its retained directory is on its claim's row)
+    assert [r["attempt_id"] for r in status["attempts"]].count(died["attempt_id"]) == 1
+    assert all(r["state"] != "uncertain" for r in status["attempts"])
     time.sleep(2.5)  # the 1 s lease runs out without renewal
     stuck = user.run("qualification", "died")
     assert "next: reconcile" in stuck.stdout, held.stdout + stuck.stdout
@@ -92,6 +94,9 @@ def test_a_collection_that_died_is_recovered_with_the_printed_commands(user):
     assert reconcile[:2] == ["reconcile", "died"]
     done = user.run(*reconcile)
     assert "reconciled: attempt a-" in done.stdout
+    after = user.json("collector", "status")["attempts"]
+    assert [r["attempt_id"] for r in after].count(died["attempt_id"]) == 1
+    assert all(r["state"] != "uncertain" for r in after)  # reconcile leaves no extra row
     collect_again = user.printed(done.stdout)
     assert collect_again[:2] == ["collect", "died"]
     out = user.run(*collect_again, env=env)

@@ -135,3 +135,35 @@ def test_a_damaged_state_file_is_an_integrity_failure(tmp_path):
     with pytest.raises(TaskError) as err:
         attempt.read_json(attempt.descriptor_path)
     assert err.value.code is ErrorCode.INTEGRITY_FAILURE
+
+
+def test_a_killed_attempt_is_one_status_row_before_and_after_it_is_released(tmp_path):
+    # A collection killed mid-run: its claim is recorded ("claimed", no directory named yet),
+    # its directory holds the descriptor and the reservation, nothing signed.
+    from taskcore.collector.state import collector_status
+
+    state = CollectorState.open(tmp_path / "c", create=True)
+    attempt_id = "a-" + "1" * 32
+    state.record_claim(attempt_id, "claimed", change_id="died", step_id="tests", task_id="t-1")
+    attempt = state.attempt("b" * 64, create=True)
+    attempt.write_json(attempt.descriptor_path, {"binding": {"attempt_id": attempt_id}})
+    attempt.reserve({"attempt_id": attempt_id})
+    other = state.attempt("c" * 64, create=True)  # a directory of an attempt never recorded
+    other.write_json(other.descriptor_path, {"binding": {"attempt_id": "a-other"}})
+
+    rows = collector_status(state)
+    assert [r["attempt_id"] for r in rows] == [attempt_id, "a-other"]
+    assert rows[0]["state"] == "claimed"
+    assert (rows[0]["attempt_dir"], rows[0]["reserved"], rows[0]["signed"]) == (
+        "b" * 64,
+        True,
+        False,
+    )
+    assert rows[1]["state"] == "uncertain"
+    # reconcile releases it: still one row, now released, the directory still shown on it
+    state.record_claim(attempt_id, "released", note="reconciled")
+    rows = collector_status(state)
+    assert [(r["attempt_id"], r["state"]) for r in rows] == [
+        (attempt_id, "released"),
+        ("a-other", "uncertain"),
+    ]

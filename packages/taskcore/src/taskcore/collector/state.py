@@ -446,6 +446,9 @@ class CollectorState:
 def collector_status(state: CollectorState) -> list[dict[str, Any]]:
     """The attempts ``state`` holds: every recorded claim, then retained directories without one.
 
+    One row per attempt: a claim's row carries its retained directory (named by the claim,
+    or found by the attempt its descriptor binds).
+
     Each row has ``attempt_id``, ``task_id``, ``change_id``, ``step_id``, ``state`` (one of
     :data:`CLAIM_STATES`, or for an unrecorded directory ``uploaded``, ``upload_pending`` or
     ``uncertain`` from its files), ``outcome`` and ``note`` where known, and the retained
@@ -454,9 +457,18 @@ def collector_status(state: CollectorState) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     seen: set[str] = set()
     directories = {a.path.name: a for a in state.attempts()}
+    # A claim names its directory only once the run signed (upload_pending); before that (a
+    # collection killed mid-run, then perhaps reconciled) the directory is found by the
+    # attempt its descriptor binds, so one attempt is one row.
+    by_attempt = {
+        attempt_id: name
+        for name, attempt in directories.items()
+        if (attempt_id := _bound_attempt(attempt)) is not None
+    }
     for claim in state.claims():
         row = dict(claim)
-        attempt = directories.get(str(claim.get("attempt_dir") or ""))
+        name = str(claim.get("attempt_dir") or "") or by_attempt.get(str(claim["attempt_id"]), "")
+        attempt = directories.get(name)
         if attempt is not None:
             seen.add(attempt.path.name)
             row.update(_files(attempt))
@@ -484,6 +496,16 @@ def collector_status(state: CollectorState) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _bound_attempt(attempt: AttemptState) -> str | None:
+    """The attempt id the directory's descriptor binds (written before the run starts)."""
+    descriptor = attempt.read_json(attempt.descriptor_path)
+    if isinstance(descriptor, dict) and isinstance(descriptor.get("binding"), dict):
+        value = descriptor["binding"].get("attempt_id")
+        if isinstance(value, str):
+            return value
+    return None
 
 
 def _files(attempt: AttemptState) -> dict[str, Any]:
