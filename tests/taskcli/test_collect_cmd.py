@@ -109,8 +109,25 @@ def test_a_failed_run_is_collected_and_exits_zero(tmp_path):
 
 def test_qualification_prints_the_answer(world):
     ok(world, "checkpoint", "c1", "--workspace", str(world.repo))
-    out = ok(world, "qualification", "c1")
+    out = ok(world, "qualification", "c1")  # --json: the answer, exit 0 either way
+    assert out["qualified"] is False
     assert out["next"]["operation"] == "collector_claim"
+
+
+def test_qualification_exits_1_when_not_qualified_and_0_when_qualified(world):
+    ok(world, "checkpoint", "c1", "--workspace", str(world.repo))
+    before = invoke(world, "qualification", "c1")
+    assert before.exit_code == 1, before.output
+    assert "qualified: false" in before.stdout
+    assert "run: agent-task collect c1" in before.stdout  # the answer is still printed in full
+    ok(world, "collect", "c1")
+    after = invoke(world, "qualification", "c1")
+    assert after.exit_code == 0, after.output + after.stderr
+    assert "qualified: true" in after.stdout
+    unknown = invoke(world, "qualification", "no-such-change")  # an answer: not qualified
+    assert (unknown.exit_code, "next: checkpoint" in unknown.stdout) == (1, True)
+    refused = invoke(world, "qualification", "c1", "--profile", "no-such-profile")
+    assert refused.exit_code == 5, refused.output  # a refusal keeps its own status
 
 
 def test_a_long_run_renews_its_lease_while_the_command_runs(tmp_path):

@@ -88,7 +88,8 @@ def test_a_collection_that_died_is_recovered_with_the_printed_commands(user):
     assert [r["attempt_id"] for r in status["attempts"]].count(died["attempt_id"]) == 1
     assert all(r["state"] != "uncertain" for r in status["attempts"])
     time.sleep(2.5)  # the 1 s lease runs out without renewal
-    stuck = user.run("qualification", "died")
+    stuck = user.run("qualification", "died", check=False)
+    assert stuck.returncode == 1  # not qualified
     assert "next: reconcile" in stuck.stdout, held.stdout + stuck.stdout
     reconcile = user.printed(stuck.stdout)
     assert reconcile[:2] == ["reconcile", "died"]
@@ -122,8 +123,9 @@ def test_a_broken_profile_says_why_and_the_same_revision_is_collected_again(user
     [run] = answer["run_failures"]
     assert "No module named pytest" in run["stderr_tail"]
     assert run["exit_status"] == 1
-    shown = user.run("qualification", "retry-me").stdout
-    assert "No module named pytest" in shown
+    shown = user.run("qualification", "retry-me", check=False)
+    assert shown.returncode == 1  # not qualified
+    assert "No module named pytest" in shown.stdout
     text, feedback = _block(user.hook("retry-me"))
     assert "No module named pytest" in text
     assert "Nothing you can run" not in text
@@ -134,12 +136,12 @@ def test_a_broken_profile_says_why_and_the_same_revision_is_collected_again(user
     assert again.stdout.startswith("unchanged")
     assert "--retry" in again.stdout
     # ... and qualification names the one command that retries the same revision.
-    q = user.run("qualification", "retry-me").stdout
+    q = user.run("qualification", "retry-me", check=False).stdout
     retry = user.printed(q)
     assert retry[:3] == ["checkpoint", "retry-me", "--retry"]
     recorded = user.run(*retry)
     assert recorded.stdout.startswith("recorded")
-    collect = user.printed(user.run("qualification", "retry-me").stdout)
+    collect = user.printed(user.run("qualification", "retry-me", check=False).stdout)
     final = user.run(*collect, env=env)
     assert "collected: passed" in final.stdout
     assert "qualified: true" in final.stdout

@@ -22,6 +22,7 @@ Progress goes to stderr while the command runs; ``--json`` prints one JSON docum
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,10 @@ from taskcli.common import (
     run,
 )
 
-__all__ = ["register"]
+__all__ = ["NOT_QUALIFIED_EXIT", "register"]
+
+NOT_QUALIFIED_EXIT = 1
+"""``agent-task qualification``'s exit status for an answer that is not qualified."""
 
 
 def _route(repository: str | None, profile: str | None) -> tuple[str, str]:
@@ -387,7 +391,10 @@ def qualification_command(
     """Print whether CHANGE's current subject is qualified (read-only, advisory).
 
     People also get why a collected run failed (its output tail) and the command that acts on
-    ``next``; ``--json`` prints the answer as the service gave it.
+    ``next``, and the exit status says it: 0 qualified, 1 not qualified (so 'agent-task
+    qualification C && ...' reads as it should); a refusal exits with its error's status.
+    ``--json`` prints the answer as the service gave it and exits 0 whenever it got one:
+    programs read ``qualified``.
     """
     options = _options(url, repository, profile, token_file)
 
@@ -418,7 +425,10 @@ def qualification_command(
             body.append(advice.sentence)
         return "\n".join(head + body)
 
-    emit(run(as_json, act), as_json, render)
+    answer = run(as_json, act)
+    emit(answer, as_json, render)
+    if not as_json and not answer["qualified"]:
+        sys.exit(NOT_QUALIFIED_EXIT)
 
 
 # -- reconcile -------------------------------------------------------------------------------------
