@@ -129,7 +129,10 @@ def call_command(
         return call_operation(ServiceClient(url, token_file), verb, body, repository, profile)
 
     answer = run(compact, act)
-    click.echo(json.dumps(answer, ensure_ascii=False, indent=None if compact else 2))
+    if compact:
+        emit(answer, True)  # --json: the one compact document every command prints
+    else:
+        click.echo(json.dumps(answer, ensure_ascii=False, indent=2))
 
 
 def register(group: click.Group) -> None:

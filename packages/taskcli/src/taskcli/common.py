@@ -34,6 +34,7 @@ __all__ = [
     "RequestCommand",
     "ServiceClient",
     "client_options",
+    "compact_json",
     "data_dir_option",
     "database_option",
     "emit",
@@ -208,10 +209,19 @@ def _scalar(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def compact_json(value: Any) -> str:
+    """The one form of ``--json`` output: one document, one line, no spaces, UTF-8 as is.
+
+    >>> compact_json({"a": [1, 2], "b": "é"})
+    '{"a":[1,2],"b":"é"}'
+    """
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def emit(value: Any, as_json: bool, render: Callable[[Any], str] | None = None) -> None:
     """Print ``value`` as compact JSON, or through ``render`` (default :func:`human`)."""
     if as_json:
-        click.echo(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+        click.echo(compact_json(value))
     else:
         click.echo((render or human)(value))
 
@@ -219,7 +229,7 @@ def emit(value: Any, as_json: bool, render: Callable[[Any], str] | None = None) 
 def fail(err: TaskError, as_json: bool) -> NoReturn:
     """Report ``err`` on stderr and exit with its kind's status."""
     if as_json:
-        click.echo(json.dumps(err.to_json(), ensure_ascii=False), err=True)
+        click.echo(compact_json(err.to_json()), err=True)
     else:
         click.echo(f"agent-task: {err.describe()} [{err.code.value}]", err=True)
     sys.exit(err.code.kind.exit_status)
