@@ -2,6 +2,7 @@
 the body budget."""
 
 import contextlib
+import json
 import socket
 import time
 from urllib.parse import urlsplit
@@ -206,11 +207,41 @@ def test_headers_past_the_bound_are_refused_typed_and_the_connection_closed(serv
     past = _sock(url)
     past.sendall(_with_header(_request(url, token), b"X-Pad", 5000))  # one write, complete
     status, head, body = _answer(past)
-    assert status == 413
+    assert status == 431
+    assert head.startswith(b"http/1.1 431 request header fields too large")  # (lowered)
     assert b"connection: close" in head
-    assert b'"code":"PAYLOAD_TOO_LARGE"' in body
-    assert b"4096 bytes" in body
+    assert b"content-type: application/json" in head
+    error = json.loads(body)
+    assert (error["code"], error["error"]) == (
+        "HEADERS_TOO_LARGE",
+        "the request line and headers exceed 4096 bytes; send fewer or shorter headers",
+    )
     for sock in (within, past):
+        sock.close()
+
+
+@pytest.mark.parametrize("server", [{"target_bytes": 2048, "header_bytes": 4096}], indirect=True)
+def test_a_request_target_past_its_bound_is_414_typed_and_the_connection_closed(server):
+    url, token = server
+    within = _sock(url)
+    within.sendall(_request(url, token, verb="demo.note?" + "q" * 1500))
+    assert _status(within) == 200
+    past = _sock(url)
+    past.sendall(_request(url, token, verb="demo.note?" + "q" * 3000))  # one write, complete
+    status, head, body = _answer(past)
+    assert status == 414
+    assert head.startswith(b"http/1.1 414 ")
+    assert b"connection: close" in head
+    error = json.loads(body)
+    assert error["code"] == "URI_TOO_LONG"
+    assert "2048 bytes" in error["error"]
+    # A target that never ends (no line end at all) is a URL too long as well.
+    endless = _sock(url)
+    endless.sendall(b"GET /" + b"a" * (90 * 1024))
+    status, _, body = _answer(endless)
+    assert status == 414
+    assert json.loads(body)["code"] == "URI_TOO_LONG"
+    for sock in (within, past, endless):
         sock.close()
 
 
@@ -229,7 +260,7 @@ def test_headers_that_never_end_are_refused_once_past_the_bound(server):
             break
         sock.settimeout(0.01)
         try:
-            if sock.recv(65536)[:12] == b"HTTP/1.1 413":
+            if sock.recv(65536)[:12] == b"HTTP/1.1 431":
                 refused = True
                 break
         except TimeoutError:
@@ -271,6 +302,6 @@ def test_one_write_of_an_unfinished_header_past_the_bound_and_its_slack_is_refus
     sock = _sock(url)
     sock.sendall(b"POST /v/demo.note HTTP/1.1\r\nX-Endless: " + b"v" * (90 * 1024))
     status, _, body = _answer(sock)
-    assert status == 413
-    assert b'"code":"PAYLOAD_TOO_LARGE"' in body
+    assert status == 431
+    assert b'"code":"HEADERS_TOO_LARGE"' in body
     sock.close()

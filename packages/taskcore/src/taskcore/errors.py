@@ -31,6 +31,8 @@ class ErrorKind(enum.Enum):
     METHOD_NOT_ALLOWED = (405, 2)
     CONFLICT = (409, 6)
     TOO_LARGE = (413, 7)
+    URI_TOO_LONG = (414, 7)
+    HEADERS_TOO_LARGE = (431, 7)
     UNSUPPORTED_MEDIA = (415, 3)
     UNPROCESSABLE = (422, 3)
     RATE_LIMITED = (429, 8)
@@ -71,6 +73,8 @@ _INVALID_PARAMS_KINDS = frozenset(
         ErrorKind.BAD_REQUEST,
         ErrorKind.NOT_FOUND,
         ErrorKind.TOO_LARGE,
+        ErrorKind.URI_TOO_LONG,
+        ErrorKind.HEADERS_TOO_LARGE,
         ErrorKind.UNPROCESSABLE,
         ErrorKind.UNSUPPORTED_MEDIA,
     }
@@ -95,6 +99,10 @@ class ErrorCode(enum.Enum):
     INVALID_RECOVERY = ("INVALID_RECOVERY", ErrorKind.UNPROCESSABLE)
     BINDING_MISMATCH = ("BINDING_MISMATCH", ErrorKind.UNPROCESSABLE)
     PAYLOAD_TOO_LARGE = ("PAYLOAD_TOO_LARGE", ErrorKind.TOO_LARGE)
+    # The transport's bounds on what comes before a body: the request line's target (414) and
+    # the header fields (431). Answered before any route, with the {error, code} body.
+    URI_TOO_LONG = ("URI_TOO_LONG", ErrorKind.URI_TOO_LONG)
+    HEADERS_TOO_LARGE = ("HEADERS_TOO_LARGE", ErrorKind.HEADERS_TOO_LARGE)
     UNSUPPORTED_MEDIA_TYPE = ("UNSUPPORTED_MEDIA_TYPE", ErrorKind.UNSUPPORTED_MEDIA)
     TRANSFER_MALFORMED = ("TRANSFER_MALFORMED", ErrorKind.BAD_REQUEST)
     REVISION_MISMATCH = ("REVISION_MISMATCH", ErrorKind.UNPROCESSABLE)

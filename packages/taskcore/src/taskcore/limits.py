@@ -80,6 +80,7 @@ __all__ = [
     "HTTP_HEADER_TIMEOUT_SECONDS",
     "HTTP_HEALTH_RESERVED_CONNECTIONS",
     "HTTP_KEEPALIVE_TIMEOUT_SECONDS",
+    "HTTP_REQUEST_TARGET_MAX_BYTES",
     "ID_MAX_CHARS",
     "JOURNAL_LOW_SPACE_BYTES",
     "JOURNAL_SIZE_LIMIT_BYTES",
@@ -396,7 +397,11 @@ FORGE_RECHECK_MAX: Final = 256
 HTTP_HEADER_TIMEOUT_SECONDS: Final = 10
 """Longest time a connection may take to send one request's headers, seconds (ours)."""
 HTTP_HEADER_MAX_BYTES: Final = 16 * 1024
-"""Largest request line and headers of one request, bytes (ours; h11's default bound)."""
+"""Largest request line and headers of one request, bytes (ours; h11's default bound); past it
+431 ``HEADERS_TOO_LARGE``."""
+HTTP_REQUEST_TARGET_MAX_BYTES: Final = 8 * 1024
+"""Largest request target (the URL of the request line), bytes (ours; Apache's
+``LimitRequestLine`` is 8190, nginx's header buffer 8 KiB); past it 414 ``URI_TOO_LONG``."""
 HTTP_BODY_TIMEOUT_SECONDS: Final = 120
 """Longest time a request may take to send its whole body once its headers are in, seconds
 (ours: 16 MiB at about 140 KB/s)."""

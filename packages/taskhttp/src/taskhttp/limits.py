@@ -10,9 +10,11 @@ code. Four mechanisms:
   (counted from the connection, or from the first byte of a later request on a kept-alive
   one), or whose body has not all arrived within ``body_timeout`` seconds of its headers. An
   ASGI middleware cannot do this: the application is called only once the headers are in.
-* **Header bytes.** A request line and headers longer than ``header_bytes`` (16 KiB, the
-  bound h11 kept before the server moved to httptools) are answered 413 ``PAYLOAD_TOO_LARGE``
-  and the connection is closed; the application never sees them.
+* **Header bytes.** A request target (the URL of the request line) longer than
+  ``target_bytes`` (8 KiB) is answered 414 ``URI_TOO_LONG``; a request line and headers
+  longer than ``header_bytes`` (16 KiB, the bound h11 kept before the server moved to
+  httptools) 431 ``HEADERS_TOO_LARGE``. Either answer carries the ``{error, code}`` body and
+  closes the connection; the application never sees the request.
 * **Connections.** At most ``max_connections`` connections are served (lowered at start so
   that they fit the process's descriptor limit with room for the journal). At the cap, a new
   connection first closes the connection that has been sending its headers the longest, if
@@ -53,6 +55,7 @@ from taskcore.limits import (
     HTTP_HEADER_TIMEOUT_SECONDS,
     HTTP_HEALTH_RESERVED_CONNECTIONS,
     HTTP_KEEPALIVE_TIMEOUT_SECONDS,
+    HTTP_REQUEST_TARGET_MAX_BYTES,
     RETRY_AFTER_OVERLOADED_SECONDS,
 )
 from taskmcp.family import error_response
@@ -117,6 +120,7 @@ class TransportLimits:
         default=HTTP_BODY_BYTES_IN_FLIGHT_MAX, validator=_at_least_one_upload
     )
     header_bytes: int = attrs.field(default=HTTP_HEADER_MAX_BYTES, validator=_positive)
+    target_bytes: int = attrs.field(default=HTTP_REQUEST_TARGET_MAX_BYTES, validator=_positive)
 
     def connections(self, *, descriptors: int | None = None) -> int:
         """The connection cap in force.
@@ -259,15 +263,23 @@ def guarded_protocol(
     """Return uvicorn's httptools protocol with the header/body deadlines and the cap.
 
     One class per server: the returned class shares one set of connections. The request's
-    headers are also bounded in bytes (``header_bytes``): the parser underneath (llhttp)
-    sets no bound of its own, so a request whose headers are not complete within that many
-    bytes is answered ``PAYLOAD_TOO_LARGE`` and its connection closed.
+    target and headers are also bounded in bytes: the parser underneath (llhttp) sets no
+    bound of its own, so a request target longer than ``target_bytes`` is answered
+    ``URI_TOO_LONG`` (414) and a request whose request line and headers are not complete
+    within ``header_bytes`` ``HEADERS_TOO_LARGE`` (431), and its connection closed.
     """
     paths = frozenset([health_path] if isinstance(health_path, str) else health_path)
     guard = _Guard(limits, paths)
+    too_long = _refusal_bytes(
+        TaskError(
+            ErrorCode.URI_TOO_LONG,
+            f"the request target (URL) exceeds {limits.target_bytes} bytes; send a shorter URL "
+            "(request data belongs in the body)",
+        )
+    )
     too_large = _refusal_bytes(
         TaskError(
-            ErrorCode.PAYLOAD_TOO_LARGE,
+            ErrorCode.HEADERS_TOO_LARGE,
             f"the request line and headers exceed {limits.header_bytes} bytes; "
             "send fewer or shorter headers",
         )
@@ -290,6 +302,9 @@ def guarded_protocol(
             self._answered = 0
             self._header_bytes = 0  # bytes received in this header phase (a coarse bound)
             self._header_size = 0  # the request line and headers parsed (the exact bound)
+            self._target_size = 0  # the request target parsed so far
+            self._line_ended = False  # whether this header phase received its request line's end
+            self._refusal = too_large  # what an oversized request is answered
             now = self.loop.time()
             while len(guard.active) >= guard.cap and guard.evict_slowest(now):
                 pass  # room for a full slot, taken from connections stuck in their headers
@@ -311,9 +326,11 @@ def guarded_protocol(
             self._message = "headers"
             self._begun += 1
             self._header_size = 0
+            self._target_size = 0
 
         def on_url(self, url: bytes) -> None:
             self._header_size += len(url)
+            self._target_size += len(url)
             super().on_url(url)
 
         def on_header(self, name: bytes, value: bytes) -> None:
@@ -321,8 +338,11 @@ def guarded_protocol(
             super().on_header(name, value)
 
         def on_headers_complete(self) -> None:
+            if self._target_size > guard.limits.target_bytes:
+                self._message, self._refusal = "oversized", too_long
+                return  # never reaches the application
             if self._header_size > guard.limits.header_bytes:
-                self._message = "oversized"  # never reaches the application
+                self._message, self._refusal = "oversized", too_large
                 return
             super().on_headers_complete()
             self._message = "body"
@@ -339,16 +359,21 @@ def guarded_protocol(
         def data_received(self, data: bytes) -> None:
             if self._phase in ("headers", "idle"):
                 self._header_bytes += len(data)
+                if not self._line_ended and b"\n" in data:
+                    self._line_ended = True
             super().data_received(data)
             if self.transport.is_closing():
                 return
             message = self._message
             if message == "oversized":
-                self._refuse(too_large)
+                self._refuse(self._refusal)
             elif message in ("idle", "headers"):
                 # Bytes of a request whose headers are not complete yet: the header deadline
-                # runs, and what the parser holds of them is bounded.
-                if self._header_bytes > guard.limits.header_bytes + _HEADER_CHUNK_SLACK:
+                # runs, and what the parser holds of them is bounded (a target still being
+                # received is a URL too long; past it, headers too large).
+                if not self._line_ended and self._header_bytes > guard.limits.target_bytes + 64:
+                    self._refuse(too_long)  # no line end yet: the target alone is past its bound
+                elif self._header_bytes > guard.limits.header_bytes + _HEADER_CHUNK_SLACK:
                     self._refuse(too_large)
                 elif self._phase != "headers":
                     self._enter("headers", self.loop.time())
@@ -380,6 +405,7 @@ def guarded_protocol(
             self._cancel()
             if phase == "idle" or (phase == "headers" and self._phase != "idle"):
                 self._header_bytes = 0  # from idle, the bytes counted so far are this phase's
+                self._line_ended = False
             self._phase = phase
             self.header_started = now if phase == "headers" else None
             if phase == "headers":

@@ -77,8 +77,9 @@ def _errors(statuses: set[int]) -> dict[str, Any]:
 
 
 def _call_errors() -> dict[str, Any]:
-    # Every status an operation call can answer: decoding, auth, state, bounds, busy.
-    statuses = {k.http_status for k in ErrorKind} - {405, 500}
+    # Every status an operation call can answer: decoding, auth, state, bounds, busy. (414 and
+    # 431 are the transport's, answered before any route: see _MALFORMED_HTTP.)
+    statuses = {k.http_status for k in ErrorKind} - {405, 414, 431, 500}
     return _errors(statuses)
 
 
@@ -145,8 +146,10 @@ def _route_params() -> list[dict[str, Any]]:
 
 _MALFORMED_HTTP = {
     "4XX": {
-        "description": "a request the HTTP server could not read (malformed request line or "
-        "headers) is answered before any route, without the {error, code} body"
+        "description": "a request the HTTP server could not read is answered before any "
+        "route: a request target over 8 KiB is 414 URI_TOO_LONG and a request line and headers "
+        "over 16 KiB 431 HEADERS_TOO_LARGE (both with the {error, code} body); a malformed "
+        "request line or headers 400, without it"
     }
 }
 
