@@ -59,8 +59,8 @@ def _ok(result: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    _ok(_uv("build", "--package", "taskcore", "--wheel", "-o", str(out), "--quiet"))
-    (built,) = out.glob("taskcore-*.whl")
+    _ok(_uv("build", "--package", "agenttask-core", "--wheel", "-o", str(out), "--quiet"))
+    (built,) = out.glob("agenttask_core-*.whl")
     return built
 
 
@@ -71,7 +71,7 @@ def core_python(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     sync = [
         "sync",
         "--package",
-        "taskcore",
+        "agenttask-core",
         "--no-dev",
         "--frozen",
         "--no-install-workspace",

@@ -16,7 +16,16 @@ PACKAGE = ROOT / "packages" / "taskboard" / "src" / "taskboard"
 @pytest.mark.skipif(not UV.exists(), reason="needs the pinned uv in .tools (./dev installs it)")
 def test_the_wheel_holds_every_template_and_static_file(tmp_path):
     done = subprocess.run(
-        [str(UV), "build", "--package", "taskboard", "--wheel", "-o", str(tmp_path), "--quiet"],
+        [
+            str(UV),
+            "build",
+            "--package",
+            "agenttask-board",
+            "--wheel",
+            "-o",
+            str(tmp_path),
+            "--quiet",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -24,7 +33,7 @@ def test_the_wheel_holds_every_template_and_static_file(tmp_path):
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    (wheel,) = tmp_path.glob("taskboard-*.whl")
+    (wheel,) = tmp_path.glob("agenttask_board-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {
         f"taskboard/{p.relative_to(PACKAGE).as_posix()}"
