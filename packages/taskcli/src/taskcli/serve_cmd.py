@@ -43,7 +43,7 @@ from taskcore.limits import (
 from taskcore.ratelimit import RateLimits
 from taskcore.retention import RetentionSchedule, default_gate_index, load_retention_config
 
-from taskcli.common import data_dir_option, fail, resolve_data_dir
+from taskcli.common import data_dir_option, fail, require_server_extra, resolve_data_dir
 
 __all__ = ["register"]
 
@@ -177,6 +177,7 @@ def serve_command(
     session_gate_workspaces: tuple[str, ...],
 ) -> None:
     """Run the service: HTTP routes, MCP endpoints, the board, /metrics, health, /openapi.json."""
+    require_server_extra("serve", "taskhttp")
     from taskhttp import TransportLimits, create_app, serve
 
     directory = resolve_data_dir(data_dir)

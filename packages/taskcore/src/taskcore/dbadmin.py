@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from taskcore.store.storage import database_url, open_storage
+from taskcore.store.storage import database_url, open_storage, postgres_storage
 
 __all__ = ["journal_status", "migrate_journal"]
 
@@ -31,9 +31,7 @@ def migrate_journal(data_dir: Path | str, *, database: str | None = None) -> dic
     """
     url = database_url(database)
     if url is not None:
-        from taskcore.store.postgres.storage import PostgresStorage
-
-        pg = PostgresStorage(url)
+        pg = postgres_storage()(url)
         try:
             return {"backend": pg.backend, "applied": list(pg.applied), "schema": pg.schema()}
         finally:
