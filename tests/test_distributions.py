@@ -11,6 +11,7 @@ checks the built files).
 
 from __future__ import annotations
 
+import importlib
 import importlib.metadata
 import tomllib
 from pathlib import Path
@@ -121,3 +122,48 @@ def test_the_check_refuses_a_stranger_an_unpinned_sibling_and_an_unbounded_third
         f"agenttask: agenttask-http==0.0.9 is not pinned to =={VERSION}",
         "agenttask: click is not a bounded third-party release",
     ]
+
+
+SHARED_FIELDS = ("requires-python", "license", "license-files", "authors", "urls")
+
+
+def test_the_license_is_apache_2_and_every_package_carries_the_same_text():
+    text = (ROOT / "LICENSE").read_text("utf-8")
+    assert text.lstrip().startswith("Apache License\n                           Version 2.0")
+    assert "END OF TERMS AND CONDITIONS" in text
+    for folder, _ in DISTRIBUTIONS.values():
+        assert (ROOT / "packages" / folder / "LICENSE").read_text("utf-8") == text, folder
+
+
+def test_every_package_declares_the_same_license_authors_and_urls_and_a_readme_of_its_own():
+    projects = {
+        name: _pyproject(ROOT / "packages" / folder / "pyproject.toml")["project"]
+        for name, (folder, _) in DISTRIBUTIONS.items()
+    }
+    first = projects["agenttask-core"]
+    assert first["license"] == "Apache-2.0"
+    assert first["license-files"] == ["LICENSE"]
+    assert set(first["urls"]) >= {"Homepage", "Source", "Changelog", "Issues"}
+    for name, project in projects.items():
+        assert {field: project[field] for field in SHARED_FIELDS} == {
+            field: first[field] for field in SHARED_FIELDS
+        }, name
+        assert "Typing :: Typed" in project["classifiers"]
+        assert not [c for c in project["classifiers"] if c.startswith("License ::")]  # PEP 639
+        readme = (ROOT / "packages" / DISTRIBUTIONS[name][0] / project["readme"]).read_text()
+        assert readme.startswith(f"# {name}\n"), name
+        assert "are unrelated projects, not ours" in readme
+
+
+@pytest.mark.parametrize("distribution", sorted(DISTRIBUTIONS))
+def test_each_package_reports_the_installed_version(distribution):
+    package = importlib.import_module(DISTRIBUTIONS[distribution][1])
+    assert package.__version__ == importlib.metadata.version(distribution) == VERSION
+
+
+def test_the_changelog_states_the_stability_policy_and_has_this_version():
+    changelog = (ROOT / "CHANGELOG.md").read_text("utf-8")
+    assert f"\n## {VERSION}\n" in changelog
+    policy = changelog.split("## Stability policy", 1)[1].split("\n## ", 1)[0]
+    for subject in ("wire", "command line", "`__all__`", "journal", "**minor**", "**major**"):
+        assert subject in policy, subject
