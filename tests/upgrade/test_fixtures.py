@@ -27,6 +27,7 @@ from typing import Any
 import attrs
 import pytest
 from taskcore.clock import FakeClock
+from taskcore.dbadmin import verify_journal
 from taskcore.service import Service
 from taskcore.store.postgres.migrations import COMPONENTS as PG_COMPONENTS
 from taskcore.store.storage import DATABASE_ENV, journal_components, open_storage
@@ -70,6 +71,8 @@ class Upgraded:
     versions: dict[str, int]
     client: Client
     clock: FakeClock
+    data: Path
+    database: str | None
 
     @property
     def repository(self) -> str:
@@ -139,6 +142,8 @@ def upgraded(
                 versions=versions,
                 client=Client(url, facts["tokens"]),
                 clock=clock,
+                data=data,
+                database=db.url if backend == "postgresql" else None,
             )
         finally:
             server.stop()
@@ -170,6 +175,13 @@ def test_the_schema_is_this_releases_and_a_fresh_journals(upgraded: Upgraded) ->
         assert upgraded.versions[name] >= version, name  # forward only
     assert upgraded.schema
     assert upgraded.schema == upgraded.fresh_schema
+
+
+def test_the_upgraded_journal_passes_db_verify(upgraded: Upgraded) -> None:
+    report = verify_journal(upgraded.data, database=upgraded.database or "")
+    assert report["ok"] is True, report["checks"]
+    assert report["backend"] == upgraded.backend
+    assert report["audit"]["events"] >= upgraded.facts["counts"]["audit_event"]
 
 
 # -- every row reads back ------------------------------------------------------------------
