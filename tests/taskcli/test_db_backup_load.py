@@ -191,6 +191,10 @@ def test_a_backup_under_load_holds_every_acknowledged_write(tmp_path: Path, back
         server.stop()
         service.close()
     everything = load.snapshot()
+    print(  # the figures, for the log
+        f"{backend}: {len(before)} tasks acknowledged before the backup, {during - BEFORE_BACKUP}"
+        f" more writes while it ran, {len(everything)} tasks in all"
+    )
     assert len(everything) > len(before)  # the clients went on during and after the backup
 
     if backend == "sqlite":
