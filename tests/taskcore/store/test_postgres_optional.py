@@ -81,8 +81,12 @@ main()
 """
 
 
-def test_the_cli_says_it_in_one_line_without_a_traceback(tmp_path: Path):
-    done = _child(CLI, "db", "status", "--data-dir", str(tmp_path), "--database", URL)
+@pytest.mark.parametrize(
+    "command",
+    [["db", "status"], ["db", "migrate"], ["db", "verify"], ["db", "backup", "--to", "b.sqlite"]],
+)
+def test_the_cli_says_it_in_one_line_without_a_traceback(tmp_path: Path, command):
+    done = _child(CLI, *command, "--data-dir", str(tmp_path), "--database", URL)
     assert done.returncode == 8  # UNAVAILABLE
     (line,) = done.stderr.splitlines()
     assert line.endswith("pip install 'agenttask-core[postgres]' [STORAGE_UNAVAILABLE]"), line
