@@ -20,3 +20,9 @@ def failing_flow(authority, state, tmp_path):
     f = Flow(authority, state, tmp_path, command=recipe("echo broken >&2; exit 1"))
     yield f
     f.service.close()
+
+
+@pytest.fixture(autouse=True)
+def _both_backends(backend: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return backend
