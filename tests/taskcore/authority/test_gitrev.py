@@ -18,6 +18,8 @@ from taskcore.errors import ErrorCode, TaskError
 
 from tests.taskcore.workflow.support import commit, git, init_repo
 
+pytestmark = pytest.mark.backend_only("sqlite", reason="git objects and revisions only: no journal")
+
 
 def _expected(files: dict[str, tuple[str, bytes]]) -> str:
     """The documented function, computed independently from the files we wrote."""

@@ -11,6 +11,10 @@ from taskcore.errors import ErrorCode, TaskError
 
 from tests.taskcore.workflow.support import CONTROLLER, ELIGIBLE, criterion, requirement
 
+pytestmark = pytest.mark.backend_only(
+    "sqlite", reason="requirement parsing and plans only: no journal"
+)
+
 
 def _with_step(index: int, **changes):
     req = requirement()
