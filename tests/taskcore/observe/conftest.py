@@ -24,3 +24,9 @@ def service(tmp_path, clock):
 @pytest.fixture
 def door(service, clock) -> Door:
     return Door(service, clock)
+
+
+@pytest.fixture(autouse=True)
+def _both_backends(backend: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return backend
