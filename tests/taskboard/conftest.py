@@ -61,7 +61,8 @@ class Live:
 
 
 @pytest.fixture(scope="module")
-def live(tmp_path_factory):
+def live(tmp_path_factory, module_backend):
+    """One service for a module's tests, on SQLite and on PostgreSQL (``module_backend``)."""
     server = Live(tmp_path_factory.mktemp("board"))
     yield server
     server.stop()

@@ -13,6 +13,12 @@ from taskcore.testing import FakeClock
 from taskhttp import BackgroundServer, create_app
 
 
+@pytest.fixture(autouse=True)
+def _both_backends(backend: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL (tests/conftest.py)."""
+    return backend
+
+
 @pytest.fixture
 def world(tmp_path):
     service = Service.open(tmp_path / "data")

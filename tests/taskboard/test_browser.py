@@ -276,7 +276,10 @@ def test_the_audit_feed_filters_by_task(page, live):
     assert "agenttask.cancel" in rows.nth(0).inner_text()
 
 
-def test_a_failed_run_is_not_shown_green_on_its_subject_page(page, authority, state, tmp_path):
+def test_a_failed_run_is_not_shown_green_on_its_subject_page(
+    page, authority, state, tmp_path, module_backend
+):
+    # module_backend: on PostgreSQL the module's database (the authority's and flow's journal).
     flow = Flow(authority, state, tmp_path, command=recipe("echo broken >&2; exit 1"))
     try:
         flow.run_to_receipt()  # a collection that failed: the task finishes, not passing
