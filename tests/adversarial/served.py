@@ -152,9 +152,36 @@ def _status_kib(pid: int, field: str) -> int:
 
 
 def journal_rows(data_dir: Path, sql: str, args: tuple = ()) -> list[tuple]:
-    """Run a read-only query against the journal file (the service may be stopped)."""
+    """Run a read-only query against the served journal (the service may be stopped).
+
+    The SQLite file of ``data_dir``, or on PostgreSQL the database ``AGENT_TASK_DATABASE``
+    names (``?`` placeholders become ``%s``).
+    """
+    url = os.environ.get("AGENT_TASK_DATABASE")
+    if url:
+        import psycopg
+
+        with psycopg.connect(url) as conn:
+            return [tuple(row) for row in conn.execute(sql.replace("?", "%s"), args).fetchall()]
     conn = sqlite3.connect(f"file:{data_dir / 'journal.sqlite'}?mode=ro", uri=True)
     try:
         return conn.execute(sql, args).fetchall()
+    finally:
+        conn.close()
+
+
+def journal_write(data_dir: Path, sql: str, args: tuple = ()) -> None:
+    """Run one statement against the served journal while no service runs (test set-up)."""
+    url = os.environ.get("AGENT_TASK_DATABASE")
+    if url:
+        import psycopg
+
+        with psycopg.connect(url) as conn:
+            conn.execute(sql.replace("?", "%s"), args)
+        return
+    conn = sqlite3.connect(data_dir / "journal.sqlite")
+    try:
+        with conn:
+            conn.execute(sql, args)
     finally:
         conn.close()

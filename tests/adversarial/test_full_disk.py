@@ -26,6 +26,11 @@ from tests.adversarial.served import Served
 VOLUME = "2m"
 EXIT_UNAVAILABLE = 8
 
+pytestmark = pytest.mark.backend_only(
+    "sqlite",
+    reason="fills the tmpfs that holds the SQLite journal file; a PostgreSQL server's disk is not this process's (its disk-full error maps to STORAGE_FULL in store/postgres/storage.py)",
+)
+
 
 @pytest.fixture
 def volume(tmp_path: Path):

@@ -22,8 +22,14 @@ BAD = ["1e400", "-1e999", "NaN", "Infinity", "-Infinity", '"\\ud800"', '"a\\udff
 WORKFLOW = "/v1/hub/workspace/repositories/acme/profiles/default/agent-tasks"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _both_backends(module_backend: str) -> str:
+    """This module's service lives for the module: on SQLite and on PostgreSQL."""
+    return module_backend
+
+
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
+def served(tmp_path_factory, _both_backends):
     server = Served(tmp_path_factory.mktemp("numbers") / "data")
     yield server
     server.stop()

@@ -19,6 +19,11 @@ from tests.adversarial.served import AGENT_TASK, Served
 
 EXIT_UNAVAILABLE = 8
 
+pytestmark = pytest.mark.backend_only(
+    "sqlite",
+    reason="a lost or emptied journal *file* in a data dir is SQLite's; a PostgreSQL journal is a server's database, refused when missing by its migrations and readiness (tests/replicas, docs/deploy.md)",
+)
+
 
 def _used(tmp_path):
     """A data directory a service ran in: an admin token and one task."""

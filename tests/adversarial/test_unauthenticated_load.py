@@ -86,8 +86,14 @@ def concurrently(n, fn):
     return results
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _both_backends(module_backend: str) -> str:
+    """This module's service lives for the module: on SQLite and on PostgreSQL."""
+    return module_backend
+
+
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
+def served(tmp_path_factory, _both_backends):
     server = Served(tmp_path_factory.mktemp("unauthenticated") / "data")
     yield server
     server.stop()
