@@ -10,15 +10,16 @@ The server is ``$AGENT_TASK_TEST_POSTGRES`` (a libpq URL of a database to connec
 creating ours; default ``postgresql://postgres@127.0.0.1:5432/postgres``). This session
 creates ``agent_task_test_<worker>_<pid>`` there (``<worker>`` is pytest-xdist's
 ``PYTEST_XDIST_WORKER``, ``main`` without it) and drops it at the end. If the server cannot
-be reached the PostgreSQL tests fail when ``CI`` is set (or ``--require-postgres`` is given),
-and are skipped with the reason otherwise; they are never skipped silently in CI.
+be reached the PostgreSQL tests fail under CI (:func:`tests.ci.in_ci`, the one rule; or with
+``--require-postgres``), and are skipped with the reason otherwise; they are never skipped
+silently in CI.
 
 A test that only makes sense on one backend says so with
 ``@pytest.mark.backend_only("sqlite", reason=...)``.
 
 The Hypothesis profiles: two instead of per-test ``max_examples``:
 
-* ``ci`` (chosen when ``CI`` is set, as ``.ci/run`` runs): derandomized, so a CI run is
+* ``ci`` (chosen under CI, :func:`tests.ci.in_ci`, as ``.ci/run`` runs): derandomized, so a CI run is
   reproducible and a failure reproduces locally with ``HYPOTHESIS_PROFILE=ci``; 100 examples;
   no example database; no deadline (a shared CI machine is not a timing instrument).
 * ``dev`` (the default elsewhere): random, 50 examples, no deadline, the local example
@@ -39,6 +40,8 @@ from urllib.parse import urlsplit, urlunsplit
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.ci import in_ci
+
 SERVER_ENV = "AGENT_TASK_TEST_POSTGRES"
 DEFAULT_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
 BACKENDS = ("sqlite", "postgresql")
@@ -57,9 +60,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile("dev", max_examples=50, deadline=None)
-settings.load_profile(
-    os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev")
-)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if in_ci() else "dev"))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -85,8 +86,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 
 def _required(config: pytest.Config) -> bool:
-    ci = os.environ.get("CI", "").strip().lower()
-    return bool(config.getoption("--require-postgres")) or ci not in ("", "0", "false", "no")
+    return bool(config.getoption("--require-postgres")) or in_ci()
 
 
 def _with_db(url: str, name: str) -> str:

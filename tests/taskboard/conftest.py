@@ -19,6 +19,8 @@ from taskcore import Service, Tier
 from taskcore.auth import issue_token
 from taskhttp import BackgroundServer, create_app
 
+from tests.ci import skip_or_fail
+
 # A registered repository with a collector (a subject page with a real run).
 from tests.taskcore.collector.conftest import authority, repo, state
 
@@ -71,9 +73,7 @@ def live(tmp_path_factory, module_backend):
 @pytest.fixture(scope="module")
 def browser():
     if not os.path.exists(CHROMIUM):
-        if os.environ.get("CI"):
-            pytest.fail(f"CI runs the browser tests, but there is no browser at {CHROMIUM}")
-        pytest.skip(f"no browser at {CHROMIUM}: {INSTALL_HINT}")
+        skip_or_fail(f"no browser at {CHROMIUM}: {INSTALL_HINT}")  # fails under CI
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
