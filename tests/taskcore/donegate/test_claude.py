@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from taskcore.donegate.claude import feed, parse_ts, task_notification
 from taskcore.donegate.evidence import Evidence
 
+from tests.taskcore.donegate.support import check_fed, check_unreadable_line
+
 
 def line(rec: dict[str, Any]) -> bytes:
     return json.dumps(rec).encode()
@@ -294,10 +296,20 @@ def test_timestamps_parse_or_are_none() -> None:
 
 
 @given(st.binary(max_size=400))
-def test_never_raises_on_arbitrary_bytes(data: bytes) -> None:
+def test_arbitrary_bytes_are_one_line_and_change_nothing_unless_they_are_a_record(
+    data: bytes,
+) -> None:
     ev = Evidence(harness="claude-code")
+    bash(ev, "t1", "pytest")
+    before = Evidence.from_json(ev.to_json())
     feed(ev, data)
-    assert ev.lines == 1
+    check_fed(before, ev, pending_id="t1")
+    try:
+        readable = isinstance(json.loads(data), dict)
+    except (ValueError, RecursionError):
+        readable = False
+    if not readable:
+        check_unreadable_line(before, ev)
 
 
 json_values = st.recursive(
@@ -335,11 +347,36 @@ json_values = st.recursive(
 
 
 @given(json_values)
-def test_never_raises_on_arbitrary_json_shaped_like_records(value: object) -> None:
+def test_any_record_keeps_the_evidence_whole_bounded_and_restorable(value: object) -> None:
     ev = Evidence(harness="claude-code")
     bash(ev, "t1", "pytest")
+    before = Evidence.from_json(ev.to_json())
     feed(ev, json.dumps(value).encode())
-    Evidence.from_json(ev.to_json())
+    check_fed(before, ev, pending_id="t1")
+    if not isinstance(value, dict):
+        check_unreadable_line(before, ev)
+
+
+@given(st.sampled_from([0, 1, 2, None]), json_values)
+def test_a_result_for_the_pending_call_decides_it_whatever_else_the_record_holds(
+    exit_code: int | None, noise: object
+) -> None:
+    # The tool result of t1 with the exit code in its text, beside any other fields: exactly
+    # one check, at the call's position, whose status follows the exit code.
+    ev = Evidence(harness="claude-code")
+    bash(ev, "t1", "pytest")
+    before = Evidence.from_json(ev.to_json())
+    if exit_code is None:
+        text, tur = "[Request interrupted by user for tool use]", {"interrupted": True}
+    else:
+        text, tur = f"Exit code {exit_code}\nout", None
+    result(ev, "t1", text, is_error=exit_code != 0, tur=tur, extra_field=noise)
+    check_fed(before, ev, pending_id="t1")
+    assert "t1" not in ev.pending
+    [check] = ev.checks
+    assert (check.kind, check.cmd) == ("test", "pytest")
+    expected = {0: "passed", None: "interrupted"}.get(exit_code, "failed")
+    assert check.status == expected
 
 
 def _by_datetime(value: str) -> int | None:

@@ -10,6 +10,8 @@ from hypothesis import strategies as st
 from taskcore.donegate.codex import feed, patch_files
 from taskcore.donegate.evidence import Evidence
 
+from tests.taskcore.donegate.support import check_fed, check_unreadable_line
+
 
 def rec(kind: str, payload: dict[str, Any]) -> bytes:
     return json.dumps(
@@ -244,10 +246,20 @@ def test_patch_files_reads_headers_and_moves() -> None:
 
 
 @given(st.binary(max_size=400))
-def test_never_raises_on_arbitrary_bytes(data: bytes) -> None:
+def test_arbitrary_bytes_are_one_line_and_change_nothing_unless_they_are_a_record(
+    data: bytes,
+) -> None:
     ev = Evidence(harness="codex")
+    call(ev, "c1", "exec_command", {"cmd": "pytest"})
+    before = Evidence.from_json(ev.to_json())
     feed(ev, data)
-    assert ev.lines == 1
+    check_fed(before, ev, pending_id="c1")
+    try:
+        readable = isinstance(json.loads(data), dict)
+    except (ValueError, RecursionError):
+        readable = False
+    if not readable:
+        check_unreadable_line(before, ev)
 
 
 payloads = st.recursive(
@@ -287,8 +299,30 @@ payloads = st.recursive(
     st.sampled_from(["session_meta", "response_item", "event_msg", "turn_context", "compacted"]),
     payloads,
 )
-def test_never_raises_on_arbitrary_payloads(kind: str, payload: object) -> None:
+def test_any_payload_keeps_the_evidence_whole_bounded_and_restorable(
+    kind: str, payload: object
+) -> None:
     ev = Evidence(harness="codex")
     call(ev, "c1", "exec_command", {"cmd": "pytest"})
+    before = Evidence.from_json(ev.to_json())
     feed(ev, json.dumps({"type": kind, "payload": payload}).encode())
-    Evidence.from_json(ev.to_json())
+    check_fed(before, ev, pending_id="c1")
+    if not isinstance(payload, dict):  # a record without a payload object is not read
+        after = Evidence.from_json(ev.to_json())
+        after.lines = before.lines
+        assert after == before
+
+
+@given(st.sampled_from([0, 1, 2]), payloads)
+def test_the_end_event_of_the_pending_call_decides_it_whatever_else_it_holds(
+    exit_code: int, noise: object
+) -> None:
+    ev = Evidence(harness="codex")
+    call(ev, "c1", "exec_command", {"cmd": "pytest"})
+    before = Evidence.from_json(ev.to_json())
+    end = {"type": "exec_command_end", "call_id": "c1", "exit_code": exit_code, "x": noise}
+    feed(ev, rec("event_msg", end))
+    check_fed(before, ev, pending_id="c1")
+    output(ev, "c1", f"Process exited with code {exit_code}")  # the output after the end
+    assert "c1" not in ev.pending
+    assert statuses(ev) == [("test", "passed" if exit_code == 0 else "failed", exit_code)]
