@@ -242,8 +242,70 @@ def exceeded(**changes) -> ExecutionRecord:
     return record(**{**fields, **changes})
 
 
-def test_output_past_the_cap_is_output_exceeded():
-    check_execution_record(exceeded(), REQUEST, REQUEST_SHA)
+CAP = ISOLATION.output_cap_bytes
+
+# Any outcome a record could claim instead, in the shape the other rules accept.
+OTHER_OUTCOMES = {
+    ExecutionOutcome.PASSED: {"exit_status": 0},
+    ExecutionOutcome.FAILED: {"exit_status": 1},
+    ExecutionOutcome.START_FAILED: {"exit_status": None},
+    ExecutionOutcome.TIMED_OUT: {
+        "exit_status": None,
+        "duration_ms": RECIPE.timeout_ms,
+        "finished_at_ms": 1 + RECIPE.timeout_ms,
+    },
+}
+
+
+def _totals(stdout_total: int, stderr_total: int) -> dict[str, object]:
+    # the tails retained (at most 30 bytes each: the recipe keeps 64 of both)
+
+    def stream(byte: bytes, total: int) -> object:
+        if total <= 30:  # nothing dropped: the digest is the retained bytes'
+            return capture(byte * total)
+        return capture_output(byte * 30, total_bytes=total, full_sha256="f" * 64)
+
+    return {"stdout": stream(b"y", stdout_total), "stderr": stream(b"z", stderr_total)}
+
+
+def _limits(outcome: ExecutionOutcome, over: bool) -> tuple[Limit, ...]:
+    named = {Limit.OUTPUT} if over else set()
+    if outcome is ExecutionOutcome.TIMED_OUT:
+        named.add(Limit.TIME)
+    return tuple(sorted(named, key=lambda limit: limit.value))
+
+
+def _says_output_exceeded_wrongly(rec: ExecutionRecord) -> None:
+    with pytest.raises(TaskError) as err:
+        check_execution_record(rec, REQUEST, REQUEST_SHA)
+    assert (err.value.code, err.value.path) == (ErrorCode.BINDING_MISMATCH, "$.outcome")
+    assert "output_exceeded must say exactly whether the output passed its cap" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("stdout_total", "stderr_total"),
+    [(CAP + 1, 0), (0, CAP + 1), (CAP // 2 + 1, CAP // 2), (CAP * 4, CAP * 4)],
+)
+def test_output_past_the_cap_is_output_exceeded_and_nothing_else(stdout_total, stderr_total):
+    # stdout and stderr count together against the cap
+    totals = _totals(stdout_total, stderr_total)
+    accepted = exceeded(**totals)
+    check_execution_record(accepted, REQUEST, REQUEST_SHA)
+    assert accepted.outcome is ExecutionOutcome.OUTPUT_EXCEEDED
+    assert Limit.OUTPUT in accepted.limits_reached
+    # The same run recorded under any other outcome is refused, by this rule.
+    for outcome, shape in OTHER_OUTCOMES.items():
+        rec = record(outcome=outcome, limits_reached=_limits(outcome, True), **shape, **totals)
+        _says_output_exceeded_wrongly(rec)
+
+
+@pytest.mark.parametrize(("stdout_total", "stderr_total"), [(CAP, 0), (CAP // 2, CAP // 2)])
+def test_output_at_the_cap_is_not_output_exceeded(stdout_total, stderr_total):
+    totals = _totals(stdout_total, stderr_total)
+    _says_output_exceeded_wrongly(exceeded(limits_reached=(), **totals))
+    for outcome, shape in OTHER_OUTCOMES.items():
+        rec = record(outcome=outcome, limits_reached=_limits(outcome, False), **shape, **totals)
+        check_execution_record(rec, REQUEST, REQUEST_SHA)
 
 
 @pytest.mark.parametrize(
