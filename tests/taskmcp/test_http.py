@@ -195,9 +195,26 @@ def test_an_oversized_mcp_body_is_413(live):
     )
     r = _raw(live, "/mcp", body)
     assert r.status_code == 413
+    assert r.json()["code"] == "PAYLOAD_TOO_LARGE"
 
 
-def test_malformed_json_rpc_is_a_client_error_not_500(live):
-    for body in (b"{", b"[]", b'{"jsonrpc": "1.0"}', b'{"jsonrpc": "2.0", "id": 1, "method": 5}'):
-        r = _raw(live, "/mcp", body)
-        assert 400 <= r.status_code < 500
+def test_unparseable_json_is_400_malformed_json_before_mcp_reads_it(live):
+    # The strict parse refuses it with the typed {error, code} body, as every route does.
+    r = _raw(live, "/mcp", b"{")
+    assert r.status_code == 400
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.json()["code"] == "MALFORMED_JSON"
+
+
+@pytest.mark.parametrize(
+    "body", [b"[]", b'{"jsonrpc": "1.0"}', b'{"jsonrpc": "2.0", "id": 1, "method": 5}']
+)
+def test_json_that_is_no_json_rpc_message_is_400_with_a_json_rpc_error(live, body):
+    # Valid JSON, but not a JSON-RPC message: the SDK answers 400 with a JSON-RPC error
+    # (id null, its invalid-params code), never a 500 or an HTML page.
+    r = _raw(live, "/mcp", body)
+    assert r.status_code == 400
+    answer = r.json()
+    assert (answer["jsonrpc"], answer["id"]) == ("2.0", None)
+    assert answer["error"]["code"] == -32602
+    assert answer["error"]["message"].startswith("Validation error")
