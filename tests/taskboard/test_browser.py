@@ -105,7 +105,11 @@ def test_a_gate_that_names_no_call_says_it_admits_none(page, live):
     named = live.call(live.admin, "agenttask.create", {"verb": "agent.run"})["taskId"]
     bare = live.call(live.admin, "agenttask.escalate", {"taskId": task_id})["gate"]["gateId"]
     unbound = live.call(
-        live.admin, "agenttask.escalate", {"taskId": named, "targetVerb": "deploy.prod"}
+        live.admin, "agenttask.escalate", {"taskId": named, "targetVerb": "agenttask.reorder"}
+    )["gate"]["gateId"]
+    outside = live.call(live.admin, "agenttask.create", {"verb": "agent.run"})["taskId"]
+    elsewhere = live.call(
+        live.admin, "agenttask.escalate", {"taskId": outside, "targetVerb": "deploy.prod"}
     )["gate"]["gateId"]
     sign_in(page, live, live.admin)
     page.goto(f"{live.url}/board/approvals")
@@ -116,8 +120,11 @@ def test_a_gate_that_names_no_call_says_it_admits_none(page, live):
     assert "GRANT_VERB_MISMATCH" in grant
     assert "any input" not in grant
     grant = page.locator(f"article[data-gate='{unbound}'] .grant").inner_text()
-    assert "names deploy.prod but binds no input, so it admits no call" in grant
+    assert "names agenttask.reorder but binds no input, so it admits no call" in grant
     assert "GRANT_INPUT_MISMATCH" in grant
+    grant = page.locator(f"article[data-gate='{elsewhere}'] .grant").inner_text()
+    assert "names deploy.prod, which is no operation of this service" in grant
+    assert "UNKNOWN_OPERATION" in grant
 
 
 def test_deny_needs_a_reason_and_fails_the_task_with_it(page, live):

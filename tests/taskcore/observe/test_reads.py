@@ -134,8 +134,8 @@ def test_pending_approvals_say_what_the_grant_allows(door):
         "agenttask.escalate",
         {
             "taskId": task_id,
-            "targetVerb": "deploy",
-            "targetInput": {"env": "prod"},
+            "targetVerb": "agenttask.release",
+            "targetInput": {"taskId": task_id},
             "reason": "<b>prod</b>",
             "fence": 1,
         },
@@ -147,7 +147,8 @@ def test_pending_approvals_say_what_the_grant_allows(door):
     assert entry["gate"]["reason"] == "<b>prod</b>"
     assert entry["grant"] == (
         f"Approving requeues task {task_id} with a one-shot grant: its lease holder may run "
-        f"deploy once, with exactly the input whose hash is {entry['gate']['inputHash']}, "
+        f"agenttask.release once, with exactly the input whose hash is "
+        f"{entry['gate']['inputHash']}, "
         "through agenttask.gate.apply, which consumes the grant. Claiming the task consumes "
         "nothing."
     )
@@ -259,3 +260,16 @@ def test_a_repository_of_another_workspace_is_not_found(flow_passing):
     with pytest.raises(TaskError) as info:
         flow.service.call(stranger, "observe.changes", {"repositoryId": "acme"})
     assert info.value.code is ErrorCode.NOT_FOUND
+
+
+def test_a_grant_for_a_verb_that_is_no_operation_is_said_to_admit_no_call(door):
+    claim = door.claimed()
+    task_id = claim["task"]["taskId"]
+    door(WORKER, "agenttask.escalate", {"taskId": task_id, "targetVerb": "deploy", "fence": 1})
+    [entry] = door(ADMIN, "observe.approvals")["approvals"]
+    assert entry["grant"] == (
+        f"Approving requeues task {task_id}. The gate names deploy, which is no operation of "
+        "this service, so it admits no call (agenttask.gate.apply answers UNKNOWN_OPERATION): "
+        "approve to let the task be claimed and continue; the action itself happens outside "
+        "agent-task."
+    )

@@ -68,6 +68,17 @@ def _in_tx(fn: Callable[[QueueCall, Any], Any]) -> Callable[[CallContext, Any], 
     return handler
 
 
+def _approvals(ctx: CallContext, request: ApprovalsIn) -> ApprovalsResult:
+    # What a grant can run: the operations of this service (the words say when none can).
+    registry = ctx.service.registry
+
+    def read(call: QueueCall, req: ApprovalsIn) -> ApprovalsResult:
+        return reads.approvals(call, req, lambda verb: registry.get(verb) is not None)
+
+    result: ApprovalsResult = _in_tx(read)(ctx, request)
+    return result
+
+
 def _subject(ctx: CallContext, request: SubjectIn) -> SubjectDetail:
     # Failure excerpts read retained transfer bytes: do it in a read snapshot, not while
     # holding the writer.
@@ -152,7 +163,7 @@ def _operations() -> tuple[Operation[Any, Any], ...]:
             ApprovalsIn,
             ApprovalsResult,
             ADM,
-            _in_tx(reads.approvals),
+            _approvals,
             description="Oldest request first." + page,
         ),
         _op(

@@ -10,6 +10,7 @@ the time) and return the views of :mod:`taskcore.observe.types`.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from taskcore.errors import ErrorCode, TaskError
@@ -189,12 +190,17 @@ def task_detail(call: QueueCall, request: TaskRef) -> TaskDetail:
     )
 
 
-def grant_text(gate: ApprovalGateRecord, task: TaskRecord) -> str:
+def grant_text(
+    gate: ApprovalGateRecord,
+    task: TaskRecord,
+    known: Callable[[str], bool] = lambda verb: True,
+) -> str:
     """Say in words what approving ``gate`` does, and what its grant admits.
 
     Approving requeues the task; only ``agenttask.gate.apply`` uses (and consumes) a grant,
     never a claim, and it admits exactly one call: ``targetVerb`` with the input whose hash
-    the gate bound. A gate without either admits no call.
+    the gate bound. A gate without either admits no call, and so does one naming a verb that
+    is no operation here (``known`` says which are).
 
     >>> from taskcore.store.queue_api import ApprovalGateRecord
     >>> g = ApprovalGateRecord(gate_id="ag_1", workspace="w", task_id="at_1",
@@ -212,6 +218,13 @@ def grant_text(gate: ApprovalGateRecord, task: TaskRecord) -> str:
             f"{requeue}. The gate names no call, so it admits none (agenttask.gate.apply "
             "answers GRANT_VERB_MISMATCH): approve to let the task be claimed and continue."
         )
+    if not known(gate.target_verb):
+        return (
+            f"{requeue}. The gate names {gate.target_verb}, which is no operation of this "
+            "service, so it admits no call (agenttask.gate.apply answers UNKNOWN_OPERATION): "
+            "approve to let the task be claimed and continue; the action itself happens "
+            "outside agent-task."
+        )
     if gate.input_hash is None:
         return (
             f"{requeue}. The gate names {gate.target_verb} but binds no input, so it admits "
@@ -225,8 +238,15 @@ def grant_text(gate: ApprovalGateRecord, task: TaskRecord) -> str:
     )
 
 
-def approvals(call: QueueCall, request: ApprovalsIn) -> ApprovalsResult:
-    """A page of the workspace's approval gates (pending by default), oldest request first."""
+def approvals(
+    call: QueueCall,
+    request: ApprovalsIn,
+    known: Callable[[str], bool] = lambda verb: True,
+) -> ApprovalsResult:
+    """A page of the workspace's approval gates (pending by default), oldest request first.
+
+    ``known`` says whether a verb is an operation of the service (what a grant can run).
+    """
     limit = _limit(request.limit)
     after: ApprovalGateRecord | None = None
     if request.cursor is not None:
@@ -249,7 +269,7 @@ def approvals(call: QueueCall, request: ApprovalsIn) -> ApprovalsResult:
             ApprovalEntry(
                 gate=gate_view(gate),
                 task=task_view(task, call.now_ms),
-                grant=grant_text(gate, task),
+                grant=grant_text(gate, task, known),
             )
         )
     return ApprovalsResult(
