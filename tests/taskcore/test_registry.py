@@ -5,22 +5,22 @@ from taskcore.actors import Actor, RiskClass, Tier
 from taskcore.names import WORKFLOW_PREFIX
 from taskcore.registry import Registry, Surface, default_registry, portable_tool_name
 
-from tests.taskcore.test_service import _op, _registry
+from tests.taskcore.service_support import demo_op, demo_registry
 
 
 def test_registry_refuses_duplicates_malformed_names_and_misnamed_workflow_ops():
     reg = Registry()
-    reg.register(_op("demo.a", lambda c, r: {}))
+    reg.register(demo_op("demo.a", lambda c, r: {}))
     with pytest.raises(ValueError, match="twice"):
-        reg.register(_op("demo.a", lambda c, r: {}))
+        reg.register(demo_op("demo.a", lambda c, r: {}))
     with pytest.raises(ValueError, match="malformed"):
-        reg.register(_op("Demo a", lambda c, r: {}))
+        reg.register(demo_op("Demo a", lambda c, r: {}))
     with pytest.raises(ValueError, match="workflow"):
-        reg.register(_op("claim", lambda c, r: {}, surface=Surface.WORKFLOW))
+        reg.register(demo_op("claim", lambda c, r: {}, surface=Surface.WORKFLOW))
 
 
 def test_registry_select_filters_by_surface_door_tool_and_input_kind():
-    reg = _registry()
+    reg = demo_registry()
     assert [o.name for o in reg.select(surfaces=[Surface.WORKFLOW])] == [
         "workflow.echo",
         "workflow.upload",
@@ -43,8 +43,8 @@ def test_default_registry_names_are_unique_and_workflow_ops_are_prefixed():
 def test_portable_tool_names_are_one_rule_and_reversible():
     assert portable_tool_name("agenttask.checkpoint.write") == "agenttask_checkpoint_write"
     reg = Registry()
-    reg.register(_op("demo.tool", lambda c, r: {}, mcp=True))
-    reg.register(_op("workflow.echo", lambda c, r: {}, surface=Surface.WORKFLOW))
+    reg.register(demo_op("demo.tool", lambda c, r: {}, mcp=True))
+    reg.register(demo_op("workflow.echo", lambda c, r: {}, surface=Surface.WORKFLOW))
     assert reg.get("demo.tool").tool_name == "demo_tool"
     assert reg.get("workflow.echo").tool_name == "echo"
     assert reg.for_tool("demo_tool") is reg.get("demo.tool")
@@ -53,15 +53,15 @@ def test_portable_tool_names_are_one_rule_and_reversible():
     assert reg.for_tool("echo", [Surface.QUEUE]) is None
     assert reg.for_tool("demo_nope") is None
     with pytest.raises(ValueError, match="maps to the tool name 'demo_tool'"):
-        reg.register(_op("demo_tool", lambda c, r: {}))
+        reg.register(demo_op("demo_tool", lambda c, r: {}))
     with pytest.raises(ValueError, match="must match"):
-        reg.register(_op("demo." + "x" * 70, lambda c, r: {}, mcp=True))
+        reg.register(demo_op("demo." + "x" * 70, lambda c, r: {}, mcp=True))
     # off MCP a long name is fine: only tools must fit the pattern
-    reg.register(_op("demo." + "x" * 70, lambda c, r: {}))
+    reg.register(demo_op("demo." + "x" * 70, lambda c, r: {}))
 
 
 def test_operation_admits_by_tier_and_autonomy():
-    op = _op("demo.sensitive", lambda c, r: {}, min_tier=Tier.MEMBER, risk=RiskClass.SENSITIVE)
+    op = demo_op("demo.sensitive", lambda c, r: {}, min_tier=Tier.MEMBER, risk=RiskClass.SENSITIVE)
     assert op.admits(Actor(token_id="t", workspace="w", tier=Tier.MEMBER, autonomy=2))
     assert not op.admits(Actor(token_id="t", workspace="w", tier=Tier.MEMBER, autonomy=1))
     assert not op.admits(Actor(token_id="t", workspace="w", tier=Tier.AGENT, autonomy=3))
