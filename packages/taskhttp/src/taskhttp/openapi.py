@@ -7,8 +7,8 @@ ErrorCode -> status table can produce for a request.
 
 >>> from taskcore import Registry
 >>> doc = openapi_document(Registry())
->>> doc["openapi"], sorted(doc["paths"])[:2]
-('3.1.0', ['/mcp', '/openapi.json'])
+>>> doc["openapi"], sorted(doc["paths"])[:4]
+('3.1.0', ['/health', '/healthz', '/mcp', '/openapi.json'])
 """
 
 from __future__ import annotations
