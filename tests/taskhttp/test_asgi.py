@@ -180,8 +180,8 @@ def test_uvicorn_with_our_protocol_bounds_headers_and_warns_of_nothing(tmp_path)
         huge = httpx.get(
             f"{running.url}/v1/hub/health", headers={"X-Filler": "x" * 20_000}, timeout=10
         )
-        assert huge.status_code == 413
-        assert huge.json()["code"] == "PAYLOAD_TOO_LARGE"
+        assert huge.status_code == 431
+        assert huge.json()["code"] == "HEADERS_TOO_LARGE"
         assert httpx.get(f"{running.url}/v1/hub/health", timeout=10).status_code == 200
     finally:
         running.stop()

@@ -47,7 +47,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from taskhttp.app import create_app
 from taskhttp.body import BodyDeadline
 from taskhttp.limits import TransportLimits, guarded_protocol
-from taskhttp.openapi import HEALTH_PATH
+from taskhttp.openapi import HEALTH_ALIASES, HEALTH_PATH
 from taskhttp.requestlog import install_request_log
 
 __all__ = ["AsgiApp", "app", "create_asgi_app"]
@@ -183,6 +183,6 @@ def __getattr__(name: str) -> Any:
     if name == "Protocol":
         if _protocol is None:
             limits = TransportLimits.from_settings(HostSettings.load())
-            _protocol = guarded_protocol(limits, health_path=HEALTH_PATH)
+            _protocol = guarded_protocol(limits, health_path=(HEALTH_PATH, *HEALTH_ALIASES))
         return _protocol
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
