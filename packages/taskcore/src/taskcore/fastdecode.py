@@ -138,6 +138,7 @@ class FastStructure:
         lines = ["def build(v):", "    if type(v) is not dict or not keys.issuperset(v): raise G"]
         args: list[str] = []
         wires: list[str] = []
+        trusted = _builds_without_init(cl)
         for i, field in enumerate(fields):
             rules = field_rules(field)
             wire = rules.wire or field.name
@@ -146,6 +147,17 @@ class FastStructure:
                 lines.append(f"    x = v[{wire!r}]")
                 lines.extend("    " + line for line in self._field(i, field.type, rules, env))
                 args.append(f"{field.alias}=r{i}")
+            elif trusted:
+                lines.append(f"    if {wire!r} in v:")
+                lines.append(f"        x = v[{wire!r}]")
+                lines.extend("        " + line for line in self._field(i, field.type, rules, env))
+                lines.append("    else:")
+                if isinstance(field.default, attrs.Factory):  # type: ignore[arg-type]
+                    env[f"f{i}"] = field.default.factory
+                    lines.append(f"        r{i} = f{i}()")
+                else:
+                    env[f"d{i}"] = field.default
+                    lines.append(f"        r{i} = d{i}")
             else:
                 if "**kw" not in args:
                     lines.insert(2, "    kw = {}")
@@ -155,7 +167,18 @@ class FastStructure:
                 lines.extend("        " + line for line in self._field(i, field.type, rules, env))
                 lines.append(f"        kw[{field.alias!r}] = r{i}")
         env["keys"] = frozenset(wires)
-        lines.append(f"    return cl({', '.join(args)})")
+        if trusted:
+            # Every rule was checked above: set the fields as attrs' __init__ does, without
+            # running the validators again, then the class's own cross-field checks.
+            env["new"] = object.__new__
+            env["put"] = object.__setattr__
+            lines.append("    o = new(cl)")
+            lines.extend(f"    put(o, {f.name!r}, r{i})" for i, f in enumerate(fields))
+            if hasattr(cl, "__attrs_post_init__"):
+                lines.append("    o.__attrs_post_init__()")
+            lines.append("    return o")
+        else:
+            lines.append(f"    return cl({', '.join(args)})")
         source = "\n".join(lines)
         exec(compile(source, f"<fast structure {cl.__qualname__}>", "exec"), env)  # noqa: S102 - generated from field declarations only
         return typing.cast(_Fast, env["build"])
@@ -234,3 +257,24 @@ class FastStructure:
                 "@ = tuple(x)",
             ]
         return None
+
+
+def _builds_without_init(cl: type[Any]) -> bool:
+    """Whether the fast path may build ``cl`` as its ``__init__`` would, minus the validators.
+
+    attrs' ``__init__`` of a slotted class sets each field with ``object.__setattr__`` (frozen
+    or not), runs the validators, then ``__attrs_post_init__``. A class with anything more
+    in its ``__init__`` (converters, ``__attrs_pre_init__``, a cached hash, a factory that
+    takes ``self``) is built through the constructor, validators and all.
+    """
+    if "__slots__" not in cl.__dict__ or hasattr(cl, "__attrs_pre_init__"):
+        return False
+    if "_attrs_cached_hash" in getattr(cl, "__slots__", ()):
+        return False
+    for field in attrs.fields(cl):
+        if field.converter is not None:
+            return False
+        default = field.default
+        if isinstance(default, attrs.Factory) and default.takes_self:  # type: ignore[arg-type]
+            return False
+    return True

@@ -22,6 +22,7 @@ import attrs
 
 from taskcore.limits import U64_MAX
 from taskcore.wirerules import SCHEMA_VERSION, FieldRules
+from taskcore.wirevalidate import field_validator
 
 __all__ = [
     "FIELD_RULES_KEY",
@@ -55,7 +56,9 @@ def wire_field(
 ) -> Any:
     """Declare an attrs field with wire rules (see :class:`FieldRules`).
 
-    A field without ``default``/``factory`` is required on the wire, even when its type
+    Decoding checks the rules on the JSON value; the field's attrs validator
+    (:mod:`taskcore.wirevalidate`) checks them, and the declared type, on a value passed to
+    the constructor, with the same error. A field without ``default``/``factory`` is required on the wire, even when its type
     admits ``None``: strict decoding wants ``"x": null`` spelled out. ``omit_none`` needs
     ``default=None``.
     """
@@ -76,9 +79,10 @@ def wire_field(
         omit_none=omit_none,
     )
     metadata = {FIELD_RULES_KEY: rules}
+    validator = field_validator(rules)
     if factory is not None:
-        return attrs.field(factory=factory, metadata=metadata)
-    return attrs.field(default=default, metadata=metadata)
+        return attrs.field(factory=factory, metadata=metadata, validator=validator)
+    return attrs.field(default=default, metadata=metadata, validator=validator)
 
 
 def field_rules(field: attrs.Attribute[Any]) -> FieldRules:

@@ -343,10 +343,10 @@ def text_refusals(
     surrogate test, for a string no tree check has seen.
     """
     refuse = []
-    if surrogates:
-        env["search"] = _SURROGATE.search
-        refuse.append(f"search({name}) is not None")
     simple = char_run(rules.pattern) if rules.pattern is not None else None
+    if surrogates and simple is None:  # a character run admits only its ASCII characters
+        env["search"] = _SURROGATE.search
+        refuse.append(f"(not {name}.isascii() and search({name}) is not None)")
     if rules.max_len is not None and (simple is None or simple[2] > rules.max_len):
         refuse.append(f"len({name}) > {rules.max_len!r}")
     if rules.min_len is not None and (simple is None or simple[1] < rules.min_len):
