@@ -78,7 +78,13 @@ from taskcore.registry import (
     default_registry,
     portable_tool_name,
 )
-from taskcore.store.storage import SharedWriteStorage, Storage, Transaction, open_storage
+from taskcore.store.storage import (
+    SharedWriteStorage,
+    Storage,
+    Transaction,
+    journal_data_dir,
+    open_storage,
+)
 
 __all__ = [
     "MCP_TOOL_NAME_PATTERN",
@@ -204,24 +210,29 @@ class Service:
     @classmethod
     def open(
         cls,
-        data_dir: Path | str,
+        data_dir: Path | str | None = None,
         *,
+        database: str | None = None,
         clock: Clock | None = None,
         registry: Registry | None = None,
         init: bool = False,
         **config: Any,
     ) -> Service:
-        """Open (creating if needed) the journal in ``data_dir`` and build a service on it.
+        """Open (creating if needed) the journal and build a service on it.
 
-        The authority's descriptor-signing key (``DATA_DIR/authority-key.json``) is generated
-        here the first time.
-        A journal is created only in a data directory that holds no state of an earlier one
-        (``JOURNAL_MISSING`` otherwise); ``init=True`` moves that state aside first
-        (see :mod:`taskcore.store.datadir`).
+        ``data_dir``: default ``$AGENT_TASK_DATA_DIR`` or the user data dir; a URL is refused
+        (``INVALID_PATH``). ``database``: as ``agent-task serve --database`` (a
+        ``postgresql://`` URL is the journal, ``data_dir`` keeps the authority key; default
+        ``$AGENT_TASK_DATABASE``; ``""``: SQLite in ``data_dir``). See docs/library.md. The
+        authority key is generated here the first time; a journal is created only in a
+        data dir without an earlier one's state (``JOURNAL_MISSING``; ``init=True`` moves it
+        aside, :mod:`taskcore.store.datadir`).
         """
-        config_obj = ServiceConfig(data_dir=Path(data_dir), **config)
+        directory = journal_data_dir(data_dir)
+        config_obj = ServiceConfig(data_dir=directory, **config)
+        timeout = config_obj.busy_timeout_ms
         storage = open_storage(
-            data_dir, create=True, busy_timeout_ms=config_obj.busy_timeout_ms, init=init
+            directory, create=True, busy_timeout_ms=timeout, init=init, database=database
         )
         # The authority's descriptor-signing key is made with the data dir it belongs to.
         from taskcore.evidence.authority_key import ensure_authority_key

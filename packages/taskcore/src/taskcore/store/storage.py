@@ -20,6 +20,7 @@ from __future__ import annotations
 import fcntl
 import importlib
 import os
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import apsw
 
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.paths import default_data_dir
 from taskcore.store.datadir import JOURNAL_NAME, check_new_journal
 from taskcore.store.groupcommit import GroupCommit
 from taskcore.store.rowcache import CommittedRows
@@ -417,6 +419,45 @@ def database_url(database: str | None = None) -> str | None:
     return chosen.strip() or None
 
 
+_URL_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")
+
+
+def journal_data_dir(data_dir: Path | str | None) -> Path:
+    """The data directory a library caller names (default: ``default_data_dir()``).
+
+    A value that looks like a URL (``postgresql://...``, or any ``scheme:/`` that a
+    :class:`~pathlib.Path` made of one) is refused, typed, instead of becoming a directory
+    named after its scheme: a database is named by ``database=``. The message never repeats
+    the value (a URL may hold a password).
+
+    >>> journal_data_dir("postgresql://app@db.internal/tasks")
+    Traceback (most recent call last):
+    taskcore.errors.TaskError: the data directory looks like a URL (postgresql://...); a PostgreSQL journal is opened with database='postgresql://...' (agent-task: --database), and data_dir names a local directory
+    """
+    if data_dir is None:
+        return default_data_dir()
+    text = str(data_dir)
+    if "://" in text or _URL_LIKE.match(text):
+        scheme = text.split(":", 1)[0]
+        raise TaskError(
+            ErrorCode.INVALID_PATH,
+            f"the data directory looks like a URL ({scheme}://...); a PostgreSQL journal is "
+            "opened with database='postgresql://...' (agent-task: --database), and data_dir "
+            "names a local directory",
+        )
+    return Path(data_dir)
+
+
+def check_database_url(database: str) -> None:
+    """Refuse a ``database`` that is not a ``postgresql://`` (or ``postgres://``) URL."""
+    if not database.strip().startswith(("postgresql://", "postgres://")):
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            "database must be a PostgreSQL URL, postgresql://USER@HOST/DB (or empty for the "
+            "SQLite journal in the data dir)",
+        )
+
+
 def open_storage(
     data_dir: Path | str,
     *,
@@ -428,7 +469,8 @@ def open_storage(
 ) -> SqliteStorage | PostgresStorage:
     """Open the journal: the PostgreSQL ``database`` if one is named, else the one in ``data_dir``.
 
-    This is the one place storage is opened. ``database`` (default ``$AGENT_TASK_DATABASE``,
+    This is the one place storage is opened. A ``data_dir`` that looks like a URL is refused
+    (:func:`journal_data_dir`), and so is a ``database`` that is not a PostgreSQL URL. ``database`` (default ``$AGENT_TASK_DATABASE``,
     what every command's ``--database`` sets) is a ``postgresql://`` URL: that database is
     the journal, migrated on open under an advisory lock unless ``readonly`` (which refuses a
     schema that is behind instead), and ``data_dir`` keeps only the files a replica keeps
@@ -441,6 +483,9 @@ def open_storage(
     earlier one (:func:`taskcore.store.datadir.check_new_journal`: ``JOURNAL_MISSING``
     otherwise); ``init=True`` moves such state aside first (``agent-task serve --init``).
     """
+    data_dir = journal_data_dir(data_dir)
+    if database and database.strip():
+        check_database_url(database)
     url = database_url(database)
     if url is not None:
         from taskcore.store.postgres.storage import PostgresStorage
@@ -449,7 +494,6 @@ def open_storage(
             # The replica's own files (the authority key, the first admin token) live here.
             _make_data_dir(Path(data_dir))
         return PostgresStorage(url, migrate_on_open=not readonly, busy_timeout_ms=busy_timeout_ms)
-    data_dir = Path(data_dir)
     if create and not readonly:
         _make_data_dir(data_dir)
         if _fresh(data_dir / JOURNAL_FILENAME):
