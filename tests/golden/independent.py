@@ -259,8 +259,14 @@ TYPES: dict[str, list[tuple[str, Spec]]] = {
         ("agent", obj("AgentIdentity")),
         ("executor", nullable(obj("ExecutorBinding"))),
         ("fence", integer(1)),
-        ("trust_class", one_of("agent_assertion", "registered_executor_observation",
-                               "independent_controller_evidence")),
+        (
+            "trust_class",
+            one_of(
+                "agent_assertion",
+                "registered_executor_observation",
+                "independent_controller_evidence",
+            ),
+        ),
         ("outcome", one_of("passed", "failed", "uncertain")),
         ("criteria", array(obj("CriterionResult"), 64, 1)),
         ("executor_provenance", nullable(obj("ExecutorProvenance"))),
