@@ -166,3 +166,29 @@ def test_a_field_test_is_one_generated_expression_for_the_common_types():
     ]:
         test = value_test(tp, rules)
         assert test.__code__.co_filename == "<wire field test>", tp
+
+
+def test_first_constructions_from_many_threads_are_all_checked():
+    import threading
+
+    @attrs.frozen
+    class Fresh:  # a class no thread has built yet: every thread meets the first use
+        name: str = wire_field(max_len=3)
+
+    barrier = threading.Barrier(8)
+    outcomes: list[str] = []
+
+    def build(value: str) -> None:
+        barrier.wait()
+        try:
+            Fresh(name=value)
+            outcomes.append("built")
+        except TaskError as err:
+            outcomes.append(err.code.value)
+
+    threads = [threading.Thread(target=build, args=("x" * (2 + i % 2 * 2),)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(outcomes) == ["OUT_OF_BOUNDS"] * 4 + ["built"] * 4

@@ -90,7 +90,10 @@ def field_validator(rules: FieldRules) -> Validator:
         else:
             test, tp = _field_test(cls, attribute, rules)
             if owner is None and (tp is not typing.Any or attribute.type in (typing.Any, "Any")):
-                owner, owner_test, owner_type = cls, test, tp  # unresolved: tried again
+                # Kept (an unresolved type is tried again); the owner last, so a thread that
+                # sees it also sees its test.
+                owner_test, owner_type = test, tp
+                owner = cls
             if test(value):
                 return
         error = field_error(value, tp, rules)
