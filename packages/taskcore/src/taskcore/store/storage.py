@@ -477,7 +477,8 @@ def open_storage(
     """Open the journal: the PostgreSQL ``database`` if one is named, else the one in ``data_dir``.
 
     This is the one place storage is opened. A ``data_dir`` that looks like a URL is refused
-    (:func:`journal_data_dir`), and so is a ``database`` that is not a PostgreSQL URL. ``database`` (default ``$AGENT_TASK_DATABASE``,
+    (:func:`journal_data_dir`), and so is a ``database`` that is not a PostgreSQL URL.
+    ``database`` (default ``$AGENT_TASK_DATABASE``,
     what every command's ``--database`` sets) is a ``postgresql://`` URL: that database is
     the journal, migrated on open under an advisory lock unless ``readonly`` (which refuses a
     schema that is behind instead), and ``data_dir`` keeps only the files a replica keeps
