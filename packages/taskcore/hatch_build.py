@@ -1,11 +1,17 @@
-"""Build hook: ship the golden vectors (the repository's ``golden/``, one copy in git).
+"""hatchling metadata hook: one version for every agent-task distribution, ours pinned to it.
 
-The wheel carries them as package data, ``taskcore/golden_vectors/{observations,digests,
-negative}/*.json`` and the format's ``README.md``, read through ``taskcore.golden``. The
-sdist carries the whole ``golden/`` directory at its top, so that a wheel built from the
-sdist finds it there: this hook looks beside the project first (an unpacked sdist), then two
-levels up (the repository checkout, ``packages/taskcore`` -> the root). An editable install
-gets none (``taskcore.golden`` reads the checkout's ``golden/`` directly).
+The same file sits in every package directory (``tests/test_distributions.py`` checks the
+copies are identical); hatchling runs it from ``[tool.hatch.metadata.hooks.custom]``:
+
+* ``version`` is the repository's ``VERSION`` file (``version-file``, relative to the
+  package directory): the one version source.
+* ``dependencies`` and ``optional-dependencies`` are the hook table's. A distribution of ours
+  (:data:`OURS`) is written there bare, extras allowed (``agenttask-core[postgres]``), and is
+  pinned here to ``==`` that version; naming one with a version of its own is an error, so a
+  member can never depend on another release of a sibling.
+
+An sdist records the result in its ``PKG-INFO``; hatchling builds the wheel of an sdist from
+that (this hook is loaded but has nothing left to fill), so the sdist needs no ``VERSION``.
 """
 
 from __future__ import annotations
@@ -13,33 +19,40 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hatchling.builders.hooks.plugin.interface import BuildHookInterface
+from hatchling.metadata.plugin.interface import MetadataHookInterface
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
-SETS = ("observations", "digests", "negative")
+OURS = frozenset(
+    {"agenttask", "agenttask-core", "agenttask-http", "agenttask-mcp", "agenttask-board"}
+)
+"""Our distributions, by their canonical names."""
 
 
-class GoldenVectors(BuildHookInterface):  # type: ignore[type-arg]
-    """Force-include the golden vectors into the wheel and the sdist."""
+def _pinned(requirement: str, version: str) -> str:
+    parsed = Requirement(requirement)
+    if canonicalize_name(parsed.name) not in OURS:
+        return requirement
+    if parsed.specifier or parsed.url:
+        raise ValueError(f"{requirement!r}: name our own distributions bare (pinned here)")
+    parsed.specifier &= f"=={version}"
+    return str(parsed)
+
+
+class OneVersion(MetadataHookInterface):
+    """Fill ``version``, ``dependencies`` and ``optional-dependencies`` (see the module)."""
 
     PLUGIN_NAME = "custom"
 
-    def initialize(self, version: str, build_data: dict[str, Any]) -> None:
-        """Add the vectors to ``build_data["force_include"]`` (nothing for an editable wheel)."""
-        if self.target_name == "wheel" and version == "editable":
-            return
-        root = Path(self.root)
-        for golden in (root / "golden", root.parent.parent / "golden"):
-            if (golden / "README.md").is_file() and all((golden / s).is_dir() for s in SETS):
-                break
-        else:
-            raise FileNotFoundError(
-                f"the golden vectors are neither in {root / 'golden'} (an sdist) nor in "
-                f"{root.parent.parent / 'golden'} (the repository): build from a checkout"
-            )
-        include = build_data["force_include"]
-        if self.target_name == "sdist":
-            include[str(golden)] = "golden"
-            return
-        include[str(golden / "README.md")] = "taskcore/golden_vectors/README.md"
-        for name in SETS:
-            include[str(golden / name)] = f"taskcore/golden_vectors/{name}"
+    def update(self, metadata: dict[str, Any]) -> None:
+        """Set the dynamic fields from ``VERSION`` and the hook's configuration."""
+        version = (Path(self.root) / self.config["version-file"]).read_text("ascii").strip()
+        metadata["version"] = version
+        metadata["dependencies"] = [
+            _pinned(r, version) for r in self.config.get("dependencies", [])
+        ]
+        if "optional-dependencies" in self.config:
+            metadata["optional-dependencies"] = {
+                extra: [_pinned(r, version) for r in requirements]
+                for extra, requirements in self.config["optional-dependencies"].items()
+            }

@@ -1,7 +1,7 @@
 """``taskcore.golden``: the golden vectors listed and loaded, from a checkout and from a wheel.
 
 In the workspace (an editable install) the module reads the repository's ``golden/``; an
-installed wheel carries the same files as package data (``hatch_build.py`` force-includes
+installed wheel carries the same files as package data (``hatch_golden.py`` force-includes
 them) and the sdist carries ``golden/`` so that a wheel built from the sdist alone has them
 too. Both installs are exercised here: the wheel is built from a clean sdist and installed
 into a fresh virtual environment that holds nothing else.
@@ -90,7 +90,8 @@ def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The sdist, and a wheel built again from that sdist alone, away from the checkout."""
     out = tmp_path_factory.mktemp("dist")
-    _run(str(UV), "build", "--package", "taskcore", "--sdist", "-o", str(out), "--quiet")
+    package = str(ROOT / "packages" / "taskcore")  # whatever its distribution is named
+    _run(str(UV), "build", "--sdist", "-o", str(out), "--quiet", package)
     (sdist,) = out.glob("*.tar.gz")
     unpacked = tmp_path_factory.mktemp("unpacked")
     with tarfile.open(sdist) as archive:
@@ -114,7 +115,7 @@ def test_the_sdist_carries_the_golden_directory(built):
             if name.startswith("golden/")
         }
     assert {k: v for k, v in shipped.items() if k != "generate.py"} == _committed()
-    assert "hatch_build.py" in members
+    assert "hatch_golden.py" in members
 
 
 @needs_uv
