@@ -73,7 +73,7 @@ def _setup(live: RealLive, world, *extra: str, harness: str = "claude-code", sco
 
 
 def test_dry_run_prints_the_diff_and_writes_nothing(live, world):
-    home, project, _ = world
+    _, project, _ = world
     result = _setup(live, world, "--dry-run", harness="codex", scope="project")
     assert result.exit_code == 0, result.stderr
     assert result.stdout.startswith("--- /dev/null\n+++ b")
@@ -82,7 +82,7 @@ def test_dry_run_prints_the_diff_and_writes_nothing(live, world):
 
 
 def test_setup_writes_then_changes_nothing_then_remove_takes_it_out(live, world):
-    home, project, env = world
+    home, _, env = world
     (home / ".claude").mkdir()
     theirs = '{\n  "model": "opus",\n  "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "say done"}]}]}\n}\n'
     (home / ".claude" / "settings.json").write_text(theirs)
@@ -144,7 +144,7 @@ def test_setup_json_names_the_files_and_the_notes(live, world):
 
 
 def test_doctor_passes_a_good_setup_and_exits_9_with_the_fix_for_a_broken_one(live, world):
-    home, project, env = world
+    _, project, env = world
     assert _setup(live, world).exit_code == 0
     good = agent_task(
         "agent",
