@@ -11,11 +11,15 @@ and checks what reached the model and the service:
 * a session compacted (Codex's automatic compaction, its limit lowered with ``-c``) and then
   resumed (``codex exec resume``) is told its task and fence, and the model's next call uses
   that fence;
+* a subagent (``spawn_agent``) that stops below the line is held once by SubagentStop; the
+  main agent and the subagent run at the same time, so the scripted model answers each from
+  what its own conversation holds (a router, not a script in arrival order);
 * project scope: in a trusted project, the project's ``.codex/`` entry and hooks are read.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -183,3 +187,83 @@ def test_project_scope_is_read_in_a_trusted_project(codex_bin, model, proxy, hom
     assert "agenttask_claimNext" in model.loop_requests[0].namespace(NAMESPACE)
     assert claim_of(model.loop_requests[1])[0] == task_id
     assert queue.call("member", "agenttask.get", {"taskId": task_id})["status"] == "LEASED"
+
+
+def _user_texts(request: Recorded) -> list[str]:
+    out = []
+    for item in request.body.get("input", []):
+        if (
+            isinstance(item, dict)
+            and item.get("type", "message") == "message"
+            and item.get("role") == "user"
+        ):
+            content = item.get("content")
+            if isinstance(content, list):
+                content = " ".join(c.get("text", "") for c in content if isinstance(c, dict))
+            out.append(str(content))
+    return out
+
+
+def _outputs(request: Recorded) -> list[dict]:
+    return [
+        i
+        for i in request.body.get("input", [])
+        if isinstance(i, dict) and i.get("type") == "function_call_output"
+    ]
+
+
+def test_a_subagent_that_stops_below_the_line_is_held_once_by_subagent_stop(
+    codex_bin, model, proxy, home, tmp_path, queue
+):
+    proj = project(tmp_path)
+    codex_home = _codex_home(home, model)
+    env = codex_env(home, codex_home, proxy.url)
+    agent_setup("codex", "user", proj, queue, token_file(queue, tmp_path), env)
+    task = "Write calc.py with add()."
+
+    def is_sub(request: Recorded) -> bool:
+        texts = _user_texts(request)
+        return any(task in t for t in texts) and not any("add calc.py" in t for t in texts)
+
+    def route(request: Recorded) -> Turn:
+        held = sum("rung 2 of 5" in t for t in _user_texts(request))
+        outputs = _outputs(request)
+        if is_sub(request):
+            if not outputs:
+                return call(
+                    "exec_command",
+                    cmd=f"printf 'def add(a, b):\\n    return a + b\\n' > {proj}/calc.py",
+                )
+            return say(
+                "Done: I wrote calc.py."
+                if not held
+                else "There is no test suite here, so nothing to run."
+            )
+        if not outputs:
+            return Turn(
+                calls=(ToolCall("spawn_agent", {"message": task}, namespace="multi_agent_v1"),)
+            )
+        if len(outputs) == 1:
+            agent = re.search(r'"agent_id"\s*:\s*"([^"]+)"', outputs[0]["output"])
+            assert agent, outputs[0]["output"]
+            wait = {"targets": [agent.group(1)], "timeout_ms": 60000}
+            return Turn(calls=(ToolCall("wait_agent", wait, namespace="multi_agent_v1"),))
+        return say(
+            "Done: the subagent wrote calc.py." if not held else "There are no tests here yet."
+        )
+
+    model.off_script = route
+    result = run_codex(codex_bin, "add calc.py", cwd=proj, env=env)
+    assert result.returncode == 0, result.stderr
+    assert (proj / "calc.py").exists()
+    subs = [r for r in model.loop_requests if is_sub(r)]
+    # The subagent: its command, its first stop (held: the next request carries the receipt
+    # SubagentStop gave), its second stop (stop_hook_active: let through).
+    assert [sum("rung 2 of 5" in t for t in _user_texts(r)) for r in subs] == [0, 0, 1]
+    index = gate_index(home)
+    try:
+        sessions = index.sessions()
+        held = [s for s in sessions if index.budget(s.session_key, f"p{s.prompts}") == (1, False)]
+        assert any(s.subagent for s in held), [(s.subagent, s.rung_name) for s in sessions]
+    finally:
+        index.close()
