@@ -16,7 +16,8 @@ Rows:
 * hooks: ``agent-task gate-stop`` (a session above the line, silent; below the line, a
   block with the budget written; a transcript that grew by one assistant message since the
   last index pass, and one that grew by a turn with a failing test run: the hook reads the
-  new lines, writes the index and blocks) and ``agent-task task-stop`` (the pass path: two
+  new lines, writes the index and blocks; a SubagentStop with ``--subagent`` on a subagent's
+  transcript) and ``agent-task task-stop`` (the pass path: two
   local reads of the journal and the work tree, ``qualification`` over HTTP) and
   ``agent-task session-start`` (the SessionStart hook: ``agenttask.leases`` over HTTP, silent
   with nothing held, the context of one held lease), each against ``python -c pass`` (goal
@@ -253,6 +254,29 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
         conn.close()
         return process_ms(gate, _stop_payload(below), env)
 
+    subagent = subprocess.run(
+        ["find", str(tmp / "claude"), "-path", "*/subagents/*.jsonl"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[0]
+    sub_payload = json.dumps(
+        {
+            "session_id": "bench",
+            "transcript_path": str(below),
+            "hook_event_name": "SubagentStop",
+            "stop_hook_active": False,
+            "agent_id": "bench-sub",
+            "agent_transcript_path": subagent,
+        }
+    ).encode()
+
+    def sub_stop() -> float:
+        conn = apsw.Connection(index)  # a fresh budget each time, as for "block"
+        conn.execute("DELETE FROM gate_budget")
+        conn.close()
+        return process_ms([*gate, "--subagent"], sub_payload, env)
+
     def grew() -> float:
         with open(below, "ab") as f:  # one more line since the last stop: the full hook
             f.write(grown)
@@ -333,6 +357,7 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
         "gate-stop block": block,
         "gate-stop grew": grew,
         "gate-stop grew turn": grew_turn,
+        "gate-stop subagent": sub_stop,
         "session-start silent": lambda: session_start("idle", False),
         "session-start held": lambda: session_start("busy", True),
         "help": lambda: process_ms([AGENT_TASK, "--help"]),
@@ -379,6 +404,14 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
         row(
             "gate-stop, transcript grew (a turn with a test run)",
             got["gate-stop grew turn"],
+            "python -c pass",
+            base,
+            "<= 3x",
+            3.0,
+        ),
+        row(
+            "gate-stop --subagent, SubagentStop (fast path)",
+            got["gate-stop subagent"],
             "python -c pass",
             base,
             "<= 3x",
