@@ -113,6 +113,7 @@ def _report(plan: Plan, *, dry_run: bool, remove: bool, as_json: bool) -> None:
         return
     if not changed:
         click.echo("nothing to change: " + ", ".join(str(f.path) for f in plan.files))
+        return
     for f in changed:
         verb = "removed" if f.after is None else ("updated" if remove or f.before else "wrote")
         click.echo(f"{verb} {f.path} ({f.purpose})")
