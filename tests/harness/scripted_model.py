@@ -23,10 +23,9 @@ Two protocols, each as its vendor documents it:
 
 Which requests play the script: a request that offers tools (a non-empty ``tools`` list) is
 the agent loop and takes the next turn; any other request (a title, a summary, a quota probe)
-gets ``side_reply`` and does not advance the script. A script item may also be a *reactive*
-turn, a function of the request that returns the turn (a model that reads what the harness
-told it: ``reply(lambda request: call(...))``), and ``off_script`` may answer a loop request
-without advancing the script (a compaction's summary request, which offers tools too). A loop request after the script's end
+gets ``side_reply`` and does not advance the script. A script item may be a *reactive* turn
+(``reply(lambda request: call(...))``: a model that reads what the harness told it), and
+``off_script`` may answer a loop request off the script (a compaction's summary request). A loop request after the script's end
 is an *overrun*: it is answered with a text turn (so the harness stops) and counted, and a
 test asserts there were none. Anything else (``GET``, unknown paths) is recorded and answered
 404.
@@ -222,7 +221,7 @@ Reactive = Callable[["Recorded"], Turn]
 
 
 def reply(decide: Reactive) -> Reactive:
-    """A reactive turn: ``decide(request)`` is played (for readability in a script)."""
+    """A reactive turn (``decide(request)`` is played): ``reply`` only reads well in a script."""
     return decide
 
 
@@ -641,18 +640,15 @@ class ScriptedModel:
             return [r for r in self.requests if r.loop]
 
     def _take(self, request: Recorded) -> tuple[Turn, int | None]:
-        if self.off_script is not None:
-            answer = self.off_script(request)
-            if answer is not None:
-                return answer, None
+        answer = self.off_script(request) if self.off_script is not None else None
+        if answer is not None:
+            return answer, None
         with self._lock:
-            if self._next < len(self._script):
-                index = self._next
-                self._next += 1
-                item = self._script[index]
-            else:
+            if self._next >= len(self._script):
                 self.overruns += 1
                 return say(self.overrun_reply), None
+            index, self._next = self._next, self._next + 1
+            item = self._script[index]
         return (item if isinstance(item, Turn) else item(request)), index
 
     def _new_id(self) -> str:
