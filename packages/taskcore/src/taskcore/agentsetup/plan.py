@@ -191,10 +191,17 @@ def _notes(options: SetupOptions, files: tuple[FileChange, ...]) -> tuple[str, .
     shared = [f for f in files if f.in_work_tree and f.after is not None]
     if shared and options.scope == "project":
         names = ", ".join(os.path.relpath(f.path, options.project_dir) for f in shared)
-        notes.append(
-            f"commit {names}: they hold no secret (the token stays in "
-            f"{options.credential.path}); the task-stop hook and teammates' checkouts need them"
-        )
+        if options.task_stop is not None:
+            notes.append(
+                f"commit {names}: task-stop passes only on a clean work tree (they hold no "
+                f"secret: the token stays in {options.credential.path})"
+            )
+        else:
+            notes.append(
+                f"commit {names} or list them in .git/info/exclude: they hold no secret (the "
+                f"token stays in {options.credential.path}) but name this machine's agent-task "
+                "and token file"
+            )
     if options.harness == CLAUDE_CODE:
         if options.scope == "project":
             notes.append(
