@@ -1,9 +1,10 @@
 """The Claude Code plugin in ``integrations/claude-code`` stays in step with the packages.
 
-One version: the plugin's ``plugin.json`` and its marketplace entry carry the packages'
-version (until the one version source lands, this test is what keeps them together). And the
-plugin installs what ``agent setup`` installs: the same MCP server name, the same hooks with
-the same arguments (the executable and the credential come from the environment instead).
+One version: the plugin's ``plugin.json`` and its marketplace entry carry the repository's one
+version (``VERSION``, which every distribution is built with): a release bumps them together or
+this test fails. And the plugin installs what ``agent setup`` installs: the same MCP server
+name, the same hooks with the same arguments (the executable and the credential come from the
+environment instead).
 """
 
 from __future__ import annotations
@@ -20,11 +21,19 @@ ROOT = Path(__file__).resolve().parents[1]
 PLUGIN = ROOT / "integrations" / "claude-code"
 MANIFEST = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())
 MARKETPLACE = json.loads((ROOT / ".claude-plugin" / "marketplace.json").read_text())
+VERSION = (ROOT / "VERSION").read_text("ascii").strip()
 
 
-@pytest.mark.parametrize("package", ["taskcli", "taskcore", "taskhttp", "taskmcp", "taskboard"])
-def test_the_plugin_has_the_packages_version(package):
-    assert MANIFEST["version"] == version(package)
+def test_the_plugin_has_the_one_version():
+    assert MANIFEST["version"] == VERSION
+
+
+@pytest.mark.parametrize(
+    "distribution",
+    ["agenttask", "agenttask-core", "agenttask-http", "agenttask-mcp", "agenttask-board"],
+)
+def test_the_plugin_has_the_installed_distributions_version(distribution):
+    assert MANIFEST["version"] == version(distribution)
 
 
 def test_the_marketplace_lists_the_plugin_at_its_folder_with_its_version():
