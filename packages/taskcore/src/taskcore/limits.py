@@ -87,6 +87,7 @@ __all__ = [
     "LANDING_SUBJECTS_MAX",
     "LANDING_TIMEOUT_DEFAULT_SECONDS",
     "LANDING_TIMEOUT_MAX_SECONDS",
+    "LEASES_HELD_MAX",
     "LEASE_DEFAULT_MS",
     "LEASE_MAX_MS",
     "LEASE_MIN_MS",
@@ -141,6 +142,10 @@ __all__ = [
     "SANDBOX_TMP_DEFAULT_BYTES",
     "SANDBOX_TMP_MIN_BYTES",
     "SCHEMA_VERSIONS_MAX",
+    "SESSION_START_DEADLINE_MS",
+    "SESSION_START_GOAL_MAX_CHARS",
+    "SESSION_START_TASKS_SHOWN",
+    "SESSION_START_TIMEOUT_SECONDS",
     "STEPS_MAX",
     "STOP_CONTINUATIONS_MAX",
     "STOP_DIRTY_PATHS_MAX",
@@ -297,6 +302,8 @@ QUEUE_LIST_DEFAULT: Final = 100
 """Tasks or feed entries returned by one ``agenttask.list``/``feed`` page by default (ours)."""
 QUEUE_LIST_MAX: Final = 1000
 """Most tasks or feed entries one ``agenttask.list``/``feed`` page may return (ours)."""
+LEASES_HELD_MAX: Final = 20
+"""Leases one ``agenttask.leases`` answer lists; ``more`` says the caller holds others (ours)."""
 CHECKPOINT_OUTPUTS_MAX_BYTES: Final = 256 * 1024
 """``agenttask.checkpoint.write`` outputs array, compact JSON bytes (ours)."""
 CHECKPOINT_WRITE_BODY_MAX_BYTES: Final = (
@@ -342,6 +349,14 @@ GATE_HOOK_TIMEOUT_SECONDS: Final = 30
 """The timeout the installer writes for the harness, well above the deadline (ours)."""
 GATE_INDEX_BUSY_MS: Final = 1_500
 """How long the hook waits for a locked gate index before it fails open (ours)."""
+SESSION_START_DEADLINE_MS: Final = 5_000
+"""The SessionStart hook's own deadline for the service's answer; past it one line (ours)."""
+SESSION_START_TIMEOUT_SECONDS: Final = 15
+"""The timeout ``agent setup`` writes for the SessionStart hook, above its deadline (ours)."""
+SESSION_START_TASKS_SHOWN: Final = 5
+"""Held tasks the SessionStart context describes one by one; the rest are counted (ours)."""
+SESSION_START_GOAL_MAX_CHARS: Final = 300
+"""Characters of a task's goal the SessionStart context quotes (ours)."""
 GATE_PENDING_MAX: Final = 512
 """Tool calls awaiting a result kept in one session's reader state (ours)."""
 GATE_CHECKS_KEPT: Final = 64

@@ -89,6 +89,7 @@ def portable_tool_name(name: str) -> str:
 # Modules that contribute operations: each exports ``register(registry)``.
 _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.queue.operations",
+    "taskcore.queue.held",
     "taskcore.donegate.operations",
     "taskcore.workflow.operations",
     "taskcore.evidence.collector_operations",
