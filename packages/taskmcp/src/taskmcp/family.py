@@ -17,7 +17,17 @@ from typing import Any
 from starlette.responses import JSONResponse
 from taskcore import Actor, Operation, Registry, Surface, TaskError
 
-__all__ = ["MCP_ENVELOPE_OVERHEAD_BYTES", "Family", "error_response", "max_body", "tool_operations"]
+__all__ = [
+    "MCP_ENVELOPE_OVERHEAD_BYTES",
+    "SCOPE_ACTOR_KEY",
+    "Family",
+    "error_response",
+    "max_body",
+    "tool_operations",
+]
+
+SCOPE_ACTOR_KEY = "agent_task.actor"
+"""Key under the ASGI scope's ``state`` where the HTTP door leaves the admitted actor."""
 
 MCP_ENVELOPE_OVERHEAD_BYTES = 64 * 1024
 """Room for the JSON-RPC envelope around the largest tool input (ours)."""

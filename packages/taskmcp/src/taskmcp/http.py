@@ -93,14 +93,20 @@ class McpEndpoint:
             await response(scope, receive, send)
             return
         bearer = bearer_from_header(_header(scope, b"authorization"))
+        state: dict[str, Any] = scope.setdefault("state", {})
+        admitted = state.get(SCOPE_ACTOR_KEY)
         try:
-            actor, route = await anyio.to_thread.run_sync(self._principal, bearer, scope)
+            if isinstance(admitted, Actor):
+                # The door in front (taskhttp) admitted the bearer at this resource already.
+                actor = admitted
+                route = _route_from_query(scope) if self.family is Family.WORKSPACE else None
+            else:
+                actor, route = await anyio.to_thread.run_sync(self._principal, bearer, scope)
         except TaskError as err:
             name = f"mcp.{self.family.value}"
             await anyio.to_thread.run_sync(self.service.refuse, bearer, name, err)
             await error_response(err)(scope, receive, send)
             return
-        state: dict[str, Any] = scope.setdefault("state", {})
         state[SCOPE_ACTOR_KEY] = actor
         state[SCOPE_ROUTE_KEY] = route
         await self.manager.handle_request(scope, receive, send)
