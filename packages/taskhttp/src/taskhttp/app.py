@@ -53,13 +53,19 @@ from taskcore.codec import dumps, parse_json
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES, JSON_MAX_DEPTH, REQUEST_BODY_MAX_BYTES
 from taskcore.oauth_tokens import is_access_token
 from taskcore.service import WORKFLOW_PREFIX, Surface
-from taskmcp.family import SCOPE_ACTOR_KEY, Family, error_response, max_body
+from taskmcp.family import (
+    SCOPE_CHALLENGE_KEY,
+    SCOPE_RESOURCE_KEY,
+    Family,
+    error_response,
+    max_body,
+)
 from taskmcp.site import AS_PATHS, PROTECTED_RESOURCE_PATH, public_base
 
 from taskhttp.body import JSON, OCTET_STREAM, declared_length, read_body, require_media_type
 from taskhttp.limits import BodyBudget, Reservation, TransportLimits
 from taskhttp.metrics import METRICS_PATH, Metrics
-from taskhttp.oauth import LazyOAuth, challenged, step_up
+from taskhttp.oauth import LazyOAuth, challenge, challenged, step_up
 from taskhttp.openapi import (
     HEALTH_PATH,
     MCP_PATH,
@@ -263,7 +269,11 @@ class _AdmittedMcp:
                 return
             endpoint = await self.mcp.endpoint(self.family)
             state: dict[str, Any] = scope.setdefault("state", {})
-            state[SCOPE_ACTOR_KEY] = actor  # admitted here, at this resource
+            # The endpoint authenticates the bearer again (a revocation since is a 401): at
+            # this resource, and with the same challenge.
+            if oauth and base:
+                state[SCOPE_RESOURCE_KEY] = base + self.path
+            state[SCOPE_CHALLENGE_KEY] = challenge(base, self.path)
             await endpoint(scope, _replay(body, receive), send)
 
 

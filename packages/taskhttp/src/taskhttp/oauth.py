@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from taskcore import Actor
     from taskmcp.auth import OAuthEndpoints
 
-__all__ = ["LazyOAuth", "challenged", "step_up"]
+__all__ = ["LazyOAuth", "challenge", "challenged", "step_up"]
 
 
 class LazyOAuth:
@@ -77,6 +77,11 @@ class LazyOAuth:
         """Answer one OAuth request."""
         endpoints = await self._built()
         await endpoints(scope, receive, send)
+
+
+def challenge(base: str | None, path: str) -> str:
+    """The ``WWW-Authenticate`` value of a 401 for a credential that no longer holds."""
+    return bearer_challenge(base, path, SCOPES_SUPPORTED, error="invalid_token")
 
 
 def challenged(err: TaskError, *, base: str | None, path: str, bearer: str | None) -> Response:
