@@ -191,7 +191,7 @@ def test_pkce_is_s256_only_and_a_wrong_verifier_is_refused(world):
     assert plain.status_code in (302, 400)
     if plain.status_code == 302:
         assert "error=invalid_request" in plain.headers["location"]
-    verifier, challenge = _pkce()
+    _, challenge = _pkce()
     request_id = request_id_of(consent_url_of(_authorize(world, client, challenge)))
     decided = world.call(world.person, "oauth.request.approve", {"requestId": request_id})
     code = callback_params(decided["redirectTo"])["code"]
