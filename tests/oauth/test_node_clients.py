@@ -1,0 +1,86 @@
+"""The official TypeScript SDK client (npm, pinned) through OAuth against ``agent-task serve``.
+
+``clients/ts_sdk_client.mjs`` runs the SDK's own OAuth: discovery from the 401, dynamic
+client registration, ``/authorize`` with PKCE, consent on the board in Chromium (this test
+drives it), the code exchange (checking ``iss``), ``tools/list`` and tool calls, a refresh on
+a 401, revocation (RFC 7009) and then 401. The SDK is installed the way the harnesses are
+(:mod:`tests.harness.install`, into the harness cache).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.harness.install import InstallError, ensure
+from tests.oauth.support import OAuthWorld, consent_in_browser, consent_url_of
+
+HERE = Path(__file__).parent / "clients"
+
+
+@pytest.fixture(scope="module")
+def ts_sdk() -> Path:
+    if shutil.which("node") is None:
+        pytest.skip("node is not on PATH")
+    try:
+        return ensure("mcp-sdk-ts").package_dir
+    except InstallError as err:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(str(err))
+
+
+@pytest.fixture
+def world(tmp_path):
+    w = OAuthWorld(tmp_path / "data")
+    yield w
+    w.stop()
+
+
+def _drive(process: subprocess.Popen[str], on_authorize) -> dict[str, Any]:
+    assert process.stdout is not None and process.stdin is not None
+    for line in process.stdout:
+        event = json.loads(line)
+        if event["event"] == "authorize":
+            process.stdin.write(on_authorize(event["url"]) + "\n")
+            process.stdin.flush()
+        elif event["event"] == "result":
+            return event
+    raise AssertionError(f"the client ended without a result: {process.stderr.read()}")  # type: ignore[union-attr]
+
+
+def test_typescript_sdk_dcr_browser_consent_refresh_revoke(world, ts_sdk, page):
+    process = subprocess.Popen(
+        ["node", str(HERE / "ts_sdk_client.mjs"), world.url + "/mcp"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MCP_SDK_DIR": str(ts_sdk)},
+    )
+    try:
+        result = _drive(
+            process,
+            lambda url: consent_in_browser(
+                page, world, consent_url_of(url), tier="member", autonomy=1
+            ),
+        )
+    finally:
+        process.kill()
+        process.wait(timeout=30)
+    assert "agenttask_claimNext" in result["tools"]
+    assert result["who"]["tokenId"].startswith("oag_")
+    assert result["created"]["status"] == "QUEUED"
+    assert result["registered"] is True
+    assert result["refreshed"] is True
+    assert result["refreshNeededNoAuthorization"] is True
+    assert result["whoAfterRefresh"]["tokenId"] == result["who"]["tokenId"]
+    assert result["revokeStatus"] == 200
+    assert result["afterStatus"] == 401
+    assert 'error="invalid_token"' in result["challenge"]
