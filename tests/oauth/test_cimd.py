@@ -82,7 +82,7 @@ class _Documents:
         self.documents = documents
 
         class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the standard library's name
+            def do_GET(self) -> None:
                 body = documents.get(self.path)
                 self.send_response(200 if body is not None else 404)
                 self.send_header("Content-Type", "application/json")
@@ -144,7 +144,8 @@ def test_python_sdk_with_a_client_id_metadata_document(tmp_path, documents):
         desk.answer(approve_on_host(world, request_id))
         who = _finish(thread, out)
         assert who["tokenId"].startswith("oag_")
-        assert storage.client is not None and storage.client.client_id == url
+        assert storage.client is not None
+        assert storage.client.client_id == url
         assert storage.client.client_secret is None  # a public client: PKCE protects the code
     finally:
         world.stop()

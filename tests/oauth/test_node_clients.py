@@ -44,7 +44,8 @@ def world(tmp_path):
 
 
 def _drive(process: subprocess.Popen[str], on_authorize) -> dict[str, Any]:
-    assert process.stdout is not None and process.stdin is not None
+    assert process.stdout is not None
+    assert process.stdin is not None
     for line in process.stdout:
         event = json.loads(line)
         if event["event"] == "authorize":
