@@ -262,10 +262,9 @@ class _AdmittedMcp:
                 self.service, self.family, bearer, actor, message, base=base, path=self.path
             )
             if stepped is not None:
-                await self.pool.run(
-                    self.service.refuse, bearer, self.name, TaskError(ErrorCode.FORBIDDEN, "scope")
-                )
-                await stepped(scope, receive, send)
+                response, refusal = stepped
+                await self.pool.run(self.service.refuse, bearer, self.name, refusal)
+                await response(scope, receive, send)
                 return
             endpoint = await self.mcp.endpoint(self.family)
             state: dict[str, Any] = scope.setdefault("state", {})

@@ -107,12 +107,12 @@ def step_up(
     *,
     base: str | None,
     path: str,
-) -> Response | None:
+) -> tuple[Response, TaskError] | None:
     """The 403 step-up answer when an OAuth token's scope does not reach the tool it calls.
 
     Only for ``tools/call`` of a known tool by an OAuth access token whose actor the tool's
     tier or autonomy is above; everything else (``None``) goes on to the SDK, which answers
-    any other refusal as a tool error.
+    any other refusal as a tool error. Returns the answer and the error to audit.
     """
     if not is_access_token(bearer) or not isinstance(message, dict):
         return None
@@ -133,4 +133,4 @@ def step_up(
     response.headers["WWW-Authenticate"] = bearer_challenge(
         base, path, wanted, error="insufficient_scope", description=err.message
     )
-    return response
+    return response, err

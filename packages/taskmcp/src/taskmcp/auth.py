@@ -25,7 +25,7 @@ import functools
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qsl, unquote, urlencode
 
 from mcp.server.auth.handlers.authorize import AuthorizationHandler
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
@@ -55,7 +55,7 @@ from pydantic import AnyUrl
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import request_response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from taskcore import TaskError
 from taskcore.limits import OAUTH_CLIENT_METADATA_MAX_BYTES
 from taskcore.oauth.server import IssuedTokens, OAuthRefusal, OAuthServer
@@ -71,7 +71,7 @@ from taskmcp.site import (
     public_base,
 )
 
-__all__ = ["HashedSecretAuthenticator", "OAuthEndpoints", "TaskOAuthProvider"]
+__all__ = ["ClientIdFromBasic", "HashedSecretAuthenticator", "OAuthEndpoints", "TaskOAuthProvider"]
 
 Run = Callable[..., Awaitable[Any]]
 """Runs a synchronous function in a worker thread (the HTTP app's pool)."""
@@ -270,9 +270,10 @@ class TaskOAuthProvider:
 class HashedSecretAuthenticator(ClientAuthenticator):
     """The SDK's client authentication, against the stored SHA-256 of the secret.
 
-    ``client_secret_post`` reads the form, ``client_secret_basic`` the ``Authorization:
-    Basic`` header (RFC 6749 2.3.1), ``none`` needs nothing; a client registered with a
-    secret must present it. The comparison is of hashes, in constant time.
+    The secret is read from an ``Authorization: Basic`` header or the form's
+    ``client_secret`` (RFC 6749 2.3.1), whichever method the client registered; a client
+    registered with a secret must present it, a public one (``none``) nothing. The
+    comparison is of hashes, in constant time.
     """
 
     def __init__(self, provider: TaskOAuthProvider) -> None:
@@ -293,14 +294,15 @@ class HashedSecretAuthenticator(ClientAuthenticator):
             raise AuthenticationError("Invalid client_id")
         info = _client_info(record)
         method = info.token_endpoint_auth_method or "client_secret_post"
-        presented: str | None = None
-        if method == "client_secret_basic":
-            presented = _basic_secret(request.headers.get("authorization", ""), client_id)
-        elif method == "client_secret_post":
-            value = form.get("client_secret")
-            presented = value if isinstance(value, str) else None
-        elif method != "none":
+        if method not in ("client_secret_basic", "client_secret_post", "none"):
             raise AuthenticationError(f"Unsupported auth method: {method[:64]}")
+        # Either way of sending the secret is accepted (RFC 6749 2.3.1: the server MUST
+        # support Basic), whichever the client registered with.
+        header = request.headers.get("authorization", "")
+        value = form.get("client_secret")
+        presented: str | None = value if isinstance(value, str) else None
+        if header.startswith("Basic "):
+            presented = _basic_secret(header, client_id)
         if method != "none" or record.secret_hash is not None:
             if record.secret_hash is None:
                 raise AuthenticationError("the client has no secret to authenticate with")
@@ -322,6 +324,51 @@ def _basic_secret(header: str, client_id: str) -> str:
     if not sep or unquote(user) != client_id:
         raise AuthenticationError("Client ID mismatch in Basic auth")
     return unquote(secret)
+
+
+class ClientIdFromBasic:
+    """Put the ``client_id`` of an ``Authorization: Basic`` header into a form that lacks it.
+
+    RFC 6749 2.3.1 lets a client that authenticates with HTTP Basic leave ``client_id`` out
+    of the form (the TypeScript SDK and Claude Code do); the SDK's token and revocation
+    handlers read it from the form only. The body is already bounded by the time it is read.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Rewrite the form when it needs it, then hand the request on."""
+        request = Request(scope, receive)
+        header = request.headers.get("authorization", "")
+        if scope["type"] != "http" or scope["method"] != "POST" or not header.startswith("Basic "):
+            await self.app(scope, receive, send)
+            return
+        body = await request.body()
+        form = parse_qsl(body.decode("latin-1"), keep_blank_values=True)
+        if not any(key == "client_id" for key, _ in form):
+            try:
+                decoded = base64.b64decode(header[6:], validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError, binascii.Error):
+                decoded = ""
+            user, sep, _ = decoded.partition(":")
+            if sep and user:
+                form.append(("client_id", unquote(user)))
+                body = urlencode(form).encode("ascii")
+                scope = dict(scope)
+                scope["headers"] = [
+                    (k, v) for k, v in scope["headers"] if k.lower() != b"content-length"
+                ] + [(b"content-length", str(len(body)).encode("ascii"))]
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
 
 class _Site:
@@ -381,7 +428,11 @@ class _Site:
                 frozenset({"GET", "POST"}),
             ),
             TOKEN_PATH: (
-                bounded(cors(TokenHandler(provider, authenticator).handle, ["POST", "OPTIONS"])),
+                bounded(
+                    ClientIdFromBasic(
+                        cors(TokenHandler(provider, authenticator).handle, ["POST", "OPTIONS"])
+                    )
+                ),
                 _POST,
             ),
             REGISTER_PATH: (
@@ -392,7 +443,9 @@ class _Site:
             ),
             REVOKE_PATH: (
                 bounded(
-                    cors(RevocationHandler(provider, authenticator).handle, ["POST", "OPTIONS"])
+                    ClientIdFromBasic(
+                        cors(RevocationHandler(provider, authenticator).handle, ["POST", "OPTIONS"])
+                    )
                 ),
                 _POST,
             ),
