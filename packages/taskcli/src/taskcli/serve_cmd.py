@@ -157,6 +157,19 @@ _SECONDS = click.FloatRange(min=0.1)
     help="Let tokens of WORKSPACE ask session_gate about this host's coding-agent sessions "
     "over the network (a single-user host; off by default). Repeatable.",
 )
+@click.option(
+    "--public-url",
+    metavar="URL",
+    help="Where clients reach this server (https://host[:port], TLS in front): the OAuth "
+    "issuer and the MCP resource URLs are named from it. Without it OAuth is offered to "
+    "clients on this host only (localhost, 127.0.0.1, [::1]).",
+)
+@click.option(
+    "--oauth-allow-private-client-urls",
+    is_flag=True,
+    help="Let OAuth clients' metadata documents (client IDs that are https URLs) be fetched "
+    "from private and loopback addresses (a server and its clients on one private network).",
+)
 def serve_command(
     data_dir: Path | None,
     host: str,
@@ -175,11 +188,19 @@ def serve_command(
     refusal_rate: float,
     refusal_burst: int,
     session_gate_workspaces: tuple[str, ...],
+    public_url: str | None,
+    oauth_allow_private_client_urls: bool,
 ) -> None:
     """Run the service: HTTP routes, MCP endpoints, the board, /metrics, health, /openapi.json."""
     from taskhttp import TransportLimits, create_app, serve
+    from taskmcp.site import check_public_url
 
     directory = resolve_data_dir(data_dir)
+    if public_url is not None:
+        try:
+            public_url = check_public_url(public_url)
+        except ValueError as exc:
+            fail(TaskError(ErrorCode.INVALID_VALUE, f"--public-url: {exc}"), False)
     limits = TransportLimits(
         header_timeout=header_timeout,
         body_timeout=body_timeout,
@@ -235,6 +256,8 @@ def serve_command(
                 log_format=log_format,
                 board_secure=board_secure_cookies or None,
                 limits=limits,
+                public_url=public_url,
+                oauth_allow_private_client_urls=oauth_allow_private_client_urls,
             )
             serve(
                 app,

@@ -447,3 +447,29 @@ JOURNAL_SIZE_LIMIT_BYTES: Final = 64 * 1024 * 1024
 JOURNAL_LOW_SPACE_BYTES: Final = 64 * 1024 * 1024
 """Below this much free space on the journal's file system the WAL is checkpointed after
 every commit, so it never holds more than the space can absorb, bytes (ours)."""
+
+# -- OAuth (the authorization server for MCP clients, taskcore.oauth) -------------------------
+OAUTH_ACCESS_TOKEN_MS: Final = 60 * 60 * 1000
+"""How long an OAuth access token is valid, milliseconds (ours: one hour)."""
+OAUTH_REFRESH_TOKEN_MS: Final = 30 * 24 * 60 * 60 * 1000
+"""How long an OAuth refresh token is valid from its issue, milliseconds (ours: 30 days;
+each refresh rotates it and starts a new one)."""
+OAUTH_CODE_MS: Final = 5 * 60 * 1000
+"""How long an authorization code is valid, milliseconds (ours; RFC 6749 10.5 recommends at
+most ten minutes)."""
+OAUTH_REQUEST_MS: Final = 15 * 60 * 1000
+"""How long a pending authorization request waits for consent, milliseconds (ours)."""
+OAUTH_PENDING_REQUESTS_MAX: Final = 256
+"""Pending authorization requests at once (the authorize endpoint is unauthenticated; ours)."""
+OAUTH_CLIENTS_MAX: Final = 4096
+"""Registered and metadata-document clients kept at once (registration is unauthenticated;
+clients without a grant older than a day are dropped first; ours)."""
+OAUTH_CLIENT_METADATA_MAX_BYTES: Final = 16 * 1024
+"""The largest client metadata: a registration body or a fetched metadata document (ours)."""
+OAUTH_CLIENT_METADATA_TIMEOUT_SECONDS: Final = 5.0
+"""How long fetching a client ID metadata document may take in all, seconds (ours)."""
+OAUTH_CLIENT_METADATA_REFRESH_MS: Final = 60 * 60 * 1000
+"""A fetched client ID metadata document is fetched again after this long, milliseconds
+(ours)."""
+OAUTH_TEXT_MAX_CHARS: Final = 2048
+"""The longest URL, scope, state or client name an OAuth request may carry (ours)."""

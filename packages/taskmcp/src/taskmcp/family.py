@@ -17,7 +17,24 @@ from typing import Any
 from starlette.responses import JSONResponse
 from taskcore import Actor, Operation, Registry, Surface, TaskError
 
-__all__ = ["MCP_ENVELOPE_OVERHEAD_BYTES", "Family", "error_response", "max_body", "tool_operations"]
+__all__ = [
+    "MCP_ENVELOPE_OVERHEAD_BYTES",
+    "SCOPE_ACTOR_KEY",
+    "SCOPE_CHALLENGE_KEY",
+    "SCOPE_RESOURCE_KEY",
+    "Family",
+    "error_response",
+    "max_body",
+    "tool_operations",
+]
+
+SCOPE_ACTOR_KEY = "agent_task.actor"
+"""Key under the ASGI scope's ``state`` where the HTTP endpoint leaves the authenticated actor."""
+SCOPE_RESOURCE_KEY = "agent_task.resource"
+"""Key under the ASGI scope's ``state``: the protected resource URL the request came to (an
+OAuth access token is accepted there only), set by the HTTP door in front."""
+SCOPE_CHALLENGE_KEY = "agent_task.challenge"
+"""Key under the ASGI scope's ``state``: the ``WWW-Authenticate`` value a 401 carries."""
 
 MCP_ENVELOPE_OVERHEAD_BYTES = 64 * 1024
 """Room for the JSON-RPC envelope around the largest tool input (ours)."""

@@ -31,6 +31,7 @@ from mcp.server.stdio import stdio_server
 from taskcore import Actor, Door, Response, Route, Service, TaskError, __version__
 from taskcore.service import WORKFLOW_PREFIX
 
+from taskmcp.family import SCOPE_ACTOR_KEY
 from taskmcp.tasks import QueueTasks, apply_extension
 from taskmcp.tools import Family, operation_for_tool, tools
 
@@ -44,8 +45,6 @@ __all__ = [
     "scope_principal",
 ]
 
-SCOPE_ACTOR_KEY = "agent_task.actor"
-"""Key under the ASGI scope's ``state`` where the HTTP endpoint leaves the authenticated actor."""
 SCOPE_ROUTE_KEY = "agent_task.route"
 """Key under the ASGI scope's ``state`` where the workspace endpoint leaves the route."""
 
