@@ -60,6 +60,8 @@ from taskmcp.family import (
     error_response,
     max_body,
 )
+from taskmcp.jsonrpc import INVALID_REQUEST, PARSE_ERROR, invalid, message_id
+from taskmcp.jsonrpc import error_response as rpc_error_response
 from taskmcp.site import AS_PATHS, PROTECTED_RESOURCE_PATH, public_base
 
 from taskhttp.body import JSON, OCTET_STREAM, declared_length, read_body, require_media_type
@@ -215,6 +217,20 @@ class _AdmittedMcp:
         await self.pool.run(self.service.refuse, bearer, self.name, err)
         await error_response(err)(scope, receive, send)
 
+    async def refuse_rpc(
+        self,
+        bearer: str | None,
+        code: int,
+        err: TaskError,
+        request_id: str | int | None,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """Audit ``err`` and answer it as the JSON-RPC error ``code`` (HTTP 400)."""
+        await self.pool.run(self.service.refuse, bearer, self.name, err)
+        await rpc_error_response(code, err, request_id)(scope, receive, send)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
             endpoint = await self.mcp.endpoint(self.family)
@@ -252,11 +268,22 @@ class _AdmittedMcp:
         async with self.budget.hold() as held:
             try:
                 body = await read_body(request, self.max_body, held)
+            except TaskError as err:
+                await self.refuse(bearer, err, scope, receive, send)
+                return
+            try:
                 # The SDK accepts NaN, Infinity, 1e400 and duplicate keys (the last wins);
                 # the JSON-RPC envelope adds two levels above the tool arguments.
                 message = parse_json(body, max_bytes=self.max_body, max_depth=JSON_MAX_DEPTH + 2)
             except TaskError as err:
-                await self.refuse(bearer, err, scope, receive, send)
+                await self.refuse_rpc(bearer, PARSE_ERROR, err, None, scope, receive, send)
+                return
+            refusal = invalid(message)
+            if refusal is not None:
+                request_id = message_id(message)
+                await self.refuse_rpc(
+                    bearer, INVALID_REQUEST, refusal, request_id, scope, receive, send
+                )
                 return
             stepped = step_up(
                 self.service, self.family, bearer, actor, message, base=base, path=self.path
@@ -267,6 +294,9 @@ class _AdmittedMcp:
                 await response(scope, receive, send)
                 return
             endpoint = await self.mcp.endpoint(self.family)
+            # RFC 9110 5.5: a field value excludes the whitespace around it; llhttp keeps
+            # trailing whitespace, and the SDK compares Mcp-Method / Mcp-Name values exactly.
+            scope["headers"] = [(k, bytes(v).strip(b" \t")) for k, v in scope["headers"]]
             state: dict[str, Any] = scope.setdefault("state", {})
             # The endpoint authenticates the bearer again (a revocation since is a 401): at
             # this resource, and with the same challenge.

@@ -32,6 +32,7 @@ from taskcore import Actor, Door, Response, Route, Service, TaskError, __version
 from taskcore.service import WORKFLOW_PREFIX
 
 from taskmcp.family import SCOPE_ACTOR_KEY
+from taskmcp.stdio import ScreenedStream
 from taskmcp.tasks import QueueTasks, apply_extension
 from taskmcp.tools import Family, operation_for_tool, tools
 
@@ -169,7 +170,12 @@ def build_server(service: Service, family: Family, principal: Principal) -> Serv
 
 
 async def run_stdio(service: Service, family: Family, actor: Actor, route: Route | None) -> None:
-    """Serve ``family`` on stdin/stdout for one local client, as ``actor``, until EOF."""
+    """Serve ``family`` on stdin/stdout for one local client, as ``actor``, until EOF.
+
+    A line that is not JSON is answered ``-32700`` and one that is not a JSON-RPC message
+    ``-32600`` (:class:`~taskmcp.stdio.ScreenedStream`); the SDK alone would drop both.
+    """
     server = build_server(service, family, fixed_principal(actor, route))
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        screened = ScreenedStream(read_stream, write_stream)
+        await server.run(screened, write_stream, server.create_initialization_options())
