@@ -21,7 +21,7 @@ from typing import Any
 
 import mcp.types as types
 from taskcore import CAPABILITY, SCHEMA_VERSION, Actor, Operation, Registry, RiskClass
-from taskcore.schema import SchemaBuilder, input_schema
+from taskcore.schema import SchemaBuilder, input_schema, plain_text
 from taskcore.service import WORKFLOW_PREFIX
 
 from taskmcp.family import Family, tool_operations
@@ -74,7 +74,7 @@ def _tool(op: Operation[Any, Any], family: Family) -> types.Tool:
     read_only = op.risk is RiskClass.READ
     return types.Tool(
         name=op.tool_name,
-        description=op.description_text,
+        description=plain_text(op.description_text),
         input_schema=input_schema(op.input_type),
         output_schema=_output_schema(op, family),
         annotations=types.ToolAnnotations(
