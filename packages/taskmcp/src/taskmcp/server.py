@@ -142,7 +142,7 @@ def build_server(service: Service, family: Family, principal: Principal) -> Serv
             actor, _ = principal(ctx)
         except TaskError:
             return types.ListToolsResult(tools=[])
-        return types.ListToolsResult(tools=tools(service.registry, family, actor))
+        return types.ListToolsResult(tools=tools(service.registry, family, actor, service=service))
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
