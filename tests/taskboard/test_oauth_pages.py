@@ -68,7 +68,7 @@ def test_sign_in_returns_to_the_consent_page_which_shows_the_request_escaped(wor
 
 
 def test_only_a_consent_page_is_a_place_to_return_to(world):
-    _, admin, _, client, _ = world
+    _, _admin, _, client, _ = world
     page = client.get("/board/login", params={"next": "https://evil.example/"})
     assert 'name="next"' not in page.text
 
