@@ -130,7 +130,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "db": (
         "db_cmd",
-        "The journal's schema: migrate it, or show its backend and versions.",
+        "The journal: migrate it, show its versions, back it up, restore it, verify it.",
     ),
 }
 
@@ -167,7 +167,7 @@ class _LazyGroup(click.Group):
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog=exit_table(),
 )
-@click.version_option(package_name="taskcli")
+@click.version_option(package_name="agenttask")
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),

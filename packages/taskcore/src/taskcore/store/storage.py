@@ -32,6 +32,7 @@ import apsw
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.datadir import JOURNAL_NAME, check_new_journal
 from taskcore.store.groupcommit import GroupCommit
+from taskcore.store.journal_file import hold_shared, release
 from taskcore.store.rowcache import CommittedRows
 from taskcore.store.sqlite import Component, SqliteDatabase
 
@@ -60,6 +61,7 @@ __all__ = [
     "database_url",
     "journal_components",
     "open_storage",
+    "postgres_storage",
 ]
 
 JOURNAL_FILENAME = JOURNAL_NAME
@@ -358,8 +360,12 @@ class SqliteStorage:
 
     backend = "sqlite"
 
-    def __init__(self, db: SqliteDatabase, *, set_aside: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self, db: SqliteDatabase, *, set_aside: tuple[Path, ...] = (), hold: int | None = None
+    ) -> None:
         self.db = db
+        self.hold = hold
+        """The shared hold on the data directory's journal (:mod:`taskcore.store.journal_file`)."""
         self.writer = GroupCommit(db)
         """The group-commit writer every :meth:`write` goes through."""
         self.committed = CommittedRows()
@@ -420,6 +426,8 @@ class SqliteStorage:
         with self._transactions_lock:
             self._transactions.clear()
         self.db.close()
+        release(self.hold)
+        self.hold = None
 
 
 def database_url(database: str | None = None) -> str | None:
@@ -457,12 +465,11 @@ def open_storage(
     """
     url = database_url(database)
     if url is not None:
-        from taskcore.store.postgres.storage import PostgresStorage
-
+        backend = postgres_storage()
         if create and not readonly:
             # The replica's own files (the authority key, the first admin token) live here.
             _make_data_dir(Path(data_dir))
-        return PostgresStorage(url, migrate_on_open=not readonly, busy_timeout_ms=busy_timeout_ms)
+        return backend(url, migrate_on_open=not readonly, busy_timeout_ms=busy_timeout_ms)
     data_dir = Path(data_dir)
     if create and not readonly:
         _make_data_dir(data_dir)
@@ -481,6 +488,32 @@ def open_storage(
         # lost (JOURNAL_MISSING, how to restore) rather than "there is no journal".
         check_new_journal(data_dir)
     return _open_sqlite(data_dir, create, readonly, busy_timeout_ms)
+
+
+POSTGRES_EXTRA = "agenttask-core[postgres]"
+"""The extra that installs the PostgreSQL driver (psycopg and its pool)."""
+
+
+def postgres_storage() -> type[PostgresStorage]:
+    """The PostgreSQL backend's class, importing psycopg.
+
+    psycopg is an optional dependency (the ``postgres`` extra): without it, a
+    ``postgresql://`` database is ``STORAGE_UNAVAILABLE`` naming the extra to install,
+    never an import traceback.
+    """
+    try:
+        from taskcore.store.postgres.storage import PostgresStorage
+    except ImportError as exc:
+        missing = exc.name or ""
+        if not missing.startswith("psycopg") and "psycopg" not in str(exc):
+            raise
+        raise TaskError(
+            ErrorCode.STORAGE_UNAVAILABLE,
+            f"a postgresql:// database needs the PostgreSQL driver ({missing or 'psycopg'} "
+            f"cannot be imported): pip install '{POSTGRES_EXTRA}'",
+            details={"extra": POSTGRES_EXTRA},
+        ) from None
+    return PostgresStorage
 
 
 def _make_data_dir(data_dir: Path) -> None:
@@ -509,11 +542,19 @@ def _directory_lock(data_dir: Path) -> Iterator[None]:
 def _open_sqlite(
     data_dir: Path, create: bool, readonly: bool, busy_timeout_ms: int
 ) -> SqliteStorage:
-    db = SqliteDatabase(
-        data_dir / JOURNAL_FILENAME,
-        journal_components(),
-        create=create,
-        readonly=readonly,
-        busy_timeout_ms=busy_timeout_ms,
-    )
-    return SqliteStorage(db)
+    # The hold comes first (a restore in progress is refused before the file is read) and
+    # only where a journal is or will be: a read-only open of nothing creates no lock file.
+    exists = create or (data_dir / JOURNAL_FILENAME).exists()
+    hold = hold_shared(data_dir, create=not readonly and exists)
+    try:
+        db = SqliteDatabase(
+            data_dir / JOURNAL_FILENAME,
+            journal_components(),
+            create=create,
+            readonly=readonly,
+            busy_timeout_ms=busy_timeout_ms,
+        )
+    except BaseException:
+        release(hold)
+        raise
+    return SqliteStorage(db, hold=hold)
