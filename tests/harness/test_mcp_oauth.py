@@ -1,4 +1,5 @@
-"""The real Claude Code authorizes with OAuth against ``agent-task serve``, then calls a tool.
+"""The real Claude Code and Codex authorize with OAuth against ``agent-task serve``, then call
+a tool.
 
 What a user does, headless: register a client at our ``/register`` (Claude Code's own client
 ID is a metadata document URL on claude.ai, which this server cannot fetch here: no network
@@ -27,8 +28,8 @@ from pathlib import Path
 
 import httpx
 
-from tests.harness.harnesses import claude_env, run_claude
-from tests.harness.scripted_model import ScriptedModel, call, say
+from tests.harness.harnesses import claude_env, codex_config, codex_env, run_claude, run_codex
+from tests.harness.scripted_model import ScriptedModel, ToolCall, Turn, call, say
 from tests.harness.test_mcp import SERVER, _claim_result, _project, _queued
 from tests.oauth.support import callback_params, consent_url_of, request_id_of
 from tests.taskmcp.support import QueueService
@@ -156,5 +157,87 @@ def test_claude_code_logs_in_with_oauth_and_claims_as_the_grant(
         assert answer["claimed"] is True
         assert answer["task"]["taskId"] == task_id
         assert answer["lease"]["owner"] == decided["grantId"]  # the grant holds the lease
+    finally:
+        queue.stop()
+
+
+def test_codex_logs_in_with_oauth_and_claims_as_the_grant(
+    codex_bin: Path, model: ScriptedModel, proxy, home: Path, tmp_path: Path
+):
+    """``codex mcp login --no-browser``: Codex prints the URL and reads the callback URL.
+
+    Codex names itself by a metadata document on chatgpt.com by default (unreachable here);
+    ``--oauth-client-registration dcr`` is its switch for dynamic registration, which it then
+    does itself at our ``/register``. ``codex mcp add`` would start the login at once, so the
+    server is configured the way ``config.toml`` documents it (``url`` and no token).
+    """
+    queue = QueueService(tmp_path / "data").start()
+    try:
+        task_id = _queued(queue)
+        project = _project(tmp_path)
+        codex_home = home / ".codex"
+        codex_home.mkdir()
+        (codex_home / "config.toml").write_text(
+            codex_config(
+                model.url,
+                trusted=[project],
+                extra=f'\n[mcp_servers.{SERVER}]\nurl = "{queue.url}/mcp"\n',
+            )
+        )
+        env = codex_env(home, codex_home, proxy.url)
+        login = subprocess.Popen(
+            [
+                str(codex_bin),
+                "mcp",
+                "login",
+                SERVER,
+                "--no-browser",
+                "--oauth-client-registration",
+                "dcr",
+            ],
+            cwd=project,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            assert login.stdout is not None
+            assert login.stdin is not None
+            shown = _read_until(login.stdout.fileno(), re.compile(r"Callback URL"))
+            authorize = re.search(r"(http://127\.0\.0\.1:\d+/authorize\?\S+)", shown)
+            assert authorize is not None, shown
+            request_id = request_id_of(consent_url_of(authorize.group(1)))
+            decided = queue.call(
+                "member",
+                "oauth.request.approve",
+                {"requestId": request_id, "tier": "agent", "autonomy": 1},
+            )
+            login.stdin.write(decided["redirectTo"].encode() + b"\n")
+            login.stdin.flush()
+            _read_until(login.stdout.fileno(), re.compile(r"Successfully logged in"))
+            assert login.wait(timeout=30) == 0
+        finally:
+            login.kill()
+
+        model.extend(
+            [
+                Turn(calls=(ToolCall("agenttask_claimNext", {}, namespace=f"mcp__{SERVER}"),)),
+                say("Claimed the task."),
+            ]
+        )
+        result = run_codex(codex_bin, "claim the next task", cwd=project, env=env)
+        assert result.returncode == 0, result.stderr
+        assert model.played == 2
+        assert "agenttask_claimNext" in model.loop_requests[0].namespace(f"mcp__{SERVER}")
+        [output] = [
+            item
+            for item in model.loop_requests[1].body["input"]
+            if item.get("type") == "function_call_output"
+        ]
+        answer = _claim_result(output["output"])
+        assert answer["claimed"] is True
+        assert answer["task"]["taskId"] == task_id
+        assert answer["lease"]["owner"] == decided["grantId"]
     finally:
         queue.stop()

@@ -36,7 +36,7 @@ import json
 import resource
 from collections.abc import AsyncIterator
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -56,6 +56,9 @@ from taskcore.limits import (
 )
 from taskmcp.family import error_response
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+if TYPE_CHECKING:
+    from taskcore.hosting import HostSettings
 
 __all__ = [
     "BodyBudget",
@@ -116,6 +119,17 @@ class TransportLimits:
         default=HTTP_BODY_BYTES_IN_FLIGHT_MAX, validator=_at_least_one_upload
     )
     header_bytes: int = attrs.field(default=HTTP_HEADER_MAX_BYTES, validator=_positive)
+
+    @classmethod
+    def from_settings(cls, settings: HostSettings) -> TransportLimits:
+        """The limits of a hosted service's settings (:mod:`taskcore.hosting`)."""
+        return cls(
+            header_timeout=settings.header_timeout,
+            body_timeout=settings.body_timeout,
+            keepalive_timeout=settings.keepalive_timeout,
+            max_connections=settings.max_connections,
+            body_bytes_in_flight=settings.max_body_bytes,
+        )
 
     def connections(self, *, descriptors: int | None = None) -> int:
         """The connection cap in force.

@@ -23,7 +23,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
+
+from taskcore.hosting import LOOPBACK_HOSTS
 
 __all__ = [
     "AS_PATHS",
@@ -35,13 +36,10 @@ __all__ = [
     "REVOKE_PATH",
     "TOKEN_PATH",
     "bearer_challenge",
-    "check_public_url",
     "public_base",
     "resource_metadata_url",
 ]
 
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-"""Host names a request may use for OAuth without ``--public-url``."""
 
 AUTHORIZE_PATH = "/authorize"
 TOKEN_PATH = "/token"  # noqa: S105 - a path, not a secret
@@ -56,29 +54,6 @@ PROTECTED_RESOURCE_PATH = "/.well-known/oauth-protected-resource"
 """RFC 9728's well-known path (the root form; ``+ resource path`` the per-resource form)."""
 
 _HOST = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?")
-
-
-def check_public_url(url: str) -> str:
-    """Check a ``--public-url`` value; return it without a trailing slash.
-
-    It is ``https://host[:port]`` (``http`` only for a loopback host), nothing after the
-    authority; anything else raises ``ValueError``.
-
-    >>> check_public_url("https://tasks.example.com/")
-    'https://tasks.example.com'
-    >>> check_public_url("https://tasks.example.com/agent-task")
-    Traceback (most recent call last):
-    ValueError: the public URL is scheme://host[:port] with no path, query or fragment
-    """
-    text = url.strip().rstrip("/")
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("the public URL must be https://host[:port]")
-    if parts.path or parts.query or parts.fragment or parts.username or parts.password:
-        raise ValueError("the public URL is scheme://host[:port] with no path, query or fragment")
-    if parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
-        raise ValueError("the public URL must be https (OAuth needs TLS); put a TLS proxy in front")
-    return f"{parts.scheme}://{parts.netloc.lower()}"
 
 
 def _header(scope: Mapping[str, Any], name: bytes) -> str | None:

@@ -4,7 +4,7 @@ The board's and HTTP's (``oauth.*``) keys are camelCase like the queue's; the lo
 operator's (``operator.oauth_*``) are snake_case like the other ``operator.*`` acts.
 
 >>> from taskcore.codec import decode
->>> decode(ApproveIn, b'{"requestId": "oar_00", "tier": "agent", "autonomy": 1}').autonomy
+>>> decode(ApproveIn, b'{"requestId": "oar_' + b"0" * 32 + b'", "autonomy": 1}').autonomy
 1
 """
 
