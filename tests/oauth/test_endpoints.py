@@ -121,7 +121,15 @@ def test_a_host_that_is_not_loopback_gets_no_oauth_without_a_public_url(world):
     )
     assert meta.status_code == 404
     assert "--public-url" in meta.json()["error"]
+    # A name that is not the server's is refused outright (DNS-rebinding protection); an
+    # address (a LAN client) gets the 401, without a metadata URL.
     answer = httpx.post(world.url + "/mcp", json=LIST, headers={**MCP_ACCEPT, **other}, timeout=30)
+    assert answer.status_code == 403
+    assert answer.json()["code"] == "HOST_NOT_ALLOWED"
+    address = {"Host": "10.1.2.3:8787"}
+    answer = httpx.post(
+        world.url + "/mcp", json=LIST, headers={**MCP_ACCEPT, **address}, timeout=30
+    )
     assert answer.status_code == 401
     assert "resource_metadata" not in answer.headers["www-authenticate"]
 

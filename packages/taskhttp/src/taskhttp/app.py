@@ -62,7 +62,7 @@ from taskmcp.family import (
 )
 from taskmcp.jsonrpc import INVALID_REQUEST, PARSE_ERROR, invalid, message_id
 from taskmcp.jsonrpc import error_response as rpc_error_response
-from taskmcp.site import AS_PATHS, PROTECTED_RESOURCE_PATH, public_base
+from taskmcp.site import AS_PATHS, PROTECTED_RESOURCE_PATH, check_site, public_base
 
 from taskhttp.body import JSON, OCTET_STREAM, declared_length, read_body, require_media_type
 from taskhttp.limits import BodyBudget, Reservation, TransportLimits
@@ -187,6 +187,25 @@ class LazyMcp:
         return endpoints
 
 
+class _SiteGuard:
+    """Refuse a request whose ``Host`` or ``Origin`` is not this server's (DNS rebinding).
+
+    :func:`taskmcp.site.check_site` decides; the answer is the ``{error, code}`` body with
+    403 (``HOST_NOT_ALLOWED`` / ``ORIGIN_NOT_ALLOWED``). In front of the board.
+    """
+
+    def __init__(self, app: ASGIApp, public_url: str | None) -> None:
+        self.app = app
+        self.public_url = public_url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refusal = check_site(scope, self.public_url) if scope["type"] == "http" else None
+        if refusal is not None:
+            await error_response(refusal)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 class _AdmittedMcp:
     """An MCP endpoint behind the same admission, body budget and strict parse as the rest."""
 
@@ -232,6 +251,13 @@ class _AdmittedMcp:
         await rpc_error_response(code, err, request_id)(scope, receive, send)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            # DNS rebinding: a Host or Origin that is not this server's, before anything else.
+            site = check_site(scope, self.public_url)
+            if site is not None:
+                bearer = bearer_from_header(Request(scope).headers.get("authorization"))
+                await self.refuse(bearer, site, scope, receive, send)
+                return
         if scope["type"] != "http" or scope["method"] != "POST":
             endpoint = await self.mcp.endpoint(self.family)
             await endpoint(scope, receive, send)  # 405 for GET/DELETE
@@ -607,7 +633,7 @@ def create_app(
         Route(HEALTH_PATH, health, methods=["GET"]),
         Route(OPENAPI_PATH, openapi, methods=["GET"]),
         Route(METRICS_PATH, Metrics(service).endpoint, methods=["GET"]),
-        Mount(BOARD_PATH, app=create_board(service, secure=board_secure)),
+        Mount(BOARD_PATH, app=_SiteGuard(create_board(service, secure=board_secure), public_url)),
         *routes,
     ]
     return _App(

@@ -20,10 +20,13 @@ True
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
+from taskcore import ErrorCode, TaskError
 from taskcore.hosting import LOOPBACK_HOSTS
 
 __all__ = [
@@ -36,6 +39,7 @@ __all__ = [
     "REVOKE_PATH",
     "TOKEN_PATH",
     "bearer_challenge",
+    "check_site",
     "public_base",
     "resource_metadata_url",
 ]
@@ -107,3 +111,97 @@ def bearer_challenge(
     if scopes:
         parts.append(f"scope={_quoted(' '.join(scopes))}")
     return "Bearer " + ", ".join(parts) if parts else "Bearer"
+
+
+# -- DNS-rebinding protection -----------------------------------------------------------------
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _authority(text: str) -> tuple[str, int | None] | None:
+    """``(host, port)`` of ``host[:port]``: host lowercased, IPv6 without brackets, port or None."""
+    match = _HOST.fullmatch(text.strip().lower())
+    if match is None:
+        return None
+    return match.group(1).strip("[]"), int(match.group(2)[1:]) if match.group(2) else None
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _origin(url: str) -> tuple[str, int] | None:
+    """``(host, port)`` of an ``http(s)`` origin, the port made explicit; else None."""
+    parts = urlsplit(url.strip().lower())
+    found = _authority(parts.netloc) if parts.scheme in _DEFAULT_PORTS else None
+    if found is None:
+        return None
+    return found[0], found[1] if found[1] is not None else _DEFAULT_PORTS[parts.scheme]
+
+
+def _same(host: tuple[str, int | None], other: tuple[str, int]) -> bool:
+    # A Host without a port is the default port of whatever scheme the client used (a TLS
+    # proxy in front may hand it on as plain HTTP), so only an explicit port must agree.
+    return host[0] == other[0] and (host[1] is None or host[1] == other[1])
+
+
+def check_site(scope: Mapping[str, Any], public_url: str | None) -> TaskError | None:
+    """Why a request's ``Host`` or ``Origin`` is not this server's, or ``None`` when both are.
+
+    DNS rebinding points a name the attacker controls at this server's address, so a page of
+    that name reaches the server with ``Host: <their name>`` and ``Origin: <their page>``.
+    Allowed hosts: the loopback names (``localhost``, ``127.0.0.1``, ``[::1]``, any port),
+    the host of ``--public-url``, and IP literals (no name was resolved to reach them, so
+    nothing was rebound: a server listening on a LAN address is reached this way). An
+    ``Origin``, when it names a page, must be a loopback origin, the public URL's, or the
+    request's own (same-origin pages: the board's forms); any other page is refused.
+
+    >>> def scope(host, origin=None):
+    ...     headers = [(b"host", host.encode())]
+    ...     if origin:
+    ...         headers.append((b"origin", origin.encode()))
+    ...     return {"scheme": "http", "headers": headers}
+    >>> check_site(scope("127.0.0.1:8787"), None) is None
+    True
+    >>> check_site(scope("evil.example"), None).code.value
+    'HOST_NOT_ALLOWED'
+    >>> check_site(scope("localhost:8787", "http://evil.example"), None).code.value
+    'ORIGIN_NOT_ALLOWED'
+    >>> public = "https://tasks.example.com"
+    >>> check_site(scope("tasks.example.com", public), public) is None
+    True
+    >>> check_site(scope("tasks.example.com:8443"), public).code.value
+    'HOST_NOT_ALLOWED'
+    """
+    public = _origin(public_url) if public_url else None
+    raw_host = _header(scope, b"host")
+    host = _authority(raw_host) if raw_host is not None else None
+    if host is None:
+        return TaskError(ErrorCode.HOST_NOT_ALLOWED, "send a Host header naming this server")
+    if not (
+        host[0] in LOOPBACK_HOSTS or _is_ip(host[0]) or (public is not None and _same(host, public))
+    ):
+        return TaskError(
+            ErrorCode.HOST_NOT_ALLOWED,
+            f"this server does not answer to the host {host[0][:64]!r}: use localhost, its "
+            "address, or the name its operator set with --public-url",
+        )
+    origin = _header(scope, b"origin")
+    if origin is None or origin.strip() == "null":
+        # No page origin to judge: a browser sends "null" for a form of a page served with
+        # Referrer-Policy: no-referrer (the board's own sign-in). A rebound page is still
+        # refused by its Host, and a cross-site one carries no bearer and no board cookie
+        # (SameSite=Strict).
+        return None
+    found = _origin(origin)
+    if found is not None and (found[0] in LOOPBACK_HOSTS or found == public or _same(host, found)):
+        return None
+    return TaskError(
+        ErrorCode.ORIGIN_NOT_ALLOWED,
+        f"requests from the page {origin[:64]!r} are refused: only this server's own pages, "
+        "loopback pages and its --public-url may call it from a browser",
+    )
