@@ -95,6 +95,7 @@ __all__ = [
     "MAX_AGENT_TASK_DEPTH",
     "MAX_LEASE_EXTENSIONS",
     "MCP_TASK_POLL_INTERVAL_MS",
+    "MCP_TOOL_CALL_MAX_MS",
     "NAMED_REFERENCES_MAX",
     "OBSERVE_ATTEMPTS_MAX",
     "OBSERVE_PAGE_DEFAULT",
@@ -281,6 +282,10 @@ LEASE_WALLCLOCK_CAP_SECONDS: Final = 2 * 60 * 60
 """Wall-clock cap from first lease before the runaway guard requeues (ours: 2 h)."""
 MCP_TASK_POLL_INTERVAL_MS: Final = 5_000
 """The ``pollIntervalMs`` an MCP task handle suggests (ours); queue work takes minutes."""
+MCP_TOOL_CALL_MAX_MS: Final = 45_000
+"""Longest an MCP tool call holds its request before answering ``CALL_TIMED_OUT`` (ours: well
+inside the 60 s the TypeScript SDK and Claude Desktop wait, and the 30-60 s Claude Code's HTTP
+calls have hit; the waiting ``claimNext`` waits at most 30 s of it)."""
 MAX_AGENT_TASK_DEPTH: Final = 5
 """Deepest queue task (root is 0) (*seed*: 5)."""
 CHECKPOINT_PRUNE_DEFAULT_DAYS: Final = 30
