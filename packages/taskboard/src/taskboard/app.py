@@ -28,11 +28,12 @@ import contextlib
 import datetime
 import functools
 import json
+import re
 import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import anyio.to_thread
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -58,6 +59,10 @@ CSP = (
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
 _HERE = Path(__file__).parent
+_CONSENT_PATH = re.compile(r"/oauth/oar_[0-9a-f]{32}")
+"""The board pages a sign-in may return to (``?next=``): an OAuth consent page."""
+_CSP_SOURCE = re.compile(r"[a-z][a-z0-9+.-]*:(//[A-Za-z0-9.:\[\]-]+)?")
+_TIERS = ("agent", "member", "admin")
 _SIGNED_OUT = {ErrorCode.UNAUTHENTICATED, ErrorCode.TOKEN_REVOKED}
 
 Handler = Callable[[Request, Session, dict[str, str]], Awaitable[Response]]
@@ -177,6 +182,9 @@ def create_board(
             if session is None:
                 if request.headers.get("x-board-live") == "1":
                     return headers(Response(status_code=401))
+                path = request.url.path.removeprefix(base(request))
+                if request.method == "GET" and _CONSENT_PATH.fullmatch(path):
+                    return redirect(request, "/login?" + urlencode({"next": path}))
                 return redirect(request, "/login")
             form: dict[str, str] = {}
             try:
@@ -218,6 +226,7 @@ def create_board(
             csrf=nonce,
             ended=request.query_params.get("ended") == "1",
             message=None,
+            next=_next_page(request.query_params.get("next")),
         )
         response.set_cookie(
             LOGIN_COOKIE,
@@ -252,11 +261,17 @@ def create_board(
             )
         except TaskError as err:
             return render(
-                request, "login.html", 401, csrf=given, ended=False, message=err.describe()
+                request,
+                "login.html",
+                401,
+                csrf=given,
+                ended=False,
+                message=err.describe(),
+                next=_next_page(form.get("next")),
             )
         me = who.json()
         session = store.create(bearer, me["tokenId"], me["workspace"])
-        response = redirect(request, "/queue")
+        response = redirect(request, _next_page(form.get("next")) or "/queue")
         response.set_cookie(
             SESSION_COOKIE,
             session.session_id,
@@ -405,9 +420,16 @@ def create_board(
     # -- tokens ------------------------------------------------------------------------------
     async def tokens(request: Request, session: Session, form: dict[str, str]) -> Response:
         result = await call(session, "observe.tokens", {"includeRevoked": True})
+        grants = await call(session, "oauth.grants", {"includeRevoked": True})
         secret, session.secret_once = session.secret_once, None
         return render(
-            request, "tokens.html", session=session, page="tokens", result=result, secret=secret
+            request,
+            "tokens.html",
+            session=session,
+            page="tokens",
+            result=result,
+            grants=grants,
+            secret=secret,
         )
 
     async def create_token(request: Request, session: Session, form: dict[str, str]) -> Response:
@@ -426,6 +448,53 @@ def create_board(
         token_id = str(request.path_params["token_id"])
         await call(session, "admin.token.revoke", {"tokenId": token_id})
         session.flash = f"Token {token_id} revoked."
+        return redirect(request, "/tokens")
+
+    # -- OAuth consent and grants -------------------------------------------------------------
+    async def consent(request: Request, session: Session, form: dict[str, str]) -> Response:
+        request_id = str(request.path_params["request_id"])
+        shown = await call(session, "oauth.request.show", {"requestId": request_id})
+        tiers = _TIERS[: _TIERS.index(shown["maxTier"]) + 1]
+        autonomies = range(shown["maxAutonomy"] + 1)
+        response = render(
+            request,
+            "oauth_consent.html",
+            session=session,
+            page="tokens",
+            consent=shown,
+            tiers=tiers,
+            autonomies=autonomies,
+            default_autonomy=min(1, shown["maxAutonomy"]),
+        )
+        # The approval redirects the browser to the client: form-action must allow it.
+        target = _csp_source(shown["redirectUri"])
+        if target is not None:
+            response.headers["Content-Security-Policy"] = CSP.replace(
+                "form-action 'self'", f"form-action 'self' {target}"
+            )
+        return response
+
+    async def decide(request: Request, session: Session, form: dict[str, str]) -> Response:
+        request_id = str(request.path_params["request_id"])
+        verdict = request.path_params["verdict"]
+        if verdict not in ("approve", "deny"):
+            raise TaskError(ErrorCode.NOT_FOUND, "no such page")
+        if verdict == "approve":
+            raw = form.get("autonomy", "1")
+            body: dict[str, Any] = {
+                "requestId": request_id,
+                "tier": form.get("tier", "agent"),
+                "autonomy": int(raw) if raw.isdigit() and len(raw) < 4 else raw,
+            }
+            decided = await call(session, "oauth.request.approve", body)
+        else:
+            decided = await call(session, "oauth.request.deny", {"requestId": request_id})
+        return headers(RedirectResponse(decided["redirectTo"], status_code=303))
+
+    async def revoke_grant(request: Request, session: Session, form: dict[str, str]) -> Response:
+        grant_id = str(request.path_params["grant_id"])
+        await call(session, "oauth.grant.revoke", {"grantId": grant_id})
+        session.flash = f"OAuth grant {grant_id} revoked; its tokens no longer work."
         return redirect(request, "/tokens")
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -450,9 +519,31 @@ def create_board(
         Route("/tokens", guarded(tokens), methods=["GET"]),
         Route("/tokens", guarded(create_token), methods=["POST"]),
         Route("/tokens/{token_id}/revoke", guarded(revoke), methods=["POST"]),
+        Route("/oauth/grants/{grant_id}/revoke", guarded(revoke_grant), methods=["POST"]),
+        Route("/oauth/{request_id}", guarded(consent), methods=["GET"]),
+        Route(
+            "/oauth/{request_id}/{verdict:str}",
+            guarded(decide),
+            methods=["POST"],
+        ),
         Mount("/static", app=StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
     return Starlette(routes=routes, exception_handlers={404: not_found})
+
+
+def _next_page(value: str | None) -> str | None:
+    """A board page to return to after sign-in: only a consent page, else ``None``."""
+    return value if value and _CONSENT_PATH.fullmatch(value) else None
+
+
+def _csp_source(uri: str) -> str | None:
+    """The CSP source that allows navigating to ``uri`` (its origin, or its scheme)."""
+    parts = urlsplit(uri)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        source = f"{parts.scheme}://{parts.netloc}"
+    else:
+        source = f"{parts.scheme}:"
+    return source if _CSP_SOURCE.fullmatch(source) else None
 
 
 def _next(request: Request, filters: dict[str, str], cursor: str | None) -> str | None:

@@ -113,6 +113,10 @@ class ErrorCode(enum.Enum):
     GRANT_TASK_MISMATCH = ("GRANT_TASK_MISMATCH", ErrorKind.FORBIDDEN)
     GRANT_VERB_MISMATCH = ("GRANT_VERB_MISMATCH", ErrorKind.FORBIDDEN)
     GRANT_INPUT_MISMATCH = ("GRANT_INPUT_MISMATCH", ErrorKind.FORBIDDEN)
+    # DNS-rebinding protection of the MCP endpoints and the board: the request named a host
+    # (Host) or came from a page (Origin) that is not this server's.
+    HOST_NOT_ALLOWED = ("HOST_NOT_ALLOWED", ErrorKind.FORBIDDEN)
+    ORIGIN_NOT_ALLOWED = ("ORIGIN_NOT_ALLOWED", ErrorKind.FORBIDDEN)
 
     # -- what is asked for -----------------------------------------------------------------
     NOT_FOUND = ("NOT_FOUND", ErrorKind.NOT_FOUND)
@@ -154,6 +158,9 @@ class ErrorCode(enum.Enum):
     STORAGE_FULL = ("STORAGE_FULL", ErrorKind.UNAVAILABLE)
     # The server holds as many request bytes or connections as it is configured to; retry.
     OVERLOADED = ("OVERLOADED", ErrorKind.UNAVAILABLE)
+    # An MCP tool call did not finish within MCP_TOOL_CALL_MAX_MS: the answer is given, the
+    # call itself may still complete (its audit event says how); read the state back first.
+    CALL_TIMED_OUT = ("CALL_TIMED_OUT", ErrorKind.UNAVAILABLE)
     # The data directory holds state of an earlier service but its journal is gone or empty:
     # the service refuses to start an empty journal over it (restore, or initialise on purpose).
     JOURNAL_MISSING = ("JOURNAL_MISSING", ErrorKind.UNAVAILABLE)

@@ -51,6 +51,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -77,11 +78,13 @@ from taskcore.service import Service
 
 __all__ = [
     "LOG_FORMATS",
+    "LOOPBACK_HOSTS",
     "SETTINGS",
     "Host",
     "HostSettings",
     "Setting",
     "admin_token_command",
+    "public_url_of",
 ]
 
 LOG_FORMATS = ("text", "json")
@@ -248,10 +251,66 @@ SETTINGS: tuple[Setting, ...] = (
         help="Let tokens of WORKSPACE ask session_gate about this host's coding-agent sessions "
         "over the network (a single-user host; off by default).",
     ),
+    Setting(
+        name="public_url",
+        env="AGENT_TASK_PUBLIC_URL",
+        flag="--public-url",
+        kind=str,
+        default=None,
+        help="Where clients reach this server (https://host[:port], TLS in front): the OAuth "
+        "issuer and the MCP resource URLs are named from it. Without it OAuth is offered to "
+        "clients on this host only (localhost, 127.0.0.1, [::1]).",
+    ),
+    Setting(
+        name="oauth_allow_private_client_urls",
+        env="AGENT_TASK_OAUTH_ALLOW_PRIVATE_CLIENT_URLS",
+        flag="--oauth-allow-private-client-urls",
+        kind=bool,
+        default=False,
+        help="Let OAuth clients' metadata documents (client IDs that are https URLs) be fetched "
+        "from private and loopback addresses (a server and its clients on one private network).",
+    ),
 )
 """Every setting of a hosted service, in ``serve --help`` order."""
 
 _BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+"""Host names a request may use for OAuth without a public URL."""
+
+
+def public_url_of(url: str | None) -> str | None:
+    """Check a public URL (``--public-url``); return it without a trailing slash.
+
+    It is ``https://host[:port]`` (``http`` only for a loopback host), nothing after the
+    authority: the OAuth metadata lives at the host's root. Anything else is
+    ``INVALID_VALUE``.
+
+    >>> public_url_of("https://tasks.example.com/")
+    'https://tasks.example.com'
+    >>> public_url_of("https://tasks.example.com/agent-task")
+    Traceback (most recent call last):
+    taskcore.errors.TaskError: the public URL is scheme://host[:port] with no path, query or fragment (--public-url or AGENT_TASK_PUBLIC_URL)
+    """
+    if url is None or not url.strip():
+        return None
+    text = url.strip().rstrip("/")
+    parts = urlsplit(text)
+    problem = None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        problem = "the public URL must be https://host[:port]"
+    elif parts.path or parts.query or parts.fragment or parts.username or parts.password:
+        problem = "the public URL is scheme://host[:port] with no path, query or fragment"
+    elif parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+        problem = "the public URL must be https (OAuth needs TLS); put a TLS proxy in front"
+    if problem is not None:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            f"{problem} (--public-url or AGENT_TASK_PUBLIC_URL)",
+            details={"variable": "AGENT_TASK_PUBLIC_URL"},
+        )
+    return f"{parts.scheme}://{parts.netloc.lower()}"
 
 
 def _bounded(instance: HostSettings, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -287,6 +346,8 @@ class HostSettings:
     log_format: str = attrs.field(validator=_bounded)
     board_secure_cookies: bool
     session_gate_workspaces: frozenset[str]
+    public_url: str | None = attrs.field(default=None, converter=public_url_of)
+    oauth_allow_private_client_urls: bool = False
 
     @classmethod
     def load(

@@ -96,6 +96,7 @@ __all__ = [
     "MAX_AGENT_TASK_DEPTH",
     "MAX_LEASE_EXTENSIONS",
     "MCP_TASK_POLL_INTERVAL_MS",
+    "MCP_TOOL_CALL_MAX_MS",
     "NAMED_REFERENCES_MAX",
     "OBSERVE_ATTEMPTS_MAX",
     "OBSERVE_PAGE_DEFAULT",
@@ -286,6 +287,10 @@ LEASE_WALLCLOCK_CAP_SECONDS: Final = 2 * 60 * 60
 """Wall-clock cap from first lease before the runaway guard requeues (ours: 2 h)."""
 MCP_TASK_POLL_INTERVAL_MS: Final = 5_000
 """The ``pollIntervalMs`` an MCP task handle suggests (ours); queue work takes minutes."""
+MCP_TOOL_CALL_MAX_MS: Final = 45_000
+"""Longest an MCP tool call holds its request before answering ``CALL_TIMED_OUT`` (ours: well
+inside the 60 s the TypeScript SDK and Claude Desktop wait, and the 30-60 s Claude Code's HTTP
+calls have hit; the waiting ``claimNext`` waits at most 30 s of it)."""
 MAX_AGENT_TASK_DEPTH: Final = 5
 """Deepest queue task (root is 0) (*seed*: 5)."""
 CHECKPOINT_PRUNE_DEFAULT_DAYS: Final = 30
@@ -462,3 +467,29 @@ JOURNAL_SIZE_LIMIT_BYTES: Final = 64 * 1024 * 1024
 JOURNAL_LOW_SPACE_BYTES: Final = 64 * 1024 * 1024
 """Below this much free space on the journal's file system the WAL is checkpointed after
 every commit, so it never holds more than the space can absorb, bytes (ours)."""
+
+# -- OAuth (the authorization server for MCP clients, taskcore.oauth) -------------------------
+OAUTH_ACCESS_TOKEN_MS: Final = 60 * 60 * 1000
+"""How long an OAuth access token is valid, milliseconds (ours: one hour)."""
+OAUTH_REFRESH_TOKEN_MS: Final = 30 * 24 * 60 * 60 * 1000
+"""How long an OAuth refresh token is valid from its issue, milliseconds (ours: 30 days;
+each refresh rotates it and starts a new one)."""
+OAUTH_CODE_MS: Final = 5 * 60 * 1000
+"""How long an authorization code is valid, milliseconds (ours; RFC 6749 10.5 recommends at
+most ten minutes)."""
+OAUTH_REQUEST_MS: Final = 15 * 60 * 1000
+"""How long a pending authorization request waits for consent, milliseconds (ours)."""
+OAUTH_PENDING_REQUESTS_MAX: Final = 256
+"""Pending authorization requests at once (the authorize endpoint is unauthenticated; ours)."""
+OAUTH_CLIENTS_MAX: Final = 4096
+"""Registered and metadata-document clients kept at once (registration is unauthenticated;
+clients without a grant older than a day are dropped first; ours)."""
+OAUTH_CLIENT_METADATA_MAX_BYTES: Final = 16 * 1024
+"""The largest client metadata: a registration body or a fetched metadata document (ours)."""
+OAUTH_CLIENT_METADATA_TIMEOUT_SECONDS: Final = 5.0
+"""How long fetching a client ID metadata document may take in all, seconds (ours)."""
+OAUTH_CLIENT_METADATA_REFRESH_MS: Final = 60 * 60 * 1000
+"""A fetched client ID metadata document is fetched again after this long, milliseconds
+(ours)."""
+OAUTH_TEXT_MAX_CHARS: Final = 2048
+"""The longest URL, scope, state or client name an OAuth request may carry (ours)."""

@@ -96,6 +96,7 @@ _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.observe.operations",
     "taskcore.evidence.operations",
     "taskcore.operator_ops",
+    "taskcore.oauth.operations",
 )
 
 
@@ -277,6 +278,11 @@ class Operation(Generic[I, O]):
     before the transaction opens, and held until it commits: the workflow operations take
     the actor/workspace guard there (the seed's lock order: guard, then transaction).
 
+    ``offered_to`` narrows what :meth:`offers` says beyond tier and autonomy: whether the
+    service would answer ``actor`` through ``door`` at all (``session_gate`` answers a
+    network caller only for the workspaces the operator named). The handler still decides;
+    this is the same rule asked before the call, so a door does not list what it refuses.
+
     ``row_safe`` declares that every read-modify-write the operation does (handler, token
     check, audit row) is guarded by a row lock, a row version compare-and-set or a unique
     key, so it stays correct beside other row-safe calls without the single-writer lock: a
@@ -302,6 +308,7 @@ class Operation(Generic[I, O]):
     doors: frozenset[Door] = frozenset(Door)
     description: str = ""
     row_safe: bool = False
+    offered_to: Callable[[Service, Actor, Door], bool] | None = None
 
     @property
     def min_autonomy(self) -> int:
@@ -346,6 +353,12 @@ class Operation(Generic[I, O]):
         lift the autonomy bound for one call); this only decides what to offer.
         """
         return actor.tier >= self.min_tier and actor.autonomy >= self.min_autonomy
+
+    def offers(self, service: Service, actor: Actor, door: Door) -> bool:
+        """Whether a door should list this operation to ``actor`` (admits, and offered_to)."""
+        if not self.admits(actor):
+            return False
+        return self.offered_to is None or self.offered_to(service, actor, door)
 
     @property
     def mcp_tool(self) -> bool:

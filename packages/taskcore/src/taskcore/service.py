@@ -51,7 +51,7 @@ import attrs
 
 from taskcore.actors import Actor
 from taskcore.audit import AGGREGATED_DIGEST, ANONYMOUS, AuditLog, input_digest
-from taskcore.auth import RecentAdmissions, authenticate_in
+from taskcore.auth import RecentAdmissions, authenticate_in, check_live_in
 from taskcore.clock import Clock, SystemClock
 from taskcore.codec import Codec, default_codec, dumps
 from taskcore.envelope import Route, WorkflowCall, call_workflow, wrap_workflow
@@ -351,12 +351,15 @@ class Service:
                 observer(event)
 
     # -- calling ----------------------------------------------------------------------------
-    def authenticate(self, bearer: str | None) -> Actor:
-        """Authenticate a bearer token without dispatching (adapters that hold a session)."""
+    def authenticate(self, bearer: str | None, *, resource: str | None = None) -> Actor:
+        """Authenticate a bearer token without dispatching (adapters that hold a session).
+
+        ``resource``: the MCP endpoint's URL, where an OAuth access token is accepted too.
+        """
         if not bearer:
             raise TaskError(ErrorCode.UNAUTHENTICATED, _NEED_BEARER)
         with self.storage.read() as tx:
-            return authenticate_in(tx, bearer)
+            return authenticate_in(tx, bearer, resource=resource, now_ms=self.clock.now_ms())
 
     def admit(
         self,
@@ -368,6 +371,7 @@ class Service:
         door: Door = Door.HTTP,
         surfaces: Iterable[Surface] | None = None,
         label: str = "",
+        resource: str | None = None,
     ) -> Actor:
         """Decide, from a network request's headers alone, whether it may send its body.
 
@@ -383,13 +387,14 @@ class Service:
            tier and autonomy must allow it (the checks :meth:`dispatch` makes before it
            decodes anything).
 
+        ``resource`` (an MCP endpoint's URL) admits OAuth access tokens issued for it.
         Without :attr:`ServiceConfig.rate_limits` only 1 and 3 apply. A refusal is audited
         under ``name``, or ``label`` when the operation is not known yet (``workflow``,
         ``mcp.queue``).
         """
         shown = name or label
         try:
-            actor = self.authenticate(bearer)
+            actor = self.authenticate(bearer, resource=resource)
         except TaskError as err:
             refusal = self._address_refusal(client, err)
             self._audit_refusal(ANONYMOUS, "", shown, AGGREGATED_DIGEST, refusal)
@@ -417,7 +422,7 @@ class Service:
                 self._audit_refusal(actor.token_id, actor.workspace, name, _input_digest(b""), err)
                 self._observe(name, door, err.code.value, 0.0)
                 raise
-        if bearer:  # it authenticated, so it is one
+        if bearer and resource is None:  # it authenticated; OAuth's resource check is not kept
             self._recent.remember(bearer, actor)
         return actor
 
@@ -784,9 +789,7 @@ class Service:
                     if bearer is not None:
                         self._authenticate_in_call(tx, bearer, actor)
                     else:
-                        record = tx.tokens.get(actor.token_id)
-                        if record is not None and record.revoked_at_ms is not None:
-                            raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
+                        check_live_in(tx, actor.token_id)
                     ctx = CallContext(
                         service=self, actor=actor, tx=tx, route=route, door=door, raw_digest=digest
                     )

@@ -15,9 +15,26 @@ import enum
 from typing import Any
 
 from starlette.responses import JSONResponse
-from taskcore import Actor, Operation, Registry, Surface, TaskError
+from taskcore import Actor, Door, Operation, Registry, Service, Surface, TaskError
 
-__all__ = ["MCP_ENVELOPE_OVERHEAD_BYTES", "Family", "error_response", "max_body", "tool_operations"]
+__all__ = [
+    "MCP_ENVELOPE_OVERHEAD_BYTES",
+    "SCOPE_ACTOR_KEY",
+    "SCOPE_CHALLENGE_KEY",
+    "SCOPE_RESOURCE_KEY",
+    "Family",
+    "error_response",
+    "max_body",
+    "tool_operations",
+]
+
+SCOPE_ACTOR_KEY = "agent_task.actor"
+"""Key under the ASGI scope's ``state`` where the HTTP endpoint leaves the authenticated actor."""
+SCOPE_RESOURCE_KEY = "agent_task.resource"
+"""Key under the ASGI scope's ``state``: the protected resource URL the request came to (an
+OAuth access token is accepted there only), set by the HTTP door in front."""
+SCOPE_CHALLENGE_KEY = "agent_task.challenge"
+"""Key under the ASGI scope's ``state``: the ``WWW-Authenticate`` value a 401 carries."""
 
 MCP_ENVELOPE_OVERHEAD_BYTES = 64 * 1024
 """Room for the JSON-RPC envelope around the largest tool input (ours)."""
@@ -38,14 +55,26 @@ class Family(enum.Enum):
 
 
 def tool_operations(
-    registry: Registry, family: Family, actor: Actor | None = None
+    registry: Registry,
+    family: Family,
+    actor: Actor | None = None,
+    *,
+    service: Service | None = None,
 ) -> tuple[Operation[Any, Any], ...]:
-    """Return the operations ``family`` offers as tools (to ``actor``), sorted by tool name."""
-    ops = [
-        op
-        for op in registry.select(surfaces=family.surfaces)
-        if op.mcp_tool and (actor is None or op.admits(actor))
-    ]
+    """Return the operations ``family`` offers as tools (to ``actor``), sorted by tool name.
+
+    With ``actor``, only what its tier and autonomy reach; with ``service`` too, only what
+    the service would answer it over MCP (:meth:`taskcore.Operation.offers`).
+    """
+
+    def offered(op: Operation[Any, Any]) -> bool:
+        if actor is None:
+            return True
+        if service is None:
+            return op.admits(actor)
+        return op.offers(service, actor, Door.MCP)
+
+    ops = [op for op in registry.select(surfaces=family.surfaces) if op.mcp_tool and offered(op)]
     return tuple(sorted(ops, key=lambda op: op.tool_name))
 
 

@@ -22,7 +22,13 @@ from starlette.types import Receive, Scope, Send
 from taskcore import Actor, ErrorCode, Route, Service, TaskError
 from taskcore.auth import bearer_from_header
 
-from taskmcp.family import MCP_ENVELOPE_OVERHEAD_BYTES, Family, error_response
+from taskmcp.family import (
+    MCP_ENVELOPE_OVERHEAD_BYTES,
+    SCOPE_CHALLENGE_KEY,
+    SCOPE_RESOURCE_KEY,
+    Family,
+    error_response,
+)
 from taskmcp.family import max_body as default_max_body
 from taskmcp.server import SCOPE_ACTOR_KEY, SCOPE_ROUTE_KEY, build_server, scope_principal
 
@@ -78,7 +84,9 @@ class McpEndpoint:
 
     def _principal(self, bearer: str | None, scope: Scope) -> tuple[Actor, Route | None]:
         route = _route_from_query(scope) if self.family is Family.WORKSPACE else None
-        return self.service.authenticate(bearer), route
+        resource = scope.get("state", {}).get(SCOPE_RESOURCE_KEY)
+        resource = resource if isinstance(resource, str) else None
+        return self.service.authenticate(bearer, resource=resource), route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Authenticate, then hand the request to the SDK's streamable HTTP transport."""
@@ -93,14 +101,18 @@ class McpEndpoint:
             await response(scope, receive, send)
             return
         bearer = bearer_from_header(_header(scope, b"authorization"))
+        state: dict[str, Any] = scope.setdefault("state", {})
         try:
             actor, route = await anyio.to_thread.run_sync(self._principal, bearer, scope)
         except TaskError as err:
             name = f"mcp.{self.family.value}"
             await anyio.to_thread.run_sync(self.service.refuse, bearer, name, err)
-            await error_response(err)(scope, receive, send)
+            response = error_response(err)
+            challenge = state.get(SCOPE_CHALLENGE_KEY)
+            if response.status_code == 401 and isinstance(challenge, str):
+                response.headers["WWW-Authenticate"] = challenge
+            await response(scope, receive, send)
             return
-        state: dict[str, Any] = scope.setdefault("state", {})
         state[SCOPE_ACTOR_KEY] = actor
         state[SCOPE_ROUTE_KEY] = route
         await self.manager.handle_request(scope, receive, send)

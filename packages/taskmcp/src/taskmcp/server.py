@@ -31,6 +31,11 @@ from mcp.server.stdio import stdio_server
 from taskcore import Actor, Door, Response, Route, Service, TaskError, __version__
 from taskcore.service import WORKFLOW_PREFIX
 
+from taskmcp import calltime
+from taskmcp.calltime import capped
+from taskmcp.clientlog import on_set_level
+from taskmcp.family import SCOPE_ACTOR_KEY
+from taskmcp.stdio import ScreenedStream
 from taskmcp.tasks import QueueTasks, apply_extension
 from taskmcp.tools import Family, operation_for_tool, tools
 
@@ -44,8 +49,6 @@ __all__ = [
     "scope_principal",
 ]
 
-SCOPE_ACTOR_KEY = "agent_task.actor"
-"""Key under the ASGI scope's ``state`` where the HTTP endpoint leaves the authenticated actor."""
 SCOPE_ROUTE_KEY = "agent_task.route"
 """Key under the ASGI scope's ``state`` where the workspace endpoint leaves the route."""
 
@@ -124,8 +127,18 @@ def _call(
     return service.dispatch(actor, name, arguments, door=Door.MCP, surfaces=family.surfaces)
 
 
-def build_server(service: Service, family: Family, principal: Principal) -> Server[Any]:
+def build_server(
+    service: Service,
+    family: Family,
+    principal: Principal,
+    *,
+    call_seconds: float | None = None,
+) -> Server[Any]:
     """Build the MCP server of ``family`` over ``service``.
+
+    A tool call answers within ``call_seconds`` (default
+    :data:`taskmcp.calltime.TOOL_CALL_MAX_SECONDS`, 45 s); the server
+    answers ``logging/setLevel`` on the 2025-11-25 wire (:mod:`taskmcp.clientlog`).
 
     The queue family also serves the MCP Tasks extension (:mod:`taskmcp.tasks`): durable
     task handles backed by the queue, for clients that declare it. Tools are listed from the
@@ -142,7 +155,7 @@ def build_server(service: Service, family: Family, principal: Principal) -> Serv
             actor, _ = principal(ctx)
         except TaskError:
             return types.ListToolsResult(tools=[])
-        return types.ListToolsResult(tools=tools(service.registry, family, actor))
+        return types.ListToolsResult(tools=tools(service.registry, family, actor, service=service))
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -150,7 +163,14 @@ def build_server(service: Service, family: Family, principal: Principal) -> Serv
         try:
             actor, route = principal(ctx)
             response = await anyio.to_thread.run_sync(
-                _call, service, family, actor, route, params.name, params.arguments
+                _call,
+                service,
+                family,
+                actor,
+                route,
+                params.name,
+                params.arguments,
+                abandon_on_cancel=True,  # the time limit answers; the call finishes alone
             )
         except TaskError as err:
             return _failure(err)
@@ -166,11 +186,25 @@ def build_server(service: Service, family: Family, principal: Principal) -> Serv
     )
     if family is Family.QUEUE:
         apply_extension(server, QueueTasks(service, principal, _failure), on_call_tool)
+    # Every tools/call (the Tasks extension's included) answers within the time limit.
+    entry = server.get_request_handler("tools/call")
+    assert entry is not None
+    server.add_request_handler(
+        "tools/call",
+        types.CallToolRequestParams,
+        capped(entry.handler, _failure, call_seconds or calltime.TOOL_CALL_MAX_SECONDS),
+    )
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, on_set_level)
     return server
 
 
 async def run_stdio(service: Service, family: Family, actor: Actor, route: Route | None) -> None:
-    """Serve ``family`` on stdin/stdout for one local client, as ``actor``, until EOF."""
+    """Serve ``family`` on stdin/stdout for one local client, as ``actor``, until EOF.
+
+    A line that is not JSON is answered ``-32700`` and one that is not a JSON-RPC message
+    ``-32600`` (:class:`~taskmcp.stdio.ScreenedStream`); the SDK alone would drop both.
+    """
     server = build_server(service, family, fixed_principal(actor, route))
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        screened = ScreenedStream(read_stream, write_stream)
+        await server.run(screened, write_stream, server.create_initialization_options())

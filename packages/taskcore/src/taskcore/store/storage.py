@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from taskcore.store.collector_api import CollectorStore
     from taskcore.store.forge_api import ForgeStore
     from taskcore.store.journal_api import JournalStore
+    from taskcore.store.oauth_api import OAuthStore
     from taskcore.store.postgres.storage import PostgresStorage
     from taskcore.store.queue_api import QueueStore
     from taskcore.store.retention_api import RetentionStore
@@ -81,6 +82,7 @@ _COMPONENT_MODULES: tuple[str, ...] = (
     "collector",
     "retention",
     "forge",
+    "oauth",
 )
 
 
@@ -134,6 +136,11 @@ class Transaction(Protocol):
     @property
     def forge(self) -> ForgeStore:
         """Forge settings and the commit-status outbox."""
+        ...
+
+    @property
+    def oauth(self) -> OAuthStore:
+        """OAuth clients, authorization requests, grants and tokens (hashes only)."""
         ...
 
     def prefetch(self, keys: CallKeys) -> None:
@@ -332,6 +339,13 @@ class SqliteTransaction:
         from taskcore.store.sqlite_forge import SqliteForgeStore
 
         return SqliteForgeStore(self.conn)
+
+    @cached_property
+    def oauth(self) -> OAuthStore:
+        """OAuth clients, authorization requests, grants and tokens (hashes only)."""
+        from taskcore.store.sqlite_oauth import SqliteOAuthStore
+
+        return SqliteOAuthStore(self.conn)
 
 
 class SqliteStorage:

@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.store.postgres.migrations_oauth import OAUTH
 from taskcore.store.sqlite import Component, Migration
 
 __all__ = [
@@ -670,6 +671,7 @@ FORGE = Component(
     ),
 )
 
+
 COMPONENTS: tuple[Component, ...] = (
     AUDIT,
     TOKENS,
@@ -679,6 +681,7 @@ COMPONENTS: tuple[Component, ...] = (
     COLLECTOR,
     RETENTION,
     FORGE,
+    OAUTH,
 )
 """Every component, in migration order (the order of ``storage.journal_components``)."""
 

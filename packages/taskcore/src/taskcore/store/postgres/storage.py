@@ -60,6 +60,7 @@ if TYPE_CHECKING:
     from taskcore.store.collector_api import CollectorStore
     from taskcore.store.forge_api import ForgeStore
     from taskcore.store.journal_api import JournalStore
+    from taskcore.store.oauth_api import OAuthStore
     from taskcore.store.queue_api import QueueStore
     from taskcore.store.retention_api import RetentionStore
     from taskcore.store.tokens_api import TokenStore
@@ -191,6 +192,13 @@ class PgTransaction:
         from taskcore.store.postgres.stores import PgForgeStore
 
         return PgForgeStore(self._apsw)
+
+    @cached_property
+    def oauth(self) -> OAuthStore:
+        """OAuth clients, authorization requests, grants and tokens (hashes only)."""
+        from taskcore.store.postgres.stores import PgOAuthStore
+
+        return PgOAuthStore(self._apsw)
 
     def prefetch(self, keys: CallKeys) -> None:
         """Read the rows of one workflow call at once (:mod:`taskcore.store.callrows`).

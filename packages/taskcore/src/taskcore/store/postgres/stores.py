@@ -28,6 +28,7 @@ from taskcore.store.sqlite_authority import SqliteAuthorityStore
 from taskcore.store.sqlite_collector import SqliteCollectorStore
 from taskcore.store.sqlite_forge import SqliteForgeStore
 from taskcore.store.sqlite_journal import SqliteJournalStore
+from taskcore.store.sqlite_oauth import SqliteOAuthStore
 from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
 from taskcore.store.sqlite_retention import SqliteRetentionStore
 from taskcore.store.sqlite_tokens import TOKENS, SqliteTokenStore
@@ -39,6 +40,7 @@ __all__ = [
     "PgCollectorStore",
     "PgForgeStore",
     "PgJournalStore",
+    "PgOAuthStore",
     "PgQueueStore",
     "PgRetentionStore",
     "PgTokenStore",
@@ -137,3 +139,7 @@ class PgRetentionStore(SqliteRetentionStore):
 
 class PgForgeStore(SqliteForgeStore):
     """Forge settings and the outbox (same statements)."""
+
+
+class PgOAuthStore(SqliteOAuthStore):
+    """OAuth clients, requests, grants and tokens: the SQLite statements as they are."""
