@@ -52,6 +52,7 @@ import attrs
 from taskcore.actors import Actor
 from taskcore.audit import AGGREGATED_DIGEST, ANONYMOUS, AuditLog, input_digest
 from taskcore.auth import RecentAdmissions, authenticate_in
+from taskcore.callnote import current_note, noting, valid_traceparent
 from taskcore.clock import Clock, SystemClock
 from taskcore.codec import Codec, default_codec, dumps
 from taskcore.envelope import Route, WorkflowCall, call_workflow, wrap_workflow
@@ -79,6 +80,7 @@ from taskcore.registry import (
     portable_tool_name,
 )
 from taskcore.store.storage import SharedWriteStorage, Storage, Transaction, open_storage
+from taskcore.tracing import Tracer
 
 __all__ = [
     "MCP_TOOL_NAME_PATTERN",
@@ -171,6 +173,7 @@ class Service:
         config: ServiceConfig,
         clock: Clock | None = None,
         registry: Registry | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.storage = storage
         self.config = config
@@ -197,7 +200,9 @@ class Service:
                 keys_max=limits.keys_max,
                 clock=self.clock,
             )
-        self.audit = AuditLog(self.write, self.clock)
+        self.tracer = tracer
+        """One span per call when set (:mod:`taskcore.tracing`); ``None``: no tracing."""
+        self.audit = AuditLog(self.write, self.clock, tracer)
         """The one audit writer of this front door (:mod:`taskcore.audit`)."""
         self._recent = RecentAdmissions(memory_ms=config.admission_memory_ms)
 
@@ -209,6 +214,7 @@ class Service:
         clock: Clock | None = None,
         registry: Registry | None = None,
         init: bool = False,
+        tracer: Tracer | None = None,
         **config: Any,
     ) -> Service:
         """Open (creating if needed) the journal in ``data_dir`` and build a service on it.
@@ -227,7 +233,7 @@ class Service:
         from taskcore.evidence.authority_key import ensure_authority_key
 
         ensure_authority_key(config_obj.data_dir)
-        return cls(storage, config=config_obj, clock=clock, registry=registry)
+        return cls(storage, config=config_obj, clock=clock, registry=registry, tracer=tracer)
 
     def close(self) -> None:
         """Write the aggregated refusals still counted, then release storage."""
@@ -494,8 +500,11 @@ class Service:
         door: Door = Door.IN_PROCESS,
         surfaces: Iterable[Surface] | None = None,
         admitted: Actor | None = None,
+        traceparent: str | None = None,
     ) -> Response:
         """Authenticate ``bearer`` and dispatch; failed authentication is audited too.
+
+        ``traceparent`` is the W3C trace context the caller sent (ignored unless valid).
 
         ``admitted`` is the actor :meth:`admit` returned for this same ``bearer`` moments
         ago. For an operation that runs in the call's write transaction (no ``prepare``, no
@@ -511,7 +520,9 @@ class Service:
         if admitted is not None and _defers_authentication(self.registry.get(name)):
             try:
                 return Response(
-                    self._run(admitted, name, raw, route, door, surfaces, digest, bearer)[1]
+                    self._run(
+                        admitted, name, raw, route, door, surfaces, digest, bearer, traceparent
+                    )[1]
                 )
             except _Lapsed as lapsed:
                 if bearer:
@@ -528,7 +539,14 @@ class Service:
             self._observe(name, door, err.code.value, 0.0)
             raise
         return self.dispatch(
-            actor, name, raw, route=route, door=door, surfaces=surfaces, _digest=digest
+            actor,
+            name,
+            raw,
+            route=route,
+            door=door,
+            surfaces=surfaces,
+            traceparent=traceparent,
+            _digest=digest,
         )
 
     def call_workflow(
@@ -539,9 +557,18 @@ class Service:
         route: Route,
         door: Door = Door.IN_PROCESS,
         operation: str | None = None,
+        traceparent: str | None = None,
     ) -> Response:
         """Run one workflow envelope for ``route`` (:func:`taskcore.envelope.call_workflow`)."""
-        return call_workflow(self, principal, raw, route=route, door=door, operation=operation)
+        return call_workflow(
+            self,
+            principal,
+            raw,
+            route=route,
+            door=door,
+            operation=operation,
+            traceparent=traceparent,
+        )
 
     @staticmethod
     def wrap_workflow(operation: str, result: bytes) -> bytes:
@@ -640,10 +667,23 @@ class Service:
             )
         request = self._decode(op, raw)
         digest = _input_digest(raw)
-        result = op.handler(attrs.evolve(ctx, raw_digest=digest), request)
-        if isinstance(result, CommitThenRefuse):
-            raise result.error
-        self._audit(tx, ctx.actor.token_id, ctx.actor.workspace, op.name, digest, "OK")
+        # The granted call's own event: its own note (status moves), the same trace context.
+        with noting(getattr(current_note(), "traceparent", None), door=ctx.door.value) as note:
+            note.started_ns = time.time_ns()
+            result = op.handler(attrs.evolve(ctx, raw_digest=digest), request)
+            if isinstance(result, CommitThenRefuse):
+                raise result.error
+            self._audit(
+                tx,
+                ctx.actor.token_id,
+                ctx.actor.workspace,
+                op.name,
+                digest,
+                "OK",
+                audit_subject(request, result),
+            )
+            if note.span is not None:
+                note.span.end("OK")
         return json.loads(self._encode(result))
 
     def dispatch(
@@ -655,6 +695,7 @@ class Service:
         route: Route | None = None,
         door: Door = Door.IN_PROCESS,
         surfaces: Iterable[Surface] | None = None,
+        traceparent: str | None = None,
         _digest: str | None = None,
     ) -> Response:
         """Run operation ``name`` for ``actor`` on ``raw`` input; audit exactly once.
@@ -663,8 +704,11 @@ class Service:
         serves queue and admin operations only); an operation outside them is unknown there.
         Raises :class:`TaskError` on any refusal; the refusal is audited before it is raised.
         Each observer in :attr:`observers` then sees the call once (:class:`CallObserved`).
+        ``traceparent``: the caller's W3C trace context (:mod:`taskcore.tracing`).
         """
-        return Response(self._run(actor, name, raw, route, door, surfaces, _digest)[1])
+        return Response(
+            self._run(actor, name, raw, route, door, surfaces, _digest, None, traceparent)[1]
+        )
 
     def invoke(
         self,
@@ -693,22 +737,30 @@ class Service:
         surfaces: Iterable[Surface] | None,
         digest: str | None,
         bearer: str | None = None,
+        traceparent: str | None = None,
     ) -> tuple[Any, bytes]:
         started = time.perf_counter()
         code: str | None = ErrorCode.INTERNAL.value
-        try:
-            outcome = self._dispatch(actor, name, raw, route, door, surfaces, digest, bearer)
-            code = "OK"
-            return outcome
-        except TaskError as err:
-            code = err.code.value
-            raise
-        except _Lapsed:
-            code = None  # observed by ``call``, as a failed authentication
-            raise
-        finally:
-            if code is not None:
-                self._observe(name, door, code, time.perf_counter() - started)
+        incoming = None if traceparent is None else valid_traceparent(traceparent)
+        # The call's note: its task's status moves and its trace (taskcore.callnote).
+        with noting(incoming, door=door.value, started_ns=time.time_ns()) as note:
+            try:
+                outcome = self._dispatch(actor, name, raw, route, door, surfaces, digest, bearer)
+                code = "OK"
+                return outcome
+            except TaskError as err:
+                code = err.code.value
+                raise
+            except _Lapsed as lapsed:
+                code = None  # observed by ``call``, as a failed authentication
+                if note.span is not None:
+                    note.span.end(lapsed.error.code.value)
+                raise
+            finally:
+                if code is not None:
+                    self._observe(name, door, code, time.perf_counter() - started)
+                    if note.span is not None:
+                        note.span.end(code)
 
     def _dispatch(
         self,

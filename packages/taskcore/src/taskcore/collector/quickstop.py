@@ -65,7 +65,7 @@ JOURNAL_NAME = "journal.sqlite"
 """The SQLite journal in a data dir (``taskcore.store.storage.JOURNAL_FILENAME``)."""
 
 JOURNAL_VERSIONS = {
-    "audit": 4,
+    "audit": 5,
     "tokens": 1,
     "queue": 3,
     "authority": 3,

@@ -82,6 +82,23 @@ AUDIT = Component(
             # seq, so no index on at_ms is kept up by every call.
             "DROP INDEX audit_event_at",
         ),
+        Migration(
+            5,
+            # The SQLite twin's migration 5 (issue 25: the audit table is the event log).
+            """
+            ALTER TABLE audit_event ADD COLUMN status_before TEXT COLLATE "C";
+            ALTER TABLE audit_event ADD COLUMN status_after TEXT COLLATE "C";
+            ALTER TABLE audit_event ADD COLUMN traceparent TEXT COLLATE "C";
+            CREATE TABLE audit_task_trace (
+                workspace TEXT COLLATE "C" NOT NULL,
+                task_id TEXT COLLATE "C" NOT NULL,
+                traceparent TEXT COLLATE "C" NOT NULL,
+                at_ms BIGINT NOT NULL,
+                PRIMARY KEY (workspace, task_id)
+            );
+            CREATE INDEX audit_task_trace_at ON audit_task_trace(at_ms);
+            """,
+        ),
     ),
 )
 
