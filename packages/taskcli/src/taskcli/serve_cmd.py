@@ -42,6 +42,7 @@ from taskcore.limits import (
 )
 from taskcore.ratelimit import RateLimits
 from taskcore.retention import RetentionSchedule, default_gate_index, load_retention_config
+from taskcore.tracing import tracer_from_env
 
 from taskcli.common import data_dir_option, fail, resolve_data_dir
 
@@ -198,10 +199,13 @@ def serve_command(
             set_aside = admin.set_aside
             written = admin.first_admin_token()
         retention = load_retention_config(directory)
+        # OpenTelemetry from the standard OTEL_* variables, with the [otel] extra only.
+        tracer = tracer_from_env()
         service = Service.open(
             directory,
             rate_limits=rates,
             session_gate_workspaces=frozenset(session_gate_workspaces),
+            tracer=tracer,
         )
     except TaskError as err:
         fail(err, False)
@@ -256,6 +260,8 @@ def serve_command(
         schedule.stop()
         delivery.stop()
         service.close()
+        if tracer is not None:
+            tracer.shutdown()  # flush the spans still batched
     click.echo("agent-task: stopped", err=True)
 
 

@@ -296,6 +296,7 @@ class _Verb:
                     door=Door.HTTP,
                     surfaces=VERB_SURFACES,
                     admitted=actor,  # authenticated again in the call's own transaction
+                    traceparent=request.headers.get("traceparent"),
                 )
             except TaskError as err:
                 return error_response(err)
@@ -439,10 +440,16 @@ def create_app(
                 body = await read_body(request, limit, held)
             except TaskError as err:
                 return await refuse(bearer, name, err)
-            return await run_workflow(bearer, body, route, upload)
+            return await run_workflow(
+                bearer, body, route, upload, request.headers.get("traceparent")
+            )
 
     async def run_workflow(
-        bearer: str | None, body: bytes, route: TaskRoute, upload: bool
+        bearer: str | None,
+        body: bytes,
+        route: TaskRoute,
+        upload: bool,
+        traceparent: str | None,
     ) -> Response:
         try:
             result = await pool.run(
@@ -452,6 +459,7 @@ def create_app(
                 route=route,
                 door=Door.HTTP,
                 operation=UPLOAD_OPERATION if upload else None,
+                traceparent=traceparent,
             )
         except TaskError as err:
             return error_response(err)

@@ -17,7 +17,14 @@ from typing import Any
 from starlette.responses import JSONResponse
 from taskcore import Actor, Operation, Registry, Surface, TaskError
 
-__all__ = ["MCP_ENVELOPE_OVERHEAD_BYTES", "Family", "error_response", "max_body", "tool_operations"]
+__all__ = [
+    "MCP_ENVELOPE_OVERHEAD_BYTES",
+    "Family",
+    "error_response",
+    "max_body",
+    "tool_operations",
+    "traceparent_of",
+]
 
 MCP_ENVELOPE_OVERHEAD_BYTES = 64 * 1024
 """Room for the JSON-RPC envelope around the largest tool input (ours)."""
@@ -66,3 +73,18 @@ def error_response(err: TaskError) -> JSONResponse:
         status_code=err.code.kind.http_status,
         headers=err.transport_headers() or None,
     )
+
+
+def traceparent_of(ctx: Any) -> str | None:
+    """The W3C trace context an MCP request carries in ``params._meta.traceparent``.
+
+    MCP's convention for OpenTelemetry context propagation; the front door ignores a value
+    that is not a valid ``traceparent``.
+
+    >>> class Ctx: meta = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+    >>> traceparent_of(Ctx())[:5], traceparent_of(object())
+    ('00-4b', None)
+    """
+    meta = getattr(ctx, "meta", None) or {}
+    value = meta.get("traceparent") if isinstance(meta, dict) else None
+    return value if isinstance(value, str) else None

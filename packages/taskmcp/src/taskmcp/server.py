@@ -31,6 +31,7 @@ from mcp.server.stdio import stdio_server
 from taskcore import Actor, Door, Response, Route, Service, TaskError, __version__
 from taskcore.service import WORKFLOW_PREFIX
 
+from taskmcp.family import traceparent_of
 from taskmcp.tasks import QueueTasks, apply_extension
 from taskmcp.tools import Family, operation_for_tool, tools
 
@@ -110,7 +111,13 @@ def _failure(err: TaskError) -> types.CallToolResult:
 
 
 def _call(
-    service: Service, family: Family, actor: Actor, route: Route | None, tool: str, args: Any
+    service: Service,
+    family: Family,
+    actor: Actor,
+    route: Route | None,
+    tool: str,
+    args: Any,
+    traceparent: str | None = None,
 ) -> Response:
     arguments = args if args is not None else {}
     name = operation_for_tool(service.registry, family, tool)
@@ -120,8 +127,12 @@ def _call(
 
             raise TaskError(ErrorCode.BAD_INPUT, "the workspace MCP endpoint needs a route")
         envelope = {"operation": name.removeprefix(WORKFLOW_PREFIX), "request": arguments}
-        return service.call_workflow(actor, envelope, route=route, door=Door.MCP)
-    return service.dispatch(actor, name, arguments, door=Door.MCP, surfaces=family.surfaces)
+        return service.call_workflow(
+            actor, envelope, route=route, door=Door.MCP, traceparent=traceparent
+        )
+    return service.dispatch(
+        actor, name, arguments, door=Door.MCP, surfaces=family.surfaces, traceparent=traceparent
+    )
 
 
 def build_server(service: Service, family: Family, principal: Principal) -> Server[Any]:
@@ -150,7 +161,14 @@ def build_server(service: Service, family: Family, principal: Principal) -> Serv
         try:
             actor, route = principal(ctx)
             response = await anyio.to_thread.run_sync(
-                _call, service, family, actor, route, params.name, params.arguments
+                _call,
+                service,
+                family,
+                actor,
+                route,
+                params.name,
+                params.arguments,
+                traceparent_of(ctx),
             )
         except TaskError as err:
             return _failure(err)

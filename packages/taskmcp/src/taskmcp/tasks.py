@@ -57,6 +57,8 @@ from taskcore.queue.handles import (
     read_handle,
 )
 
+from taskmcp.family import traceparent_of
+
 __all__ = [
     "GATE_META_KEY",
     "TASKS_EXTENSION",
@@ -214,7 +216,13 @@ class QueueTasks(Extension):
         try:
             actor, _ = self.principal(ctx)
             handle = await anyio.to_thread.run_sync(
-                lambda: create_handle(self.service, actor, params.arguments or {}, door=Door.MCP)
+                lambda: create_handle(
+                    self.service,
+                    actor,
+                    params.arguments or {},
+                    door=Door.MCP,
+                    traceparent=traceparent_of(ctx),
+                )
             )
         except TaskError as err:
             return self.failure(err)
