@@ -20,6 +20,7 @@ from taskcore.operator_ops import OperatorDesk, operator_registry
 
 from taskcli.common import data_dir_option, resolve_data_dir
 from taskcli.generate import Call, Shape, command_name, operation_command
+from taskcli.webhook_cmd import webhook_group
 
 __all__ = ["TOKEN_COMMANDS", "TOKEN_PREFIX", "register"]
 
@@ -106,6 +107,7 @@ def _generate(group: click.Group) -> None:
 
 
 _generate(token_group)
+admin_group.add_command(webhook_group)
 
 
 def register(group: click.Group) -> None:

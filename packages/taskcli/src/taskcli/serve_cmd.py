@@ -13,7 +13,9 @@ The transport and rate limits have flags; their defaults are in :mod:`taskcore.l
 
 Beside the HTTP server it runs the forge-status delivery worker
 (:mod:`taskcore.evidence.forge_delivery`), which is idle unless a profile publishes
-statuses. It also serves the operator board at ``/board`` and ``/metrics``, logs one line
+statuses, and the webhook worker (:mod:`taskcore.events.webhook_delivery`), idle until an
+endpoint is added. With the ``[otel]`` extra and the standard ``OTEL_*`` variables, each call
+is a span (:mod:`taskcore.tracing`). It also serves the operator board at ``/board`` and ``/metrics``, logs one line
 per request (``--log-format text|json``) and runs the retention sweep on the schedule of
 ``DATA_DIR/retention.json`` (``interval_minutes``, default 360; 0 turns it off).
 """
@@ -27,6 +29,7 @@ from pathlib import Path
 import click
 from taskcore import ErrorCode, Service, TaskError
 from taskcore.auth import TokenAdmin
+from taskcore.events.webhook_delivery import start_webhook_delivery
 from taskcore.evidence.forge_delivery import start_forge_delivery
 from taskcore.limits import (
     COLLECTOR_ENVELOPE_MAX_BYTES,
@@ -224,6 +227,7 @@ def serve_command(
             err=True,
         )
     delivery = start_forge_delivery(service)
+    webhooks = start_webhook_delivery(service)
     try:
 
         def ready(url: str) -> None:
@@ -259,6 +263,7 @@ def serve_command(
     finally:
         schedule.stop()
         delivery.stop()
+        webhooks.stop()
         service.close()
         if tracer is not None:
             tracer.shutdown()  # flush the spans still batched

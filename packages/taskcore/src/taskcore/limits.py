@@ -43,6 +43,14 @@ __all__ = [
     "DONE_GATE_RECEIPT_MAX_LINES",
     "DONE_GATE_RUNGS",
     "ENVIRONMENT_ALLOWLIST_MAX",
+    "EVENTS_BATCH_MAX",
+    "EVENTS_FILTERS_MAX",
+    "EVENTS_HEARTBEAT_SECONDS",
+    "EVENTS_PATTERN_MAX_CHARS",
+    "EVENTS_POLL_MS",
+    "EVENTS_STREAMS_MAX",
+    "EVENTS_STREAMS_PER_TOKEN",
+    "EVENTS_WRITE_TIMEOUT_SECONDS",
     "EVIDENCE_DIGESTS_MAX",
     "EXT_CHILD_KEYS_MAX",
     "EXT_PROMPT_MAX_CHARS",
@@ -147,6 +155,15 @@ __all__ = [
     "TARGET_MAX_CHARS",
     "TEXT_MAX_CHARS",
     "U64_MAX",
+    "WEBHOOK_BACKOFF_BASE_MS",
+    "WEBHOOK_BACKOFF_CAP_MS",
+    "WEBHOOK_DESCRIPTION_MAX_CHARS",
+    "WEBHOOK_ENDPOINTS_MAX",
+    "WEBHOOK_FANOUT_BATCH",
+    "WEBHOOK_REQUEST_TIMEOUT_SECONDS",
+    "WEBHOOK_RETRY_WINDOW_MS",
+    "WEBHOOK_SECRET_BYTES",
+    "WEBHOOK_URL_MAX_CHARS",
 ]
 
 # -- integers ---------------------------------------------------------------------------------
@@ -447,3 +464,41 @@ JOURNAL_SIZE_LIMIT_BYTES: Final = 64 * 1024 * 1024
 JOURNAL_LOW_SPACE_BYTES: Final = 64 * 1024 * 1024
 """Below this much free space on the journal's file system the WAL is checkpointed after
 every commit, so it never holds more than the space can absorb, bytes (ours)."""
+
+# -- the event stream and webhooks (issue 25) --------------------------------------------------
+EVENTS_STREAMS_PER_TOKEN: Final = 4
+"""``GET /v1/events`` connections one token may hold open at once (ours)."""
+EVENTS_STREAMS_MAX: Final = 256
+"""``GET /v1/events`` connections one server holds open at once; more is 503 (ours)."""
+EVENTS_HEARTBEAT_SECONDS: Final = 15
+"""A stream with nothing to send sends a comment this often, seconds (ours)."""
+EVENTS_BATCH_MAX: Final = 100
+"""Events a stream reads from the journal at once, before it has written them (ours)."""
+EVENTS_WRITE_TIMEOUT_SECONDS: Final = 60
+"""A stream whose reader does not take a batch within this long is closed, seconds (ours)."""
+EVENTS_POLL_MS: Final = 1000
+"""How often a stream looks for events committed by another process (another replica) when
+nothing in its own process woke it, ms (ours)."""
+EVENTS_FILTERS_MAX: Final = 16
+"""Operation patterns one stream or one webhook endpoint may name (ours)."""
+EVENTS_PATTERN_MAX_CHARS: Final = 128
+"""Characters of one operation pattern (``agenttask.*``) (ours)."""
+WEBHOOK_URL_MAX_CHARS: Final = 2048
+"""Characters of a webhook endpoint's URL (ours)."""
+WEBHOOK_DESCRIPTION_MAX_CHARS: Final = 256
+"""Characters of a webhook endpoint's description (ours)."""
+WEBHOOK_ENDPOINTS_MAX: Final = 32
+"""Live webhook endpoints one workspace may have (ours)."""
+WEBHOOK_SECRET_BYTES: Final = 32
+"""Random bytes of a generated ``whsec_`` signing secret (ours; Standard Webhooks asks for
+24 to 64)."""
+WEBHOOK_RETRY_WINDOW_MS: Final = 24 * 60 * 60 * 1000
+"""How long a webhook delivery is retried before it is dead, ms (ours)."""
+WEBHOOK_BACKOFF_BASE_MS: Final = 5_000
+"""The first retry delay of a webhook delivery; each retry doubles it (ours)."""
+WEBHOOK_BACKOFF_CAP_MS: Final = 60 * 60 * 1000
+"""The longest retry delay of a webhook delivery, and of a 429's Retry-After, ms (ours)."""
+WEBHOOK_REQUEST_TIMEOUT_SECONDS: Final = 15
+"""How long one webhook delivery waits for the receiver's answer, seconds (ours)."""
+WEBHOOK_FANOUT_BATCH: Final = 500
+"""Events the webhook fan-out turns into deliveries per transaction (ours)."""

@@ -95,6 +95,7 @@ _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.observe.operations",
     "taskcore.evidence.operations",
     "taskcore.operator_ops",
+    "taskcore.events.operations",
 )
 
 

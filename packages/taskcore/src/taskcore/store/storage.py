@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from taskcore.store.queue_api import QueueStore
     from taskcore.store.retention_api import RetentionStore
     from taskcore.store.tokens_api import TokenStore
+    from taskcore.store.webhooks_api import WebhookStore
 
 __all__ = [
     "DATABASE_ENV",
@@ -77,6 +78,7 @@ _COMPONENT_MODULES: tuple[str, ...] = (
     "collector",
     "retention",
     "forge",
+    "webhooks",
 )
 
 
@@ -130,6 +132,11 @@ class Transaction(Protocol):
     @property
     def forge(self) -> ForgeStore:
         """Forge settings and the commit-status outbox."""
+        ...
+
+    @property
+    def webhooks(self) -> WebhookStore:
+        """Webhook endpoints, their deliveries (the outbox) and the fan-out cursor."""
         ...
 
     def prefetch(self, keys: CallKeys) -> None:
@@ -328,6 +335,13 @@ class SqliteTransaction:
         from taskcore.store.sqlite_forge import SqliteForgeStore
 
         return SqliteForgeStore(self.conn)
+
+    @cached_property
+    def webhooks(self) -> WebhookStore:
+        """Webhook endpoints, their deliveries and the fan-out cursor."""
+        from taskcore.store.sqlite_webhooks import SqliteWebhookStore
+
+        return SqliteWebhookStore(self.conn)
 
 
 class SqliteStorage:

@@ -21,6 +21,7 @@ from typing import Any
 import psycopg
 
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.store.postgres.migrations_events import WEBHOOKS
 from taskcore.store.sqlite import Component, Migration
 
 __all__ = [
@@ -696,6 +697,7 @@ COMPONENTS: tuple[Component, ...] = (
     COLLECTOR,
     RETENTION,
     FORGE,
+    WEBHOOKS,
 )
 """Every component, in migration order (the order of ``storage.journal_components``)."""
 

@@ -63,6 +63,7 @@ if TYPE_CHECKING:
     from taskcore.store.queue_api import QueueStore
     from taskcore.store.retention_api import RetentionStore
     from taskcore.store.tokens_api import TokenStore
+    from taskcore.store.webhooks_api import WebhookStore
 
 __all__ = ["WRITER_LOCK", "PgTransaction", "PostgresStorage", "redact", "split_url"]
 
@@ -191,6 +192,13 @@ class PgTransaction:
         from taskcore.store.postgres.stores import PgForgeStore
 
         return PgForgeStore(self._apsw)
+
+    @cached_property
+    def webhooks(self) -> WebhookStore:
+        """Webhook endpoints, their deliveries and the fan-out cursor."""
+        from taskcore.store.postgres.stores import PgWebhookStore
+
+        return PgWebhookStore(self._apsw)
 
     def prefetch(self, keys: CallKeys) -> None:
         """Read the rows of one workflow call at once (:mod:`taskcore.store.callrows`).

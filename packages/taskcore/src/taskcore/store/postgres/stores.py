@@ -32,6 +32,7 @@ from taskcore.store.sqlite_journal import SqliteJournalStore
 from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
 from taskcore.store.sqlite_retention import SqliteRetentionStore
 from taskcore.store.sqlite_tokens import TOKENS, SqliteTokenStore
+from taskcore.store.sqlite_webhooks import SqliteWebhookStore
 from taskcore.store.tokens_api import TokenRecord
 
 __all__ = [
@@ -171,3 +172,7 @@ class PgRetentionStore(SqliteRetentionStore):
 
 class PgForgeStore(SqliteForgeStore):
     """Forge settings and the outbox (same statements)."""
+
+
+class PgWebhookStore(SqliteWebhookStore):
+    """Webhook endpoints, deliveries and the fan-out cursor (same statements)."""
