@@ -10,6 +10,7 @@ route                                                                  what
 ``POST /mcp``                                                          MCP: queue tools
 ``POST /v1/hub/workspace/mcp?repository=R&profile=P``                  MCP: workflow tools
 ``GET /v1/hub/health``                                                 storage ping, backend, schema
+``GET /v1/events``                                                     the event stream (SSE)
 ``GET /openapi.json``                                                  every route and body
 =====================================================================  ========================
 
@@ -54,6 +55,7 @@ from taskcore.service import WORKFLOW_PREFIX, Surface
 from taskmcp.family import Family, error_response, max_body
 
 from taskhttp.body import JSON, OCTET_STREAM, declared_length, read_body, require_media_type
+from taskhttp.events import EVENTS_PATH, EventsEndpoint
 from taskhttp.limits import BodyBudget, Reservation, TransportLimits
 from taskhttp.metrics import METRICS_PATH, Metrics
 from taskhttp.openapi import (
@@ -518,6 +520,11 @@ def create_app(
         Route(MCP_PATH, _AdmittedMcp(service, mcp, Family.QUEUE, budget, pool)),
         Route(WORKSPACE_MCP_PATH, _AdmittedMcp(service, mcp, Family.WORKSPACE, budget, pool)),
         Route(HEALTH_PATH, health, methods=["GET"]),
+        Route(
+            EVENTS_PATH,
+            EventsEndpoint(service, pool, write_timeout=transport.events_write_timeout),
+            methods=["GET"],
+        ),
         Route(OPENAPI_PATH, openapi, methods=["GET"]),
         Route(METRICS_PATH, Metrics(service).endpoint, methods=["GET"]),
         Mount(BOARD_PATH, app=create_board(service, secure=board_secure)),

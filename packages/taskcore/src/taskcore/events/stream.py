@@ -36,13 +36,13 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
-from taskcore.actors import Actor
+from taskcore.actors import Actor, RiskClass
 from taskcore.codec import dumps
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.events.log import Horizon, event_data, matches, visible
@@ -138,6 +138,8 @@ class EventHub:
     slots: StreamSlots
     heartbeat_s: float = EVENTS_HEARTBEAT_SECONDS
     poll_s: float = EVENTS_POLL_MS / 1000
+    streams: weakref.WeakSet[EventStream] = attrs.field(factory=weakref.WeakSet)
+    """The streams open now (their positions; what /metrics or a test may look at)."""
 
 
 _HUBS: weakref.WeakKeyDictionary[Service, EventHub] = weakref.WeakKeyDictionary()
@@ -174,8 +176,12 @@ class EventStream:
         after: int,
         operations: tuple[str, ...],
         task_ids: frozenset[str] | None,
+        own_reads: bool = True,
+        typed: bool = True,
     ) -> None:
         self.service = service
+        self.own_reads = own_reads
+        self.typed = typed
         self.hub = hub
         self.actor = actor
         self.bearer = bearer
@@ -201,6 +207,10 @@ class EventStream:
             return False
         if not matches(self.operations, event.operation):
             return False
+        if not self.own_reads and event.actor == self.actor.token_id:
+            op = self.service.registry.get(event.operation)
+            if op is not None and op.risk is RiskClass.READ:
+                return False
         return visible(event, self.actor, self._creator_of)
 
     def next_batch(self) -> list[AuditEvent]:
@@ -242,14 +252,16 @@ class EventStream:
         if self.bearer is not None:
             self.service.authenticate(self.bearer)
 
-    @staticmethod
-    def frame(event: AuditEvent) -> bytes:
-        """One SSE message: ``id``, ``event`` (the operation) and ``data`` (one JSON line)."""
+    def frame(self, event: AuditEvent) -> bytes:
+        """One SSE message: ``id``, ``event`` (the operation) and ``data`` (one JSON line).
+
+        An untyped stream leaves ``event`` out (a browser's ``onmessage`` then sees all).
+        """
+        kind = b"\nevent: " + event.operation.encode("utf-8") if self.typed else b""
         return (
             b"id: "
             + str(event.seq).encode()
-            + b"\nevent: "
-            + event.operation.encode("utf-8")
+            + kind
             + b"\ndata: "
             + dumps(event_data(event))
             + b"\n\n"
@@ -280,13 +292,17 @@ def open_events(
     door: Door = Door.HTTP,
     client: str | None = None,
     traceparent: str | None = None,
+    own_reads: bool = True,
+    typed: bool = True,
 ) -> Iterator[EventStream]:
     """Open a stream for ``bearer`` (one audited ``observe.events`` call); hold its slot.
 
     Refusals are :class:`TaskError`, each audited once: the token's (401, 429 from its
     rate), the tier's, the filters' (400, 422), ``EVENTS_EXPIRED`` (410), a token or server
     with every stream slot taken (429, 503). ``client`` is the peer address (the refusal
-    budget of failed authentications, as for every network request).
+    budget of failed authentications, as for every network request). ``own_reads=False``
+    leaves out the token's own reads (the board's page loads: not news to the board);
+    ``typed=False`` leaves out each message's ``event`` line.
     """
     hub = hub_of(service)
     actor = service.admit(bearer, EVENTS_OPERATION, client=client, door=door)
@@ -299,7 +315,7 @@ def open_events(
         opened = service.call(
             bearer, EVENTS_OPERATION, body, door=door, admitted=actor, traceparent=traceparent
         ).json()
-        yield EventStream(
+        stream = EventStream(
             service,
             hub,
             actor,
@@ -307,14 +323,21 @@ def open_events(
             after=int(opened["after"]),
             operations=operations,
             task_ids=None if task_id is None else frozenset({task_id}),
+            own_reads=own_reads,
+            typed=typed,
         )
+        hub.streams.add(stream)
+        try:
+            yield stream
+        finally:
+            hub.streams.discard(stream)
     finally:
         hub.slots.release(actor.token_id)
 
 
 async def event_frames(
     stream: EventStream, run: Run[Any], *, retry_ms: int = 3000
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """The bytes of a stream, forever: batches of events, heartbeats when there are none.
 
     ``run`` runs a blocking read off the event loop. The consumer writes each chunk before
@@ -330,7 +353,7 @@ async def event_frames(
         batch = await run(stream.next_batch)
         now = time.monotonic()
         if batch:
-            yield b"".join(EventStream.frame(e) for e in batch)
+            yield b"".join(stream.frame(e) for e in batch)
             last_sent = now
             continue
         if now - last_check >= hub.heartbeat_s:
