@@ -51,3 +51,80 @@ def test_a_database_url_must_be_postgresql(tmp_path):
     result = agent_task("db", "status", "--data-dir", str(tmp_path), "--database", "mysql://x/y")
     assert result.exit_code == 2
     assert "postgresql://" in result.output
+
+
+# -- backup, restore, verify ------------------------------------------------------------------
+
+
+@pytest.mark.backend_only("sqlite", reason="the SQLite journal is the file backed up")
+def test_backup_restore_verify_round_trip(tmp_path, backend):
+    data = _journal(tmp_path / "d")
+    backup = agent_task(
+        "db", "backup", "--to", str(tmp_path / "b.sqlite"), "--data-dir", str(data), "--json"
+    )
+    assert backup.exit_code == 0, backup.output
+    assert backup.stdout.count("\n") == 1  # one compact document
+    report = json.loads(backup.stdout)
+    assert report["file"] == str(tmp_path / "b.sqlite")
+    assert report["schema"]["queue"] >= 1
+    human = agent_task(
+        "db", "verify", "--file", str(tmp_path / "b.sqlite"), "--data-dir", str(data)
+    )
+    assert human.exit_code == 0, human.output
+    assert human.stdout.startswith("ok: sqlite")
+    assert "ok  integrity: ok" in human.stdout
+    restored = agent_task("db", "restore", str(tmp_path / "b.sqlite"), "--data-dir", str(data))
+    assert restored.exit_code == 0, restored.output
+    assert "kept the replaced journal: " in restored.stdout
+    verified = agent_task("db", "verify", "--data-dir", str(data), "--json")
+    assert verified.exit_code == 0
+    assert json.loads(verified.stdout)["ok"] is True
+
+
+@pytest.mark.backend_only("sqlite", reason="a hole in SQLite's rowid sequence")
+def test_verify_prints_the_report_then_exits_8_when_a_check_fails(tmp_path, backend):
+    import apsw
+
+    data = _journal(tmp_path / "d")
+    for _ in range(3):
+        assert agent_task("admin", "token", "create", "--workspace", "w", "--tier", "agent",
+                          "--data-dir", str(data)).exit_code == 0  # fmt: skip
+    conn = apsw.Connection(str(data / "journal.sqlite"))
+    conn.execute("DELETE FROM audit_event WHERE seq = 2")
+    conn.close()
+    result = agent_task("db", "verify", "--data-dir", str(data))
+    assert result.exit_code == 8
+    assert result.stdout.startswith("FAILED: sqlite")
+    assert "BAD audit_sequence" in result.stdout
+    assert "[INTEGRITY_FAILURE]" in result.stderr
+
+
+@pytest.mark.backend_only("sqlite", reason="the data-dir hold is the SQLite journal's")
+def test_restore_is_refused_while_a_service_holds_the_journal(tmp_path, backend):
+    from taskcore.service import Service
+
+    data = _journal(tmp_path / "d")
+    assert (
+        agent_task("db", "backup", "--to", str(tmp_path / "b"), "--data-dir", str(data)).exit_code
+        == 0
+    )
+    service = Service.open(data)
+    try:
+        result = agent_task("db", "restore", str(tmp_path / "b"), "--data-dir", str(data), "--json")
+        assert result.exit_code == 6
+        assert json.loads(result.stderr)["code"] == "JOURNAL_IN_USE"
+    finally:
+        service.close()
+
+
+@pytest.mark.backend_only("postgresql", reason="PostgreSQL's backup is pg_dump")
+def test_backup_on_postgresql_prints_the_pg_dump_line(tmp_path, backend):
+    result = agent_task(
+        "db", "backup", "--to", str(tmp_path / "b.dump"), "--data-dir", str(tmp_path)
+    )
+    assert result.exit_code == 3
+    assert "pg_dump --format=custom --no-owner --no-privileges --file" in result.stderr
+    assert "[BAD_INPUT]" in result.stderr
+    verify = agent_task("db", "verify", "--data-dir", str(_journal(tmp_path / "d")), "--json")
+    assert verify.exit_code == 0, verify.output
+    assert json.loads(verify.stdout)["backend"] == "postgresql"

@@ -130,7 +130,7 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "db": (
         "db_cmd",
-        "The journal's schema: migrate it, or show its backend and versions.",
+        "The journal: migrate it, show its versions, back it up, restore it, verify it.",
     ),
 }
 

@@ -139,6 +139,9 @@ class ErrorCode(enum.Enum):
     GRANT_CONSUMED = ("GRANT_CONSUMED", ErrorKind.CONFLICT)
     GRANT_VOIDED = ("GRANT_VOIDED", ErrorKind.CONFLICT)
     NOT_ADMITTED = ("NOT_ADMITTED", ErrorKind.CONFLICT)
+    # A process holds the journal of the data directory (a running service, a command) while
+    # a restore would replace it, or a restore holds it while a process would open it.
+    JOURNAL_IN_USE = ("JOURNAL_IN_USE", ErrorKind.CONFLICT)
     # An event id older than what retention keeps (GET /v1/events with Last-Event-ID): the
     # events after it are gone; details.oldestId names the oldest still held.
     EVENTS_EXPIRED = ("EVENTS_EXPIRED", ErrorKind.GONE)

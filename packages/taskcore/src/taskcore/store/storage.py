@@ -32,6 +32,7 @@ import apsw
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.datadir import JOURNAL_NAME, check_new_journal
 from taskcore.store.groupcommit import GroupCommit
+from taskcore.store.journal_file import hold_shared, release
 from taskcore.store.rowcache import CommittedRows
 from taskcore.store.sqlite import Component, SqliteDatabase
 
@@ -358,8 +359,12 @@ class SqliteStorage:
 
     backend = "sqlite"
 
-    def __init__(self, db: SqliteDatabase, *, set_aside: tuple[Path, ...] = ()) -> None:
+    def __init__(
+        self, db: SqliteDatabase, *, set_aside: tuple[Path, ...] = (), hold: int | None = None
+    ) -> None:
         self.db = db
+        self.hold = hold
+        """The shared hold on the data directory's journal (:mod:`taskcore.store.journal_file`)."""
         self.writer = GroupCommit(db)
         """The group-commit writer every :meth:`write` goes through."""
         self.committed = CommittedRows()
@@ -420,6 +425,8 @@ class SqliteStorage:
         with self._transactions_lock:
             self._transactions.clear()
         self.db.close()
+        release(self.hold)
+        self.hold = None
 
 
 def database_url(database: str | None = None) -> str | None:
@@ -509,11 +516,19 @@ def _directory_lock(data_dir: Path) -> Iterator[None]:
 def _open_sqlite(
     data_dir: Path, create: bool, readonly: bool, busy_timeout_ms: int
 ) -> SqliteStorage:
-    db = SqliteDatabase(
-        data_dir / JOURNAL_FILENAME,
-        journal_components(),
-        create=create,
-        readonly=readonly,
-        busy_timeout_ms=busy_timeout_ms,
-    )
-    return SqliteStorage(db)
+    # The hold comes first (a restore in progress is refused before the file is read) and
+    # only where a journal is or will be: a read-only open of nothing creates no lock file.
+    exists = create or (data_dir / JOURNAL_FILENAME).exists()
+    hold = hold_shared(data_dir, create=not readonly and exists)
+    try:
+        db = SqliteDatabase(
+            data_dir / JOURNAL_FILENAME,
+            journal_components(),
+            create=create,
+            readonly=readonly,
+            busy_timeout_ms=busy_timeout_ms,
+        )
+    except BaseException:
+        release(hold)
+        raise
+    return SqliteStorage(db, hold=hold)
