@@ -201,7 +201,7 @@ class CallContext:
         """
         if self.tx is None:
             return self.service.storage
-        return JoinedStorage(self.tx)
+        return JoinedStorage(self.tx, wakeup=self.service.storage.wakeup)
 
 
 Handler = Callable[[CallContext, Any], Any]

@@ -30,6 +30,7 @@ from taskcore.store.queue_api import QueueCount, TaskRecord
 from taskcore.store.sqlite_queue_rows import EXTS, GATES, PHASES, QueueRows, is_unique
 from taskcore.store.sqlite_queue_schema import COMPONENT
 from taskcore.store.tables import Table
+from taskcore.store.wakeup import queue_topic
 
 __all__ = ["COMPONENT", "EXTS", "GATES", "PHASES", "TASKS", "SqliteQueueStore"]
 
@@ -110,6 +111,17 @@ def _claim_sql(ceilings: int, by_verb: bool) -> str:
     return f"{_TASK_SELECT} WHERE seq = (SELECT seq FROM ({union}) {_ORDER})"  # noqa: S608
 
 
+_QUEUED = "QUEUED"
+
+
+def may_free(before: TaskRecord | None, after: TaskRecord) -> bool:
+    """Whether writing ``after`` over ``before`` may make a task claimable (then signal).
+
+    A task (re)entering ``QUEUED``: released, requeued, force-requeued, approved.
+    """
+    return after.status == _QUEUED and (before is None or before.status != _QUEUED)
+
+
 class SqliteQueueStore(QueueRows):
     """The queue tables on one apsw connection (inside the caller's transaction)."""
 
@@ -123,6 +135,8 @@ class SqliteQueueStore(QueueRows):
                 raise  # a CHECK backstop tripped: a bug, never an input error
             raise TaskError(ErrorCode.ALREADY_EXISTS, "a task with this id exists") from None
         seq = int(self._conn.last_insert_rowid())
+        if task.status == _QUEUED:
+            self._signal(queue_topic(task.workspace))
         return attrs.evolve(task, seq=seq)
 
     def get_task(self, workspace: str, task_id: str) -> TaskRecord | None:
@@ -140,7 +154,7 @@ class SqliteQueueStore(QueueRows):
         if before is None:
             values = tuple(getattr(task, c) for c in _TASK_MUTABLE)
             self._conn.execute(_TASK_UPDATE, (*values, task.workspace, task.task_id, task.version))
-            return bool(self._conn.changes() == 1)
+            return self._written(None, task)
         if (before.workspace, before.task_id, before.version + 1) != (
             task.workspace,
             task.task_id,
@@ -152,7 +166,15 @@ class SqliteQueueStore(QueueRows):
         self._conn.execute(
             _task_update_sql(changed), (*values, task.workspace, task.task_id, before.version)
         )
-        return bool(self._conn.changes() == 1)
+        return self._written(before, task)
+
+    def _written(self, before: TaskRecord | None, task: TaskRecord) -> bool:
+        """Whether the update wrote its row; signal the workspace if that may free a task."""
+        if self._conn.changes() != 1:
+            return False
+        if may_free(before, task):
+            self._signal(queue_topic(task.workspace))
+        return True
 
     def best_claimable(
         self, workspace: str, *, max_autonomy: int, autonomy: int, verb: str | None, now_ms: int

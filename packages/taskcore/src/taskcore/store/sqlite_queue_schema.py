@@ -179,5 +179,16 @@ COMPONENT = Component(
                     OR status = 'CANCELLED';
             """,
         ),
+        Migration(
+            4,
+            # The wake-up counter: bumped in every transaction that may make a task of the
+            # workspace claimable, read by other processes' watches (store/sqlite_wakeup.py).
+            """
+            CREATE TABLE queue_signal (
+                workspace TEXT PRIMARY KEY,
+                generation INTEGER NOT NULL CHECK (generation >= 1)
+            ) STRICT;
+            """,
+        ),
     ),
 )
