@@ -193,6 +193,15 @@ class SqliteQueueStore(QueueRows):
         best = self._one(_claim_sql(len(ceilings), verb is not None), tuple(args))
         return None if best is None else TASKS.from_row(best)
 
+    def next_due(self, workspace: str, now_ms: int) -> int | None:
+        """The earliest time after ``now_ms`` a task may become claimable by time alone."""
+        row = self._one(
+            "SELECT min(lease_expires_at_ms) FROM queue_task INDEXED BY queue_task_leases "
+            "WHERE workspace = ? AND status = 'LEASED' AND lease_expires_at_ms > ?",
+            (workspace, now_ms),
+        )
+        return None if row is None or row[0] is None else int(row[0])
+
     def list_tasks(
         self,
         workspace: str,
