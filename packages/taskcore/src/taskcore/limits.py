@@ -22,12 +22,20 @@ __all__ = [
     "ARGV_MAX",
     "ASSERTION_MAX_BYTES",
     "AUDIT_VERB_MAX_CHARS",
+    "BACKOFF_INITIAL_DEFAULT_MS",
+    "BACKOFF_MAX_DEFAULT_MS",
+    "BACKOFF_MAX_MS",
+    "BACKOFF_MULTIPLIER_DEFAULT",
+    "BACKOFF_MULTIPLIER_MAX",
     "CAPABILITY_MAX_CHARS",
     "CHECKPOINT_OUTPUTS_MAX_BYTES",
     "CHECKPOINT_PRUNE_DEFAULT_DAYS",
     "CHECKPOINT_PRUNE_MAX_DAYS",
     "CHECKPOINT_STATE_MAX_BYTES",
     "CHECKPOINT_WRITE_BODY_MAX_BYTES",
+    "CLAIM_WAITERS_MAX",
+    "CLAIM_WAITERS_PER_TOKEN",
+    "CLAIM_WAIT_MAX_MS",
     "COLLECTOR_ENVELOPE_MAX_BYTES",
     "COLLECTOR_HEADER_MAX_BYTES",
     "COLLECTOR_RECORD_MAX_BYTES",
@@ -36,7 +44,11 @@ __all__ = [
     "COMMAND_STREAM_CAP_DEFAULT_BYTES",
     "COMMAND_STREAM_CAP_MAX_BYTES",
     "COMMAND_TIMEOUT_MAX_MS",
+    "CONCURRENCY_LIMIT_DEFAULT",
+    "CONCURRENCY_LIMIT_MAX",
     "CONTEXT_MAX_BYTES",
+    "CREATE_MANY_BODY_MAX_BYTES",
+    "CREATE_MANY_MAX",
     "CRITERIA_MAX",
     "DEPENDENCIES_MAX",
     "DONE_GATE_BUDGET",
@@ -102,6 +114,7 @@ __all__ = [
     "MATTER_READERS_MAX",
     "MAX_AGENT_TASK_DEPTH",
     "MAX_LEASE_EXTENSIONS",
+    "MCP_PROGRESS_INTERVAL_MS",
     "MCP_TASK_POLL_INTERVAL_MS",
     "NAMED_REFERENCES_MAX",
     "OBSERVE_ATTEMPTS_MAX",
@@ -112,6 +125,11 @@ __all__ = [
     "PATH_MAX_CHARS",
     "QUALIFICATION_FAILURES_MAX",
     "QUALIFICATION_TIMEOUT_SECONDS",
+    "QUEUE_AFTER_MAX",
+    "QUEUE_ATTEMPTS_MAX",
+    "QUEUE_BULK_MAX",
+    "QUEUE_DELAY_MAX_MS",
+    "QUEUE_KEY_MAX_CHARS",
     "QUEUE_LIST_DEFAULT",
     "QUEUE_LIST_MAX",
     "QUEUE_PAYLOAD_MAX_BYTES",
@@ -155,6 +173,8 @@ __all__ = [
     "TARGET_MAX_CHARS",
     "TEXT_MAX_CHARS",
     "U64_MAX",
+    "UNIQUE_FOR_MAX_MS",
+    "WAKE_POLL_MS",
     "WEBHOOK_BACKOFF_BASE_MS",
     "WEBHOOK_BACKOFF_CAP_MS",
     "WEBHOOK_DESCRIPTION_MAX_CHARS",
@@ -322,6 +342,46 @@ CHECKPOINT_WRITE_BODY_MAX_BYTES: Final = (
 """Request body of ``agenttask.checkpoint.write``: state + outputs + envelope, bytes (ours)."""
 QUEUE_VERBS_MAX: Final = 1024
 """Carrier verbs an admin may register in one workspace (ours)."""
+CLAIM_WAIT_MAX_MS: Final = 30_000
+"""Longest ``waitMs`` of a waiting ``agenttask.claimNext``, in milliseconds (ours, issue 28)."""
+CLAIM_WAITERS_PER_TOKEN: Final = 256
+"""Waiting claims one token may hold open on one server at once; more is refused (ours)."""
+CLAIM_WAITERS_MAX: Final = 4096
+"""Waiting claims one server holds open at once; more is refused (ours)."""
+WAKE_POLL_MS: Final = 5
+"""How often a SQLite journal is checked for other processes' commits while someone waits (ours)."""
+MCP_PROGRESS_INTERVAL_MS: Final = 5_000
+"""How often a waiting MCP tool call reports progress to a client that asked (ours; <= 10 s)."""
+QUEUE_DELAY_MAX_MS: Final = 365 * 24 * 60 * 60 * 1000
+"""Longest ``delayMs`` (and furthest ``runAt`` ahead) of a queue task, in milliseconds (ours)."""
+QUEUE_ATTEMPTS_MAX: Final = 1000
+"""Largest ``maxAttempts`` of a queue task (ours)."""
+BACKOFF_INITIAL_DEFAULT_MS: Final = 1_000
+"""Back-off before the first retry when ``backoff`` is not given, in milliseconds (ours)."""
+BACKOFF_MAX_DEFAULT_MS: Final = 60 * 60 * 1000
+"""Longest back-off when ``backoff`` is not given, in milliseconds (ours)."""
+BACKOFF_MULTIPLIER_DEFAULT: Final = 2.0
+"""Growth of the back-off per attempt when ``backoff`` is not given (ours)."""
+BACKOFF_MAX_MS: Final = 7 * 24 * 60 * 60 * 1000
+"""Largest ``backoff.initialMs`` / ``backoff.maxMs``, in milliseconds (ours)."""
+BACKOFF_MULTIPLIER_MAX: Final = 100.0
+"""Largest ``backoff.multiplier`` (ours)."""
+QUEUE_KEY_MAX_CHARS: Final = 256
+"""Longest ``uniqueKey`` or ``concurrencyKey`` (ours)."""
+UNIQUE_FOR_MAX_MS: Final = 365 * 24 * 60 * 60 * 1000
+"""Longest ``uniqueFor`` window past a task's end, in milliseconds (ours)."""
+CONCURRENCY_LIMIT_DEFAULT: Final = 1
+"""Leased tasks a ``concurrencyKey`` admits until ``agenttask.limit.set`` says otherwise (ours)."""
+CONCURRENCY_LIMIT_MAX: Final = 100_000
+"""Largest ``max`` of ``agenttask.limit.set`` (ours)."""
+QUEUE_AFTER_MAX: Final = 32
+"""Tasks one queue task may wait for (``after``) (ours, issue 28: 32)."""
+CREATE_MANY_MAX: Final = 500
+"""Tasks one ``agenttask.createMany`` creates, all or nothing (ours, issue 28: 500)."""
+CREATE_MANY_BODY_MAX_BYTES: Final = 8 * 1024 * 1024
+"""Request body of ``agenttask.createMany``, bytes (ours)."""
+QUEUE_BULK_MAX: Final = 1000
+"""Tasks one bulk requeue or cancel changes; the answer says whether more match (ours)."""
 MATTER_READERS_MAX: Final = 1024
 """Readers granted on one matter (ours)."""
 EXT_TITLE_MAX_CHARS: Final = 1024

@@ -57,7 +57,7 @@ from taskcore.clock import Clock, SystemClock
 from taskcore.codec import Codec, default_codec, dumps
 from taskcore.envelope import Route, WorkflowCall, call_workflow, wrap_workflow
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import ADMISSION_MEMORY_MS
+from taskcore.limits import ADMISSION_MEMORY_MS, CLAIM_WAITERS_MAX, CLAIM_WAITERS_PER_TOKEN
 from taskcore.names import WORKFLOW_PREFIX
 from taskcore.ratelimit import RateLimiter, RateLimits
 from taskcore.registry import (
@@ -65,6 +65,7 @@ from taskcore.registry import (
     WORKFLOW_OPERATION_PATTERN,
     CallContext,
     CallObserved,
+    CallPending,
     CommitThenRefuse,
     Door,
     Handler,
@@ -74,6 +75,7 @@ from taskcore.registry import (
     Response,
     Surface,
     TxMode,
+    Wait,
     audit_subject,
     audit_workspace,
     default_registry,
@@ -81,6 +83,7 @@ from taskcore.registry import (
 )
 from taskcore.store.storage import SharedWriteStorage, Storage, Transaction, open_storage
 from taskcore.tracing import Tracer
+from taskcore.waiting import WaitingCall, WaitSlots, wait_blocking
 
 __all__ = [
     "MCP_TOOL_NAME_PATTERN",
@@ -88,6 +91,7 @@ __all__ = [
     "WORKFLOW_PREFIX",
     "CallContext",
     "CallObserved",
+    "CallPending",
     "CommitThenRefuse",
     "Door",
     "Handler",
@@ -100,6 +104,8 @@ __all__ = [
     "ServiceConfig",
     "Surface",
     "TxMode",
+    "Wait",
+    "WaitingCall",
     "WorkflowCall",
     "audit_subject",
     "audit_workspace",
@@ -127,6 +133,8 @@ class ServiceConfig:
     rate_limits: RateLimits | None = None
     session_gate_workspaces: frozenset[str] | None = frozenset()
     admission_memory_ms: int = ADMISSION_MEMORY_MS
+    claim_waiters_per_token: int = CLAIM_WAITERS_PER_TOKEN
+    claim_waiters_max: int = CLAIM_WAITERS_MAX
 
 
 _input_digest = input_digest
@@ -208,6 +216,10 @@ class Service:
         self.audit = AuditLog(self.write, self.clock, tracer)
         """The one audit writer of this front door (:mod:`taskcore.audit`)."""
         self._recent = RecentAdmissions(memory_ms=config.admission_memory_ms)
+        self.waiters = WaitSlots(
+            per_token=config.claim_waiters_per_token, total=config.claim_waiters_max
+        )
+        """The bounds on waiting calls (:mod:`taskcore.waiting`), per token and in all."""
 
     @classmethod
     def open(
@@ -509,6 +521,7 @@ class Service:
         surfaces: Iterable[Surface] | None = None,
         admitted: Actor | None = None,
         traceparent: str | None = None,
+        waiting: WaitingCall | None = None,
     ) -> Response:
         """Authenticate ``bearer`` and dispatch; failed authentication is audited too.
 
@@ -523,13 +536,27 @@ class Service:
         authentication finds it (a refusal of the request itself, found before the
         transaction, first authenticates the bearer again so that a revoked token is still
         what is reported). Any other operation authenticates as without ``admitted``.
+
+        ``waiting`` is the :class:`~taskcore.waiting.WaitingCall` of an adapter that waits
+        itself (:func:`taskcore.waiting.wait_async`): an attempt with nothing to answer yet
+        raises :class:`CallPending`. Without it, a call of an operation that ``waits`` blocks
+        this thread until it answers (:func:`taskcore.waiting.wait_blocking`).
         """
         digest = _input_digest(raw)
         if admitted is not None and _defers_authentication(self.registry.get(name)):
             try:
                 return Response(
                     self._run(
-                        admitted, name, raw, route, door, surfaces, digest, bearer, traceparent
+                        admitted,
+                        name,
+                        raw,
+                        route,
+                        door,
+                        surfaces,
+                        digest,
+                        bearer,
+                        waiting=waiting,
+                        traceparent=traceparent,
                     )[1]
                 )
             except _Lapsed as lapsed:
@@ -555,6 +582,7 @@ class Service:
             surfaces=surfaces,
             traceparent=traceparent,
             _digest=digest,
+            waiting=waiting,
         )
 
     def call_workflow(
@@ -705,6 +733,7 @@ class Service:
         surfaces: Iterable[Surface] | None = None,
         traceparent: str | None = None,
         _digest: str | None = None,
+        waiting: WaitingCall | None = None,
     ) -> Response:
         """Run operation ``name`` for ``actor`` on ``raw`` input; audit exactly once.
 
@@ -712,11 +741,28 @@ class Service:
         serves queue and admin operations only); an operation outside them is unknown there.
         Raises :class:`TaskError` on any refusal; the refusal is audited before it is raised.
         Each observer in :attr:`observers` then sees the call once (:class:`CallObserved`).
-        ``traceparent``: the caller's W3C trace context (:mod:`taskcore.tracing`).
+        ``traceparent``: the caller's W3C trace context (:mod:`taskcore.tracing`); ``waiting``
+        as for :meth:`call`.
         """
         return Response(
-            self._run(actor, name, raw, route, door, surfaces, _digest, None, traceparent)[1]
+            self._run(
+                actor,
+                name,
+                raw,
+                route,
+                door,
+                surfaces,
+                _digest,
+                None,
+                waiting=waiting,
+                traceparent=traceparent,
+            )[1]
         )
+
+    def _waits(self, name: str) -> bool:
+        """Whether ``name`` is an operation that may wait (see :attr:`Operation.waits`)."""
+        op = self.registry.get(name)
+        return op is not None and op.waits
 
     def invoke(
         self,
@@ -745,15 +791,25 @@ class Service:
         surfaces: Iterable[Surface] | None,
         digest: str | None,
         bearer: str | None = None,
+        waiting: WaitingCall | None = None,
         traceparent: str | None = None,
     ) -> tuple[Any, bytes]:
+        if waiting is None and self._waits(name):  # an in-process caller: wait in its thread
+            return wait_blocking(
+                self,
+                lambda w: self._run(
+                    actor, name, raw, route, door, surfaces, digest, bearer, w, traceparent
+                ),
+            )
         started = time.perf_counter()
         code: str | None = ErrorCode.INTERNAL.value
         incoming = None if traceparent is None else valid_traceparent(traceparent)
         # The call's note: its task's status moves and its trace (taskcore.callnote).
         with noting(incoming, door=door.value, started_ns=time.time_ns()) as note:
             try:
-                outcome = self._dispatch(actor, name, raw, route, door, surfaces, digest, bearer)
+                outcome = self._dispatch(
+                    actor, name, raw, route, door, surfaces, digest, bearer, waiting
+                )
                 code = "OK"
                 return outcome
             except TaskError as err:
@@ -763,6 +819,9 @@ class Service:
                 code = None  # observed by ``call``, as a failed authentication
                 if note.span is not None:
                     note.span.end(lapsed.error.code.value)
+                raise
+            except CallPending:
+                code = None  # observed by the answering attempt
                 raise
             finally:
                 if code is not None:
@@ -780,11 +839,14 @@ class Service:
         surfaces: Iterable[Surface] | None,
         _digest: str | None,
         bearer: str | None = None,
+        waiting: WaitingCall | None = None,
     ) -> tuple[Any, bytes]:
         """Check, decode, run and audit one call (see :meth:`dispatch`).
 
         ``bearer`` is set when ``actor`` was admitted and the bearer is to be authenticated
-        in the call's transaction (:meth:`call`); a failure raises :class:`_Lapsed`.
+        in the call's transaction (:meth:`call`); a failure raises :class:`_Lapsed`. A
+        handler's :class:`Wait` rolls the transaction back and raises :class:`CallPending`
+        (nothing written, nothing audited: the attempt that answers is audited).
         """
         digest = _digest or _input_digest(raw)
         wanted = None if surfaces is None else frozenset(surfaces)
@@ -837,9 +899,17 @@ class Service:
                         if record is not None and record.revoked_at_ms is not None:
                             raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
                     ctx = CallContext(
-                        service=self, actor=actor, tx=tx, route=route, door=door, raw_digest=digest
+                        service=self,
+                        actor=actor,
+                        tx=tx,
+                        route=route,
+                        door=door,
+                        raw_digest=digest,
+                        waiting=waiting,
                     )
                     result = op.handler(ctx, prepared)
+                    if isinstance(result, Wait):
+                        raise CallPending(result)  # rolls the attempt back, unaudited
                     if isinstance(result, CommitThenRefuse):
                         refusal = result.error
                         outcome, body = refusal.code.value, b""
@@ -857,7 +927,7 @@ class Service:
         except TaskError as err:
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, err, subject)
             raise
-        except _Lapsed:
+        except (_Lapsed, CallPending):
             raise
         except Exception as exc:  # a handler bug must not become a traceback
             failure = TaskError(

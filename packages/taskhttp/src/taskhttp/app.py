@@ -46,13 +46,15 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from taskboard import BOARD_PATH, create_board
-from taskcore import Door, ErrorCode, Service, TaskError
+from taskcore import Actor, Door, ErrorCode, Service, TaskError
+from taskcore import Response as TaskResponse
 from taskcore import Route as TaskRoute
 from taskcore.auth import bearer_from_header
 from taskcore.codec import dumps, parse_json
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES, JSON_MAX_DEPTH, REQUEST_BODY_MAX_BYTES
 from taskcore.service import WORKFLOW_PREFIX, Surface
-from taskmcp.family import Family, error_response, max_body
+from taskcore.waiting import WaitingCall, wait_async
+from taskmcp.family import SCOPE_STREAM_KEY, Family, error_response, max_body, wants_stream
 
 from taskhttp.body import JSON, OCTET_STREAM, declared_length, read_body, require_media_type
 from taskhttp.events import EVENTS_PATH, EventsEndpoint
@@ -231,10 +233,12 @@ class _AdmittedMcp:
                 body = await read_body(request, self.max_body, held)
                 # The SDK accepts NaN, Infinity, 1e400 and duplicate keys (the last wins);
                 # the JSON-RPC envelope adds two levels above the tool arguments.
-                parse_json(body, max_bytes=self.max_body, max_depth=JSON_MAX_DEPTH + 2)
+                message = parse_json(body, max_bytes=self.max_body, max_depth=JSON_MAX_DEPTH + 2)
             except TaskError as err:
                 await self.refuse(bearer, err, scope, receive, send)
                 return
+            if wants_stream(message, request.headers.get("accept")):
+                scope.setdefault("state", {})[SCOPE_STREAM_KEY] = True
             endpoint = await self.mcp.endpoint(self.family)
             await endpoint(scope, _replay(body, receive), send)
 
@@ -289,6 +293,9 @@ class _Verb:
             except TaskError as err:
                 await self.pool.run(service.refuse, bearer, name, err)
                 return error_response(err)
+            if op is not None and op.waits:
+                held.release()  # a waiting call holds no share of the body budget
+                return await self.waiting(request, bearer, name, body, actor)
             try:
                 result = await self.pool.run(
                     service.call,
@@ -305,6 +312,45 @@ class _Verb:
         finally:
             held.release()
         return _ok(result.body)
+
+    async def waiting(
+        self, request: Request, bearer: str | None, name: str, body: bytes, actor: Actor
+    ) -> Response:
+        """A call that may wait (``claimNext`` with ``waitMs``), holding no thread meanwhile.
+
+        Each attempt runs in a worker thread, the waits on the event loop
+        (:func:`taskcore.waiting.wait_async`); a client that disconnects ends the wait, and
+        the last attempt takes nothing.
+        """
+        service = self.service
+
+        def attempt(waiting: WaitingCall) -> Awaitable[TaskResponse]:
+            return self.pool.run(
+                service.call,
+                bearer,
+                name,
+                body,
+                door=Door.HTTP,
+                surfaces=VERB_SURFACES,
+                admitted=actor,
+                waiting=waiting,
+            )
+
+        try:
+            result = await wait_async(
+                service,
+                attempt,
+                gone=lambda: _disconnected(request.receive),
+            )
+        except TaskError as err:
+            return error_response(err)
+        return _ok(result.body)
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Return when the client closes the connection (its request body was read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 class _App(Starlette):

@@ -19,11 +19,13 @@ from taskcore import Actor, Operation, Registry, Surface, TaskError
 
 __all__ = [
     "MCP_ENVELOPE_OVERHEAD_BYTES",
+    "SCOPE_STREAM_KEY",
     "Family",
     "error_response",
     "max_body",
     "tool_operations",
     "traceparent_of",
+    "wants_stream",
 ]
 
 MCP_ENVELOPE_OVERHEAD_BYTES = 64 * 1024
@@ -73,6 +75,35 @@ def error_response(err: TaskError) -> JSONResponse:
         status_code=err.code.kind.http_status,
         headers=err.transport_headers() or None,
     )
+
+
+SCOPE_STREAM_KEY = "agent_task.stream"
+"""Key under the ASGI scope's ``state``: answer this POST as an event stream (JSON otherwise)."""
+
+
+def wants_stream(message: Any, accept: str | None) -> bool:
+    """Whether a POSTed JSON-RPC message should be answered as an event stream.
+
+    A request whose ``_meta`` carries a ``progressToken`` (the client asked for
+    ``notifications/progress``, which only an event stream can carry before the answer),
+    from a client that accepts ``text/event-stream``. Everything else is answered with one
+    JSON body, as before.
+
+    >>> wants_stream({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+    ...     "params": {"name": "t", "_meta": {"progressToken": 7}}}, "application/json, text/event-stream")
+    True
+    >>> wants_stream({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}, None)
+    False
+    """
+    if (
+        not isinstance(message, dict)
+        or "id" not in message
+        or "text/event-stream" not in (accept or "")
+    ):
+        return False
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and meta.get("progressToken") is not None
 
 
 def traceparent_of(ctx: Any) -> str | None:

@@ -18,8 +18,9 @@ local actor the command was started with. A refused call is an MCP tool error
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -30,6 +31,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from taskcore import Actor, Door, Response, Route, Service, TaskError, __version__
 from taskcore.service import WORKFLOW_PREFIX
+from taskcore.waiting import WaitingCall, wait_async
 
 from taskmcp.family import traceparent_of
 from taskmcp.tasks import QueueTasks, apply_extension
@@ -117,6 +119,7 @@ def _call(
     route: Route | None,
     tool: str,
     args: Any,
+    waiting: WaitingCall | None = None,
     traceparent: str | None = None,
 ) -> Response:
     arguments = args if args is not None else {}
@@ -131,8 +134,57 @@ def _call(
             actor, envelope, route=route, door=Door.MCP, traceparent=traceparent
         )
     return service.dispatch(
-        actor, name, arguments, door=Door.MCP, surfaces=family.surfaces, traceparent=traceparent
+        actor,
+        name,
+        arguments,
+        door=Door.MCP,
+        surfaces=family.surfaces,
+        waiting=waiting,
+        traceparent=traceparent,
     )
+
+
+async def _waiting_call(
+    ctx: ServerRequestContext[Any, Any],
+    service: Service,
+    actor: Actor,
+    params: types.CallToolRequestParams,
+) -> Response:
+    """A tool call that may wait (``agenttask_claimNext`` with ``waitMs``).
+
+    Each attempt runs in a worker thread; between them the call awaits a wake-up on the
+    event loop (:func:`taskcore.waiting.wait_async`), holding no thread, and reports
+    progress (``notifications/progress``) at least every
+    :data:`~taskcore.limits.MCP_PROGRESS_INTERVAL_MS` to a client that sent a progress
+    token. ``waitMs`` is at most 30 s, so no tool call holds longer than that plus one
+    attempt.
+    """
+
+    def attempt(waiting: WaitingCall) -> Awaitable[Response]:
+        return anyio.to_thread.run_sync(
+            _call,
+            service,
+            Family.QUEUE,
+            actor,
+            None,
+            params.name,
+            params.arguments,
+            waiting,
+            traceparent_of(ctx),
+        )
+
+    async def progress(waited: float, allowed: float) -> None:
+        with contextlib.suppress(Exception):  # a client that stopped reading is no error
+            await ctx.session.report_progress(
+                round(waited, 3), round(allowed, 3), "waiting for a claimable task"
+            )
+
+    return await wait_async(service, attempt, progress=progress)
+
+
+def _waits(service: Service, tool: str) -> bool:
+    op = service.registry.for_tool(tool, Family.QUEUE.surfaces)
+    return op is not None and op.waits
 
 
 def build_server(service: Service, family: Family, principal: Principal) -> Server[Any]:
@@ -160,16 +212,20 @@ def build_server(service: Service, family: Family, principal: Principal) -> Serv
     ) -> types.CallToolResult:
         try:
             actor, route = principal(ctx)
-            response = await anyio.to_thread.run_sync(
-                _call,
-                service,
-                family,
-                actor,
-                route,
-                params.name,
-                params.arguments,
-                traceparent_of(ctx),
-            )
+            if family is Family.QUEUE and _waits(service, params.name):
+                response = await _waiting_call(ctx, service, actor, params)
+            else:
+                response = await anyio.to_thread.run_sync(
+                    _call,
+                    service,
+                    family,
+                    actor,
+                    route,
+                    params.name,
+                    params.arguments,
+                    None,
+                    traceparent_of(ctx),
+                )
         except TaskError as err:
             return _failure(err)
         return _success(response)

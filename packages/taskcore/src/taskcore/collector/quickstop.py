@@ -67,7 +67,7 @@ JOURNAL_NAME = "journal.sqlite"
 JOURNAL_VERSIONS = {
     "audit": 5,
     "tokens": 1,
-    "queue": 3,
+    "queue": 4,
     "authority": 3,
     "journal": 2,
     "collector": 2,
