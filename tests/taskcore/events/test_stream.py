@@ -267,8 +267,56 @@ def test_events_never_carry_payloads_or_tokens(service, tokens):
         assert token.rsplit("_", 1)[1].encode() not in frames
 
 
+@pytest.mark.backend_only("sqlite", reason="one writer: event ids are drawn in commit order")
 def test_the_horizon_on_sqlite_is_the_newest_event(service):
     horizon = Horizon(service.storage)
     with service.storage.read() as tx:
         newest = tx.audit.newest_seq()
     assert horizon.advance() == newest
+
+
+def _open_writer(url: str):
+    """A transaction that holds an event id and has not committed (a shared writer's case)."""
+    import psycopg
+
+    conn = psycopg.connect(url)
+    conn.execute("SELECT pg_current_xact_id()")  # the xid first, as the store's insert does
+    seq = conn.execute(
+        "INSERT INTO audit_event (seq, at_ms, actor, workspace, operation, input_digest, outcome)"
+        " VALUES (nextval('audit_event_seq_seq'), 1, 'slow', 'w', 'slow.op', 'd', 'OK')"
+        " RETURNING seq"
+    ).fetchone()[0]
+    return conn, seq
+
+
+@pytest.mark.backend_only("postgresql", reason="ids from a sequence commit out of order there")
+def test_the_horizon_waits_at_a_gap_an_open_transaction_may_fill(service, tokens, postgres_url):
+    horizon = Horizon(service.storage)
+    deadline = time.monotonic() + 10
+    while horizon.advance() is None:  # a transaction open elsewhere in the cluster ends
+        assert time.monotonic() < deadline
+    slow, held = _open_writer(postgres_url)
+    try:
+        service.call(tokens["member"], "agenttask.create", {"verb": "agent.run"})
+        with service.storage.read() as tx:
+            newest = tx.audit.newest_seq()
+        assert newest > held
+        for _ in range(5):
+            assert horizon.advance() == held - 1  # never past the open writer's id
+        slow.commit()
+    finally:
+        slow.close()
+    deadline = time.monotonic() + 10
+    while horizon.advance() != newest:
+        assert time.monotonic() < deadline
+    # A writer that rolls back leaves a gap for good: the horizon passes it once it ended.
+    dead, gap = _open_writer(postgres_url)
+    dead.rollback()
+    dead.close()
+    service.call(tokens["member"], "agenttask.create", {"verb": "agent.run"})
+    with service.storage.read() as tx:
+        newest = tx.audit.newest_seq()
+        assert [e.seq for e in tx.audit.after(gap - 1, up_to=newest, limit=10)] == [newest]
+    deadline = time.monotonic() + 10
+    while horizon.advance() != newest:
+        assert time.monotonic() < deadline

@@ -29,6 +29,26 @@ def _add(service: Service, url: str, secret: str, **extra) -> str:
     return _act(service, "webhook_add", body)["endpoint"]["endpointId"]
 
 
+def _fanned_out(worker: WebhookDelivery, service: Service) -> None:
+    """Run the fan-out until it has passed the newest event.
+
+    On PostgreSQL the event log's horizon may wait a moment for transactions open elsewhere in
+    the cluster (it never passes a gap one of them may still fill).
+    """
+    import time
+
+    with service.storage.read() as tx:
+        newest = tx.audit.newest_seq()
+    deadline = time.monotonic() + 15
+    while True:
+        worker.before_round()
+        with service.storage.read() as tx:
+            if (tx.webhooks.cursor() or 0) >= newest:
+                return
+        assert time.monotonic() < deadline, "the fan-out did not reach the newest event"
+        time.sleep(0.01)
+
+
 def _drain(worker: WebhookDelivery, until, rounds: int = 400) -> None:
     import time
 
@@ -102,6 +122,7 @@ def test_a_delivery_is_dead_after_its_window_and_can_be_redelivered(service, sec
         service.dispatch(MEMBER, "agenttask.create", {"verb": "agent.run"})
         policy = BackoffPolicy(base_ms=1000, cap_ms=1000, attempts_max=None, deadline_ms=5000)
         worker = WebhookDelivery(service.storage, clock=clock, policy=policy)
+        _fanned_out(worker, service)
         statuses = []
         for _ in range(10):
             statuses += [a.status for a in worker.deliver_due()]
@@ -177,6 +198,7 @@ def test_the_address_is_checked_again_at_delivery_and_connected_to_as_checked(se
     worker = WebhookDelivery(
         service.storage, clock=SystemClock(), policy=FAST, resolver=resolver, transport=Transport()
     )
+    _fanned_out(worker, service)
     attempts = worker.deliver_due()
     assert [a.last_error for a in attempts] == ["private_address"]
     assert sent == []  # nothing was sent anywhere
@@ -212,7 +234,7 @@ def test_a_removed_endpoint_gets_nothing_more(service, secret):
         endpoint = _add(service, receiver.url, secret, allow_private_targets=True)
         service.dispatch(MEMBER, "agenttask.create", {"verb": "agent.run"})
         worker = WebhookDelivery(service.storage, clock=SystemClock(), policy=FAST)
-        worker.before_round()  # fanned out, not sent
+        _fanned_out(worker, service)  # fanned out, not sent
         removed = _act(service, "webhook_remove", {"endpoint_id": endpoint})
         assert removed == {"workspace": "w", "endpointId": endpoint, "wasLive": True}
         worker.deliver_due()

@@ -537,8 +537,10 @@ EVENTS_BATCH_MAX: Final = 100
 EVENTS_WRITE_TIMEOUT_SECONDS: Final = 60
 """A stream whose reader does not take a batch within this long is closed, seconds (ours)."""
 EVENTS_POLL_MS: Final = 1000
-"""How often a stream looks for events committed by another process (another replica) when
-nothing in its own process woke it, ms (ours)."""
+"""How often a stream looks again when no commit woke it, ms (ours). Commits wake it (this
+process's, and other replicas' through the storage's wake-ups); the look covers a PostgreSQL
+horizon that waited for a transaction open elsewhere in the cluster, whose end no commit of
+the journal announces."""
 EVENTS_FILTERS_MAX: Final = 16
 """Operation patterns one stream or one webhook endpoint may name (ours)."""
 EVENTS_PATTERN_MAX_CHARS: Final = 128

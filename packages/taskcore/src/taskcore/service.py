@@ -192,9 +192,6 @@ class Service:
         self._write_lock = threading.Lock()
         self.observers: list[Callable[[CallObserved], None]] = []
         """Called once per call after it is audited (metrics); must not raise or block."""
-        self.commit_listeners: list[Callable[[], None]] = []
-        """Called after each committed :meth:`write` (the event stream's wake-up,
-        :mod:`taskcore.events.wake`); must not raise or block."""
         limits = config.rate_limits
         self._token_calls: RateLimiter | None = None
         self._address_refusals: RateLimiter | None = None
@@ -272,15 +269,10 @@ class Service:
         if shared and getattr(self.storage, "shares_writers", False):
             with cast("SharedWriteStorage", self.storage).write_shared() as tx:
                 yield tx
-        else:
-            grouped = getattr(self.storage, "groups_writers", False)
-            with (
-                contextlib.nullcontext() if grouped else self._write_lock,
-                self.storage.write() as tx,
-            ):
-                yield tx
-        for listener in self.commit_listeners:
-            listener()
+            return
+        grouped = getattr(self.storage, "groups_writers", False)
+        with contextlib.nullcontext() if grouped else self._write_lock, self.storage.write() as tx:
+            yield tx
 
     def ping(self) -> None:
         """Raise ``STORAGE_UNAVAILABLE`` unless storage answers (the health check; no auth)."""

@@ -2,7 +2,6 @@
 
 * :mod:`taskcore.events.log`: the event view of an audit event, who may see it, and the
   horizon below which the log is final (the stream's and the fan-out's reads);
-* :mod:`taskcore.events.wake`: the wake-up the front door signals after each commit;
 * :mod:`taskcore.events.stream`: ``GET /v1/events`` (server-sent events) over the log;
 * :mod:`taskcore.events.webhooks`, :mod:`taskcore.events.webhook_delivery`: signed webhooks
   (Standard Webhooks) through the outbox (:mod:`taskcore.outbox`);

@@ -22,6 +22,10 @@ message::
   events before they are written, and the next batch only once the transport took the last
   (a slow reader holds one batch, never a backlog); the adapter closes a stream whose reader
   stops taking data (:data:`~taskcore.limits.EVENTS_WRITE_TIMEOUT_SECONDS`);
+* **wake-ups**: a stream with nothing to send waits on the storage's wake-ups
+  (:mod:`taskcore.store.wakeup`, ``JOURNAL_TOPIC``: every committed write transaction, of this
+  process or of another replica), and looks again at least every
+  :data:`~taskcore.limits.EVENTS_POLL_MS`;
 * **liveness**: a comment every :data:`~taskcore.limits.EVENTS_HEARTBEAT_SECONDS` when
   there is nothing to send, and the token checked again as often (a revoked token's stream
   ends).
@@ -46,7 +50,6 @@ from taskcore.actors import Actor, RiskClass
 from taskcore.codec import dumps
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.events.log import Horizon, event_data, matches, visible
-from taskcore.events.wake import Wakeup
 from taskcore.limits import (
     EVENTS_BATCH_MAX,
     EVENTS_HEARTBEAT_SECONDS,
@@ -57,6 +60,7 @@ from taskcore.limits import (
 )
 from taskcore.registry import Door
 from taskcore.store.audit_api import AuditEvent
+from taskcore.store.wakeup import JOURNAL_TOPIC
 
 if TYPE_CHECKING:
     from taskcore.service import Service
@@ -131,10 +135,9 @@ class StreamSlots:
 
 @attrs.define
 class EventHub:
-    """What the streams of one service share: the horizon, the wake-up, the slots."""
+    """What the streams of one service share: the horizon, the slots, the timings."""
 
     horizon: Horizon
-    wakeup: Wakeup
     slots: StreamSlots
     heartbeat_s: float = EVENTS_HEARTBEAT_SECONDS
     poll_s: float = EVENTS_POLL_MS / 1000
@@ -147,7 +150,7 @@ _HUBS_LOCK = threading.Lock()
 
 
 def hub_of(service: Service) -> EventHub:
-    """The event hub of ``service`` (made on first use; its wake-up hooked to commits)."""
+    """The event hub of ``service`` (made on first use)."""
     hub = _HUBS.get(service)
     if hub is None:
         with _HUBS_LOCK:
@@ -155,10 +158,8 @@ def hub_of(service: Service) -> EventHub:
             if hub is None:
                 hub = EventHub(
                     horizon=Horizon(service.storage),
-                    wakeup=Wakeup(),
                     slots=StreamSlots(EVENTS_STREAMS_PER_TOKEN, EVENTS_STREAMS_MAX),
                 )
-                service.commit_listeners.append(hub.wakeup.notify)
                 _HUBS[service] = hub
     return hub
 
@@ -346,21 +347,26 @@ async def event_frames(
     when it stops authenticating.
     """
     hub = stream.hub
-    yield f"retry: {retry_ms}\n\n".encode()
-    last_sent = last_check = time.monotonic()
-    seen = hub.wakeup.version
-    while True:
-        batch = await run(stream.next_batch)
-        now = time.monotonic()
-        if batch:
-            yield b"".join(stream.frame(e) for e in batch)
-            last_sent = now
-            continue
-        if now - last_check >= hub.heartbeat_s:
-            await run(stream.check)
-            last_check = now
-        if now - last_sent >= hub.heartbeat_s:
-            yield b": keepalive\n\n"
-            last_sent = now
-        wait = min(hub.poll_s, max(0.0, hub.heartbeat_s - (now - last_sent)))
-        seen = await hub.wakeup.wait(seen, wait)
+    wakeup = stream.service.storage.wakeup
+    # Registered before the first look, woken by every commit after it (this process's,
+    # and another replica's through the storage's LISTEN / data_version watch).
+    waiter = wakeup.waiter(JOURNAL_TOPIC, since=wakeup.generation(JOURNAL_TOPIC))
+    try:
+        yield f"retry: {retry_ms}\n\n".encode()
+        last_sent = last_check = time.monotonic()
+        while True:
+            batch = await run(stream.next_batch)
+            now = time.monotonic()
+            if batch:
+                yield b"".join(stream.frame(e) for e in batch)
+                last_sent = now
+                continue
+            if now - last_check >= hub.heartbeat_s:
+                await run(stream.check)
+                last_check = now
+            if now - last_sent >= hub.heartbeat_s:
+                yield b": keepalive\n\n"
+                last_sent = now
+            await waiter.wait(min(hub.poll_s, max(0.0, hub.heartbeat_s - (now - last_sent))))
+    finally:
+        waiter.close()
