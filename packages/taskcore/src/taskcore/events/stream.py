@@ -36,6 +36,7 @@ yields the bytes to write (the HTTP endpoint, the board and MCP's listener all u
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import weakref
@@ -47,6 +48,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 
 from taskcore.actors import Actor, RiskClass
+from taskcore.audit import input_digest
 from taskcore.codec import dumps
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.events.log import Horizon, event_data, matches, visible
@@ -70,6 +72,7 @@ __all__ = [
     "EventHub",
     "EventStream",
     "StreamSlots",
+    "event_batches",
     "event_frames",
     "hub_of",
     "open_events",
@@ -252,6 +255,11 @@ class EventStream:
         """Raise the token's refusal if it no longer authenticates (revoked meanwhile)."""
         if self.bearer is not None:
             self.service.authenticate(self.bearer)
+            return
+        with self.service.storage.read() as tx:
+            record = tx.tokens.get(self.actor.token_id)
+        if record is not None and record.revoked_at_ms is not None:
+            raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
 
     def frame(self, event: AuditEvent) -> bytes:
         """One SSE message: ``id``, ``event`` (the operation) and ``data`` (one JSON line).
@@ -285,7 +293,7 @@ def _query(
 @contextmanager
 def open_events(
     service: Service,
-    bearer: str | None,
+    bearer: str | Actor | None,
     *,
     last_event_id: int | None = None,
     operations: tuple[str, ...] = (),
@@ -303,24 +311,41 @@ def open_events(
     with every stream slot taken (429, 503). ``client`` is the peer address (the refusal
     budget of failed authentications, as for every network request). ``own_reads=False``
     leaves out the token's own reads (the board's page loads: not news to the board);
-    ``typed=False`` leaves out each message's ``event`` line.
+    ``typed=False`` leaves out each message's ``event`` line. ``bearer`` may be an actor a
+    door already authenticated (MCP's); its stream then re-checks the token's record.
     """
     hub = hub_of(service)
-    actor = service.admit(bearer, EVENTS_OPERATION, client=client, door=door)
     body = _query(last_event_id, operations, task_id)
+    if isinstance(bearer, Actor):
+        actor = bearer
+        try:
+            hub.slots.acquire(actor.token_id)
+        except TaskError as err:
+            service.audit.refusal(
+                actor.token_id, actor.workspace, EVENTS_OPERATION, input_digest(body), err
+            )
+            raise
+    else:
+        actor = service.admit(bearer, EVENTS_OPERATION, client=client, door=door)
+        try:
+            hub.slots.acquire(actor.token_id)
+        except TaskError as err:
+            raise service.refuse(bearer, EVENTS_OPERATION, err, body) from None
     try:
-        hub.slots.acquire(actor.token_id)
-    except TaskError as err:
-        raise service.refuse(bearer, EVENTS_OPERATION, err, body) from None
-    try:
-        opened = service.call(
-            bearer, EVENTS_OPERATION, body, door=door, admitted=actor, traceparent=traceparent
-        ).json()
+        if isinstance(bearer, Actor):
+            response = service.dispatch(
+                actor, EVENTS_OPERATION, body, door=door, traceparent=traceparent
+            )
+        else:
+            response = service.call(
+                bearer, EVENTS_OPERATION, body, door=door, admitted=actor, traceparent=traceparent
+            )
+        opened = response.json()
         stream = EventStream(
             service,
             hub,
             actor,
-            bearer,
+            None if isinstance(bearer, Actor) else bearer,
             after=int(opened["after"]),
             operations=operations,
             task_ids=None if task_id is None else frozenset({task_id}),
@@ -336,6 +361,40 @@ def open_events(
         hub.slots.release(actor.token_id)
 
 
+async def event_batches(
+    stream: EventStream, run: Run[Any]
+) -> AsyncGenerator[list[AuditEvent], None]:
+    """The events of a stream as they come, in batches; an empty batch is a heartbeat.
+
+    What :func:`event_frames` (SSE) and MCP's ``subscriptions/listen`` are built on: reads
+    only after the last batch was taken, waits on the storage's wake-ups, re-checks the token
+    every heartbeat (raising its :class:`TaskError` when it lapsed).
+    """
+    hub = stream.hub
+    wakeup = stream.service.storage.wakeup
+    # Registered before the first look, woken by every commit after it (this process's,
+    # and another replica's through the storage's LISTEN / data_version watch).
+    waiter = wakeup.waiter(JOURNAL_TOPIC, since=wakeup.generation(JOURNAL_TOPIC))
+    try:
+        last_sent = last_check = time.monotonic()
+        while True:
+            batch = await run(stream.next_batch)
+            now = time.monotonic()
+            if batch:
+                yield batch
+                last_sent = now
+                continue
+            if now - last_check >= hub.heartbeat_s:
+                await run(stream.check)
+                last_check = now
+            if now - last_sent >= hub.heartbeat_s:
+                yield []
+                last_sent = now
+            await waiter.wait(min(hub.poll_s, max(0.0, hub.heartbeat_s - (now - last_sent))))
+    finally:
+        waiter.close()
+
+
 async def event_frames(
     stream: EventStream, run: Run[Any], *, retry_ms: int = 3000
 ) -> AsyncGenerator[bytes, None]:
@@ -346,27 +405,7 @@ async def event_frames(
     batch only after the last was taken). Ends by raising the token's :class:`TaskError`
     when it stops authenticating.
     """
-    hub = stream.hub
-    wakeup = stream.service.storage.wakeup
-    # Registered before the first look, woken by every commit after it (this process's,
-    # and another replica's through the storage's LISTEN / data_version watch).
-    waiter = wakeup.waiter(JOURNAL_TOPIC, since=wakeup.generation(JOURNAL_TOPIC))
-    try:
-        yield f"retry: {retry_ms}\n\n".encode()
-        last_sent = last_check = time.monotonic()
-        while True:
-            batch = await run(stream.next_batch)
-            now = time.monotonic()
-            if batch:
-                yield b"".join(stream.frame(e) for e in batch)
-                last_sent = now
-                continue
-            if now - last_check >= hub.heartbeat_s:
-                await run(stream.check)
-                last_check = now
-            if now - last_sent >= hub.heartbeat_s:
-                yield b": keepalive\n\n"
-                last_sent = now
-            await waiter.wait(min(hub.poll_s, max(0.0, hub.heartbeat_s - (now - last_sent))))
-    finally:
-        waiter.close()
+    yield f"retry: {retry_ms}\n\n".encode()
+    async with contextlib.aclosing(event_batches(stream, run)) as batches:
+        async for batch in batches:
+            yield b"".join(stream.frame(e) for e in batch) if batch else b": keepalive\n\n"
