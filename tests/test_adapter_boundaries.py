@@ -121,6 +121,7 @@ def test_the_board_reaches_the_core_only_through_registry_operations():
         "taskcore.events.stream.Run",
         "taskcore.events.stream.event_frames",
         "taskcore.events.stream.open_events",
+        "taskcore.limits.EVENTS_WRITE_TIMEOUT_SECONDS",
     }
 
 
