@@ -122,3 +122,21 @@ def test_the_environment_configures_the_served_tracer(monkeypatch):
     tracer = tracer_from_env({"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "x"})
     assert tracer is not None
     tracer.shutdown()
+
+
+def test_without_a_tracer_nothing_of_opentelemetry_is_imported():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tempfile\n"
+        "from taskcore import Service, Tier, Actor\n"
+        "s = Service.open(tempfile.mkdtemp())\n"
+        "a = Actor(token_id='m', workspace='w', tier=Tier.MEMBER, autonomy=2)\n"
+        "s.dispatch(a, 'agenttask.create', {'verb': 'agent.run'}, traceparent="
+        "'00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01')\n"
+        "s.close()\n"
+        "print(sorted(m for m in sys.modules if m.startswith('opentelemetry')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
