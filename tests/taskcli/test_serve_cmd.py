@@ -168,6 +168,28 @@ def test_each_request_is_one_json_log_line_with_the_request_id_it_echoes(data):
     assert "atk_" not in "".join(served.lines)
 
 
+def test_the_variables_the_asgi_app_reads_configure_serve_and_a_flag_wins(data):
+    """serve and taskhttp.asgi share one table of settings (taskcore.hosting)."""
+    env = {**os.environ, "AGENT_TASK_LOG_FORMAT": "json", "AGENT_TASK_MAX_BODY_BYTES": "1024"}
+    refused = subprocess.run(
+        [*AGENT_TASK, "serve", "--data-dir", str(data), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert refused.returncode == 3  # INVALID_VALUE, before anything is opened
+    (line,) = refused.stderr.splitlines()
+    assert "AGENT_TASK_MAX_BODY_BYTES" in line
+    assert not data.exists()
+    served = Served("--data-dir", str(data), "--max-body-bytes", str(16 * 2**20), env=env)
+    try:
+        httpx.get(served.url + "/v1/hub/health")
+    finally:
+        assert served.stop() == 0
+    assert any(line.startswith('{"ts"') for line in served.lines)  # the variable's JSON log
+
+
 def test_serve_delivers_queued_forge_statuses(tmp_path, data):
     """A status queued in the journal reaches the forge while ``agent-task serve`` runs."""
     from taskcore.store import open_storage

@@ -10,6 +10,7 @@ and ``--database`` (a PostgreSQL journal, ``$AGENT_TASK_DATABASE``).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
@@ -31,6 +32,7 @@ from taskcli.plainhttp import PlainHttp as _PlainHttp
 __all__ = [
     "DATABASE_ENV",
     "DEFAULT_URL",
+    "SERVER_EXTRA",
     "RequestCommand",
     "ServiceClient",
     "client_options",
@@ -44,6 +46,7 @@ __all__ = [
     "json_option",
     "read_json_argument",
     "request_option",
+    "require_server_extra",
     "resolve_data_dir",
     "route_options",
     "run",
@@ -223,6 +226,29 @@ def fail(err: TaskError, as_json: bool) -> NoReturn:
     else:
         click.echo(f"agent-task: {err.describe()} [{err.code.value}]", err=True)
     sys.exit(err.code.kind.exit_status)
+
+
+SERVER_EXTRA = "agenttask[server]"
+"""The extra that installs the HTTP, MCP and board packages (``serve``, ``mcp --stdio``)."""
+
+
+def require_server_extra(command: str, module: str) -> None:
+    """Exit 2 with one line naming :data:`SERVER_EXTRA` unless ``module`` imports.
+
+    ``agenttask`` alone is the agent's side; the server's packages (taskhttp, taskmcp,
+    taskboard and what they need) come with the extra. A command that serves imports its
+    server module here first, so a lean install answers with what to install instead of an
+    import traceback.
+    """
+    try:
+        importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        click.echo(
+            f"agent-task: '{command}' needs the server extra ({exc.name or module} is not "
+            f"installed): pip install '{SERVER_EXTRA}'",
+            err=True,
+        )
+        sys.exit(2)
 
 
 def internal(message: str) -> TaskError:

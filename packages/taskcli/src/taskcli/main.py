@@ -167,7 +167,7 @@ class _LazyGroup(click.Group):
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
     epilog=exit_table(),
 )
-@click.version_option(package_name="taskcli")
+@click.version_option(package_name="agenttask")
 @click.option(
     "--data-dir",
     type=click.Path(file_okay=False, path_type=Path),

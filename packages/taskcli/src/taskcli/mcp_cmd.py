@@ -14,12 +14,17 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import anyio
 import click
 from taskcore import MAX_AUTONOMY, Actor, Route, Service, TaskError, Tier
 from taskcore.auth import read_token_file
 
-from taskcli.common import data_dir_option, fail, resolve_data_dir, route_options
+from taskcli.common import (
+    data_dir_option,
+    fail,
+    require_server_extra,
+    resolve_data_dir,
+    route_options,
+)
 
 __all__ = ["LOCAL_TOKEN_ID", "register"]
 
@@ -64,6 +69,8 @@ def mcp_command(
     profile: str | None,
 ) -> None:
     """Serve the MCP tools on stdio (queue tools, or workflow tools with a route)."""
+    require_server_extra("mcp", "taskmcp.server")
+    import anyio
     from taskmcp import Family, run_stdio
 
     try:

@@ -8,50 +8,77 @@ is missing and how to restore it, and ``--init`` starts a new, empty service the
 purpose. SIGTERM or Ctrl-C stops it gracefully: it stops accepting, lets in-flight requests
 finish, then closes the journal.
 
-The transport and rate limits have flags; their defaults are in :mod:`taskcore.limits` and
-``docs/adapters.md`` lists them.
+The transport and rate limits, the request log's format, the board's cookies and the
+session-gate workspaces have flags, generated from :data:`taskcore.hosting.SETTINGS`: each
+flag's environment variable is read when the flag is not given (the same variables configure
+the ASGI app, :mod:`taskhttp.asgi`), and their defaults are in :mod:`taskcore.limits`
+(``docs/adapters.md`` lists them). What runs beside the doors (the journal, the retention
+sweep, forge delivery) is :class:`taskcore.hosting.Host`, as under any ASGI server.
 
 Beside the HTTP server it runs the forge-status delivery worker
 (:mod:`taskcore.evidence.forge_delivery`), which is idle unless a profile publishes
-statuses, and the webhook worker (:mod:`taskcore.events.webhook_delivery`), idle until an
-endpoint is added. With the ``[otel]`` extra and the standard ``OTEL_*`` variables, each call
-is a span (:mod:`taskcore.tracing`). It also serves the operator board at ``/board`` and ``/metrics``, logs one line
+statuses. It also serves the operator board at ``/board`` and ``/metrics``, logs one line
 per request (``--log-format text|json``) and runs the retention sweep on the schedule of
 ``DATA_DIR/retention.json`` (``interval_minutes``, default 360; 0 turns it off).
 """
 
 from __future__ import annotations
 
-import logging
-import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
-from taskcore import ErrorCode, Service, TaskError
-from taskcore.auth import TokenAdmin
-from taskcore.events.webhook_delivery import start_webhook_delivery
-from taskcore.evidence.forge_delivery import start_forge_delivery
-from taskcore.limits import (
-    COLLECTOR_ENVELOPE_MAX_BYTES,
-    HTTP_BODY_BYTES_IN_FLIGHT_MAX,
-    HTTP_BODY_TIMEOUT_SECONDS,
-    HTTP_CONNECTIONS_MAX,
-    HTTP_HEADER_TIMEOUT_SECONDS,
-    HTTP_KEEPALIVE_TIMEOUT_SECONDS,
-    RATE_ADDRESS_REFUSALS_BURST,
-    RATE_ADDRESS_REFUSALS_PER_SECOND,
-    RATE_TOKEN_CALLS_BURST,
-    RATE_TOKEN_CALLS_PER_SECOND,
-)
-from taskcore.ratelimit import RateLimits
-from taskcore.retention import RetentionSchedule, default_gate_index, load_retention_config
-from taskcore.tracing import tracer_from_env
+from click.core import ParameterSource
+from taskcore import ErrorCode, TaskError
+from taskcore.hosting import SETTINGS, Host, HostSettings, Setting
 
-from taskcli.common import data_dir_option, fail, resolve_data_dir
+from taskcli.common import data_dir_option, fail, require_server_extra, resolve_data_dir
 
 __all__ = ["register"]
 
-_SECONDS = click.FloatRange(min=0.1)
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _option(setting: Setting) -> Callable[[F], F]:
+    """``serve``'s flag for one hosted-service setting: its bound, default and variable.
+
+    The variable is read by :meth:`HostSettings.load` (as the ASGI app reads it), for a flag
+    not given on the command line.
+    """
+    if setting.kind is bool:
+        return click.option(
+            setting.flag, setting.name, is_flag=True, help=f"{setting.help} [env {setting.env}]"
+        )
+    if setting.many:
+        return click.option(
+            setting.flag,
+            setting.name,
+            multiple=True,
+            metavar="WORKSPACE",
+            help=f"{setting.help} Repeatable. [env {setting.env}, comma-separated]",
+        )
+    kind: click.ParamType[Any]
+    if setting.choices:
+        kind = click.Choice(setting.choices)
+    elif setting.kind is float:
+        kind = click.FloatRange(min=setting.minimum)
+    else:
+        kind = click.IntRange(min=None if setting.minimum is None else int(setting.minimum))
+    return click.option(
+        setting.flag,
+        setting.name,
+        type=kind,
+        default=setting.default,
+        show_default=True,
+        help=f"{setting.help} [env {setting.env}]",
+    )
+
+
+def _settings_options(f: F) -> F:
+    for setting in reversed(SETTINGS):
+        f = _option(setting)(f)
+    return f
 
 
 @click.command("serve")
@@ -72,176 +99,64 @@ _SECONDS = click.FloatRange(min=0.1)
     help="uvicorn log level.",
 )
 @click.option(
-    "--log-format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="One line per request on stderr, as key=value text or as JSON.",
-)
-@click.option(
-    "--board-secure-cookies",
-    is_flag=True,
-    help="Mark board cookies Secure even over plain HTTP (behind a TLS-terminating proxy).",
-)
-@click.option(
     "--init",
     is_flag=True,
     help="Start a new, empty service in a data directory that holds files of an earlier one "
     "whose journal is gone (they are renamed aside with an .orphaned-<time> suffix).",
 )
-@click.option(
-    "--header-timeout",
-    type=_SECONDS,
-    default=HTTP_HEADER_TIMEOUT_SECONDS,
-    show_default=True,
-    help="Seconds a connection may take to send one request's headers.",
-)
-@click.option(
-    "--body-timeout",
-    type=_SECONDS,
-    default=HTTP_BODY_TIMEOUT_SECONDS,
-    show_default=True,
-    help="Seconds a request may take to send its body once its headers are in.",
-)
-@click.option(
-    "--keepalive-timeout",
-    type=click.IntRange(min=1),
-    default=HTTP_KEEPALIVE_TIMEOUT_SECONDS,
-    show_default=True,
-    help="Seconds an idle kept-alive connection stays open.",
-)
-@click.option(
-    "--max-connections",
-    type=click.IntRange(min=1),
-    default=HTTP_CONNECTIONS_MAX,
-    show_default=True,
-    help="Connections served at once (lowered to fit the descriptor limit; a few more may "
-    "ask for health only).",
-)
-@click.option(
-    "--max-body-bytes",
-    type=click.IntRange(min=COLLECTOR_ENVELOPE_MAX_BYTES),
-    default=HTTP_BODY_BYTES_IN_FLIGHT_MAX,
-    show_default=True,
-    help="Request body bytes all requests may hold at once (503 OVERLOADED beyond).",
-)
-@click.option(
-    "--token-rate",
-    type=click.FloatRange(min=0),
-    default=RATE_TOKEN_CALLS_PER_SECOND,
-    show_default=True,
-    help="Calls per second one token may make, sustained (0: no limit).",
-)
-@click.option(
-    "--token-burst",
-    type=click.IntRange(min=1),
-    default=RATE_TOKEN_CALLS_BURST,
-    show_default=True,
-    help="Calls one token may make at once.",
-)
-@click.option(
-    "--refusal-rate",
-    type=click.FloatRange(min=0),
-    default=RATE_ADDRESS_REFUSALS_PER_SECOND,
-    show_default=True,
-    help="Failed authentications per second one client address may cause (0: no limit).",
-)
-@click.option(
-    "--refusal-burst",
-    type=click.IntRange(min=1),
-    default=RATE_ADDRESS_REFUSALS_BURST,
-    show_default=True,
-    help="Failed authentications one client address may cause at once.",
-)
-@click.option(
-    "--session-gate-workspace",
-    "session_gate_workspaces",
-    multiple=True,
-    metavar="WORKSPACE",
-    help="Let tokens of WORKSPACE ask session_gate about this host's coding-agent sessions "
-    "over the network (a single-user host; off by default). Repeatable.",
-)
+@_settings_options
 def serve_command(
     data_dir: Path | None,
     host: str,
     port: int,
     log_level: str,
-    log_format: str,
-    board_secure_cookies: bool,
     init: bool,
-    header_timeout: float,
-    body_timeout: float,
-    keepalive_timeout: int,
-    max_connections: int,
-    max_body_bytes: int,
-    token_rate: float,
-    token_burst: int,
-    refusal_rate: float,
-    refusal_burst: int,
-    session_gate_workspaces: tuple[str, ...],
+    **given: Any,
 ) -> None:
     """Run the service: HTTP routes, MCP endpoints, the board, /metrics, health, /openapi.json."""
+    require_server_extra("serve", "taskhttp")
     from taskhttp import TransportLimits, create_app, serve
+    from taskhttp.requestlog import install_request_log
 
-    directory = resolve_data_dir(data_dir)
-    limits = TransportLimits(
-        header_timeout=header_timeout,
-        body_timeout=body_timeout,
-        keepalive_timeout=keepalive_timeout,
-        max_connections=max_connections,
-        body_bytes_in_flight=max_body_bytes,
-    )
-    rates = RateLimits(
-        token_calls_per_second=token_rate,
-        token_calls_burst=token_burst,
-        address_refusals_per_second=refusal_rate,
-        address_refusals_burst=refusal_burst,
-    )
+    ctx = click.get_current_context()
+    flags = {
+        name: value
+        for name, value in given.items()
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+    }
     try:
-        with TokenAdmin(directory, create=True, init=init) as admin:
-            set_aside = admin.set_aside
-            written = admin.first_admin_token()
-        retention = load_retention_config(directory)
-        # OpenTelemetry from the standard OTEL_* variables, with the [otel] extra only.
-        tracer = tracer_from_env()
-        service = Service.open(
-            directory,
-            rate_limits=rates,
-            session_gate_workspaces=frozenset(session_gate_workspaces),
-            tracer=tracer,
-        )
+        settings = HostSettings.load(data_dir=resolve_data_dir(data_dir), **flags)
+        hosted = Host(settings, first_admin_token=True, init=init).start()
     except TaskError as err:
         fail(err, False)
-    for path in set_aside:
+    for path in hosted.set_aside:
         original = path.name.split(".orphaned-")[0]
         click.echo(
             f"agent-task: moved {original} aside as {path.name} (an earlier service's file)",
             err=True,
         )
-    _request_log()
-    schedule = RetentionSchedule(service, retention, gate_index=default_gate_index()).start()
-    if written is not None:
+    install_request_log()
+    if hosted.admin_token_file is not None:
         click.echo(
-            f"agent-task: wrote the first admin token to {written} (mode 0600); "
+            f"agent-task: wrote the first admin token to {hosted.admin_token_file} (mode 0600); "
             "it is not shown anywhere else",
             err=True,
         )
-    delivery = start_forge_delivery(service)
-    webhooks = start_webhook_delivery(service)
+    limits = TransportLimits.from_settings(settings)
     try:
 
         def ready(url: str) -> None:
             click.echo(
-                f"agent-task: serving {url} (data dir {directory}; up to "
+                f"agent-task: serving {url} (data dir {settings.data_dir}; up to "
                 f"{limits.connections()} connections)",
                 err=True,
             )
 
         try:
             app = create_app(
-                service,
-                log_format=log_format,
-                board_secure=board_secure_cookies or None,
+                hosted.service,
+                log_format=settings.log_format,
+                board_secure=settings.board_secure_cookies or None,
                 limits=limits,
             )
             serve(
@@ -261,24 +176,8 @@ def serve_command(
                 False,
             )
     finally:
-        schedule.stop()
-        delivery.stop()
-        webhooks.stop()
-        service.close()
-        if tracer is not None:
-            tracer.shutdown()  # flush the spans still batched
+        hosted.stop()
     click.echo("agent-task: stopped", err=True)
-
-
-def _request_log() -> None:
-    """Send the one-line-per-request log to stderr (the middleware formats each line)."""
-    log = logging.getLogger("agent_task.access")
-    if not log.handlers:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        log.addHandler(handler)
-    log.setLevel(logging.INFO)
-    log.propagate = False
 
 
 def register(group: click.Group) -> None:

@@ -22,6 +22,8 @@ TYPE_CHECKING = False  # not typing's: importing typing alone costs a Stop hook 
 if TYPE_CHECKING:
     from typing import Any
 
+    __version__: str
+
     from taskcore.actors import MAX_AUTONOMY, Actor, RiskClass, Tier
     from taskcore.canonical import canonical_json
     from taskcore.clock import Clock, FakeClock, SystemClock
@@ -41,8 +43,6 @@ if TYPE_CHECKING:
         Surface,
         TxMode,
     )
-
-__version__ = "0.1.0"
 
 CAPABILITY = "agentscm.agent-workflow-tasks/v1"
 """The workflow task contract capability string (version 1)."""
@@ -75,7 +75,8 @@ _SOURCES: dict[str, tuple[str, ...]] = {
         "TxMode",
     ),
 }
-_EXPORTS = LazyExports(__name__, _SOURCES, globals())
+# __version__: the installed agenttask-core's (the repository's VERSION), read on first use.
+_EXPORTS = LazyExports(__name__, _SOURCES, globals(), distribution="agenttask-core")
 
 
 def __getattr__(name: str) -> Any:

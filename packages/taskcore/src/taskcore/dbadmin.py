@@ -40,7 +40,12 @@ from taskcore.store.journal_file import (
     inspect_sqlite,
     release,
 )
-from taskcore.store.storage import database_url, journal_components, open_storage
+from taskcore.store.storage import (
+    database_url,
+    journal_components,
+    open_storage,
+    postgres_storage,
+)
 
 __all__ = [
     "backup_journal",
@@ -61,9 +66,7 @@ def migrate_journal(data_dir: Path | str, *, database: str | None = None) -> dic
     """
     url = database_url(database)
     if url is not None:
-        from taskcore.store.postgres.storage import PostgresStorage
-
-        pg = PostgresStorage(url)
+        pg = postgres_storage()(url)
         try:
             return {"backend": pg.backend, "applied": list(pg.applied), "schema": pg.schema()}
         finally:
@@ -105,6 +108,7 @@ def pg_dump_command(url: str, target: Path | str) -> str:
     >>> pg_dump_command("postgresql://app:pw@db:5432/agent_task", "/backups/at.dump")
     'pg_dump --format=custom --no-owner --no-privileges --file /backups/at.dump postgresql://app@db:5432/agent_task'
     """
+    postgres_storage()  # psycopg is the postgres extra's: without it, the typed error
     from taskcore.store.postgres.storage import split_url
 
     conninfo, _ = split_url(url)
@@ -402,6 +406,7 @@ def verify_journal(
             raise TaskError(ErrorCode.NOT_FOUND, f"there is no file {str(file)[:512]}")
         target, backend = str(file), "sqlite"
     elif url is not None:
+        postgres_storage()  # psycopg is the postgres extra's: without it, the typed error
         from taskcore.store.postgres.storage import redact
 
         target, backend = redact(url), "postgresql"

@@ -4,6 +4,8 @@ Routes are listed in :mod:`taskhttp.app`; the adapter holds no logic of its own 
 ``docs/adapters.md``).
 """
 
+from taskcore.lazy import installed_version
+
 from taskhttp.app import UPLOAD_OPERATION, create_app
 from taskhttp.limits import TransportLimits
 from taskhttp.openapi import openapi_document
@@ -19,3 +21,10 @@ __all__ = [
     "openapi_document",
     "serve",
 ]
+
+
+def __getattr__(name: str) -> str:
+    """``__version__``: the installed agenttask-http's (the repository's VERSION), read on first use."""
+    if name == "__version__":
+        return installed_version("agenttask-http")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

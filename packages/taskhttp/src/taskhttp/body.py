@@ -9,12 +9,21 @@ length is declared, as they arrive otherwise), so all requests together hold a b
 
 from __future__ import annotations
 
+import anyio
 from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from taskcore import ErrorCode, TaskError
 
 from taskhttp.limits import Reservation
 
-__all__ = ["JSON", "OCTET_STREAM", "declared_length", "read_body", "require_media_type"]
+__all__ = [
+    "JSON",
+    "OCTET_STREAM",
+    "BodyDeadline",
+    "declared_length",
+    "read_body",
+    "require_media_type",
+]
 
 JSON = "application/json"
 """The media type of every JSON route."""
@@ -95,3 +104,47 @@ async def read_body(request: Request, limit: int, reservation: Reservation | Non
         elif kind == "http.disconnect":
             raise TaskError(ErrorCode.BAD_INPUT, "the client went away mid-body")
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+class BodyDeadline:
+    """ASGI middleware: a request's body must be all in within ``seconds`` of its headers.
+
+    Under ``agent-task serve`` the server's protocol enforces this and closes the connection
+    (:func:`taskhttp.limits.guarded_protocol`); an application run by another ASGI server
+    enforces it here, where an application can: the application is called once the headers
+    are in, and a ``receive`` of the body that would end after the deadline raises
+    ``BAD_INPUT`` instead of waiting (the handlers answer it like any refused body; the
+    server then closes the connection, whose body was not read to its end). Once the body is
+    complete, later ``receive`` calls (a disconnect being awaited) are not bounded.
+    """
+
+    def __init__(self, app: ASGIApp, seconds: float) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Call the application with a ``receive`` bounded by the body's deadline."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        deadline = anyio.current_time() + self.seconds
+        complete = False
+
+        async def bounded() -> Message:
+            nonlocal complete
+            if complete:
+                return await receive()
+            try:
+                with anyio.fail_after(max(0.0, deadline - anyio.current_time())):
+                    message = await receive()
+            except TimeoutError:
+                raise TaskError(
+                    ErrorCode.BAD_INPUT,
+                    f"the request body did not arrive within {self.seconds:g} s of its "
+                    "headers; send it at once",
+                ) from None
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                complete = True
+            return message
+
+        await self.app(scope, bounded, send)

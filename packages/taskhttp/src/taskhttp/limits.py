@@ -36,7 +36,7 @@ import json
 import resource
 from collections.abc import AsyncIterator
 from http import HTTPStatus
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -57,6 +57,9 @@ from taskcore.limits import (
 )
 from taskmcp.family import error_response
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+if TYPE_CHECKING:
+    from taskcore.hosting import HostSettings
 
 __all__ = [
     "BodyBudget",
@@ -121,6 +124,17 @@ class TransportLimits:
         default=float(EVENTS_WRITE_TIMEOUT_SECONDS), converter=float, validator=_positive
     )
     """How long an event stream's send may wait for a reader that stopped reading."""
+
+    @classmethod
+    def from_settings(cls, settings: HostSettings) -> TransportLimits:
+        """The limits of a hosted service's settings (:mod:`taskcore.hosting`)."""
+        return cls(
+            header_timeout=settings.header_timeout,
+            body_timeout=settings.body_timeout,
+            keepalive_timeout=settings.keepalive_timeout,
+            max_connections=settings.max_connections,
+            body_bytes_in_flight=settings.max_body_bytes,
+        )
 
     def connections(self, *, descriptors: int | None = None) -> int:
         """The connection cap in force.

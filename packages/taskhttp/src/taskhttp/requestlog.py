@@ -16,16 +16,23 @@ import json
 import logging
 import re
 import secrets
+import sys
 import time
 from typing import Any
 
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from taskcore.hosting import LOG_FORMATS
 
-__all__ = ["LOG_FORMATS", "REQUEST_ID_HEADER", "RequestLogMiddleware", "format_line"]
+__all__ = [
+    "LOG_FORMATS",
+    "REQUEST_ID_HEADER",
+    "RequestLogMiddleware",
+    "format_line",
+    "install_request_log",
+]
 
 REQUEST_ID_HEADER = "X-Request-Id"
-LOG_FORMATS = ("text", "json")
 _SAFE_ID = re.compile(rb"[A-Za-z0-9._-]{1,64}")
 _log = logging.getLogger("agent_task.access")
 
@@ -40,6 +47,23 @@ def format_line(fields: dict[str, Any], fmt: str) -> str:
 
 
 _ID_KEY = REQUEST_ID_HEADER.lower().encode("latin-1")
+
+
+def install_request_log(name: str = "agent_task.access") -> logging.Logger:
+    """Send logger ``name``'s lines to stderr as they are, unless it already has a handler.
+
+    The request log (one preformatted line per request) and the server's own notices go to
+    stderr whatever the ASGI server configured for its own loggers; a deployment that
+    configured ``name`` itself keeps its handlers.
+    """
+    log = logging.getLogger(name)
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
+        log.propagate = False
+    return log
 
 
 class _Clock:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from taskcore.lazy import LazyExports
 
 if TYPE_CHECKING:
+    __version__: str
     from taskmcp.family import Family, error_response
     from taskmcp.http import McpEndpoint
     from taskmcp.server import (
@@ -55,6 +56,7 @@ _EXPORTS = LazyExports(
         "taskmcp.tools": ("operation_for_tool", "tools"),
     },
     globals(),
+    distribution="agenttask-mcp",  # __version__, read on first use
 )
 
 

@@ -63,6 +63,7 @@ __all__ = [
     "database_url",
     "journal_components",
     "open_storage",
+    "postgres_storage",
 ]
 
 JOURNAL_FILENAME = JOURNAL_NAME
@@ -520,12 +521,11 @@ def open_storage(
     """
     url = database_url(database)
     if url is not None:
-        from taskcore.store.postgres.storage import PostgresStorage
-
+        backend = postgres_storage()
         if create and not readonly:
             # The replica's own files (the authority key, the first admin token) live here.
             _make_data_dir(Path(data_dir))
-        return PostgresStorage(url, migrate_on_open=not readonly, busy_timeout_ms=busy_timeout_ms)
+        return backend(url, migrate_on_open=not readonly, busy_timeout_ms=busy_timeout_ms)
     data_dir = Path(data_dir)
     if create and not readonly:
         _make_data_dir(data_dir)
@@ -544,6 +544,32 @@ def open_storage(
         # lost (JOURNAL_MISSING, how to restore) rather than "there is no journal".
         check_new_journal(data_dir)
     return _open_sqlite(data_dir, create, readonly, busy_timeout_ms)
+
+
+POSTGRES_EXTRA = "agenttask-core[postgres]"
+"""The extra that installs the PostgreSQL driver (psycopg and its pool)."""
+
+
+def postgres_storage() -> type[PostgresStorage]:
+    """The PostgreSQL backend's class, importing psycopg.
+
+    psycopg is an optional dependency (the ``postgres`` extra): without it, a
+    ``postgresql://`` database is ``STORAGE_UNAVAILABLE`` naming the extra to install,
+    never an import traceback.
+    """
+    try:
+        from taskcore.store.postgres.storage import PostgresStorage
+    except ImportError as exc:
+        missing = exc.name or ""
+        if not missing.startswith("psycopg") and "psycopg" not in str(exc):
+            raise
+        raise TaskError(
+            ErrorCode.STORAGE_UNAVAILABLE,
+            f"a postgresql:// database needs the PostgreSQL driver ({missing or 'psycopg'} "
+            f"cannot be imported): pip install '{POSTGRES_EXTRA}'",
+            details={"extra": POSTGRES_EXTRA},
+        ) from None
+    return PostgresStorage
 
 
 def _make_data_dir(data_dir: Path) -> None:
