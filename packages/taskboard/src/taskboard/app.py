@@ -17,9 +17,13 @@ Security, in one place:
   only (no inline script anywhere), ``frame-ancestors 'none'``; pages are ``no-store``;
 * a form body is bounded (``FORM_MAX_BYTES``) while it is read.
 
-Live updates are progressive: ``static/board.js`` re-fetches the page's live region every few
-seconds (header ``X-Board-Live: 1``) while the tab is visible; without JavaScript every page
-works and a reload shows the same thing.
+Live updates are progressive and come from the event stream: the queue, approvals, audit
+and task pages name the events they show (``data-events`` on their live region); ``static/
+board.js`` listens to ``/board/events`` (the session's ``GET /v1/events``: one audited
+``observe.events`` opening, the session's own page loads left out, no event type line so
+``onmessage`` sees all) and re-fetches the live region (header ``X-Board-Live: 1``) when one
+arrives. Where there is no stream (other pages, a refused stream) it re-fetches every few
+seconds. Without JavaScript every page works and a reload shows the same thing.
 """
 
 from __future__ import annotations
@@ -42,9 +46,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
 from taskcore import Door, ErrorCode, Service, TaskError
+from taskcore.events.stream import open_events
+from taskcore.limits import EVENTS_WRITE_TIMEOUT_SECONDS
 
 from taskboard.sessions import Session, SessionStore
+from taskboard.stream import send_stream
 
 __all__ = ["BOARD_PATH", "CSP", "FORM_MAX_BYTES", "LOGIN_COOKIE", "SESSION_COOKIE", "create_board"]
 
@@ -497,6 +505,60 @@ def create_board(
         session.flash = f"OAuth grant {grant_id} revoked; its tokens no longer work."
         return redirect(request, "/tokens")
 
+    # -- live updates: the session's event stream --------------------------------------------
+    async def events(scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        session = store.get(request.cookies.get(SESSION_COOKIE))
+        if session is None:
+            await headers(Response(status_code=401))(scope, receive, send)
+            return
+        task = request.query_params.get("task") or None
+        opening = open_events(
+            service,
+            session.bearer,
+            operations=tuple(request.query_params.getlist("operation")),
+            task_id=task,
+            door=Door.BOARD,
+            own_reads=False,  # the board's own page loads are not news to it
+            typed=False,
+        )
+        try:
+            stream = await anyio.to_thread.run_sync(opening.__enter__)
+        except TaskError as err:
+            status = err.code.kind.http_status
+            await headers(Response(err.describe(), status_code=status))(scope, receive, send)
+            return
+        try:
+            await send_stream(
+                stream,
+                anyio.to_thread.run_sync,
+                receive,
+                send,
+                write_timeout=EVENTS_WRITE_TIMEOUT_SECONDS,
+                headers=[
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                ],
+            )
+        finally:
+            opening.__exit__(None, None, None)
+
+    # -- webhooks ----------------------------------------------------------------------------
+    async def webhooks(request: Request, session: Session, form: dict[str, str]) -> Response:
+        body: dict[str, Any] = _query(request, "status", "endpointId")
+        result = await call(session, "observe.webhooks", body)
+        return render(
+            request, "webhooks.html", session=session, page="webhooks", result=result,
+            status=body.get("status", ""),
+        )  # fmt: skip
+
+    async def redeliver(request: Request, session: Session, form: dict[str, str]) -> Response:
+        raw = str(request.path_params["seq"])
+        seq: Any = int(raw) if raw.isdigit() and len(raw) < 20 else raw
+        again = await call(session, "admin.webhook.redeliver", {"seq": seq})
+        session.flash = f"Delivery {again['delivery']['seq']} is queued again."
+        return redirect(request, "/webhooks")
+
     async def not_found(request: Request, exc: Exception) -> Response:
         return render(request, "error.html", 404, title="Not found", message="No such page.")
 
@@ -526,6 +588,9 @@ def create_board(
             guarded(decide),
             methods=["POST"],
         ),
+        Route("/webhooks", guarded(webhooks), methods=["GET"]),
+        Route("/webhooks/{seq}/redeliver", guarded(redeliver), methods=["POST"]),
+        Route("/events", _Asgi(events), methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
     return Starlette(routes=routes, exception_handlers={404: not_found})
@@ -544,6 +609,16 @@ def _csp_source(uri: str) -> str | None:
     else:
         source = f"{parts.scheme}:"
     return source if _CSP_SOURCE.fullmatch(source) else None
+
+
+class _Asgi:
+    """A bare ASGI endpoint for a route (Starlette calls a plain function with a Request)."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
 
 
 def _next(request: Request, filters: dict[str, str], cursor: str | None) -> str | None:

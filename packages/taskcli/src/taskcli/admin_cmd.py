@@ -24,6 +24,7 @@ from taskcore.operator_ops import OperatorDesk, operator_registry
 
 from taskcli.common import data_dir_option, resolve_data_dir
 from taskcli.generate import Call, Shape, command_name, operation_command
+from taskcli.webhook_cmd import webhook_group
 
 __all__ = ["OAUTH_COMMANDS", "OAUTH_PREFIX", "TOKEN_COMMANDS", "TOKEN_PREFIX", "register"]
 
@@ -169,6 +170,7 @@ def _generate(group: click.Group, prefix: str, commands: dict[str, str]) -> None
 
 _generate(token_group, TOKEN_PREFIX, TOKEN_COMMANDS)
 _generate(oauth_group, OAUTH_PREFIX, OAUTH_COMMANDS)
+admin_group.add_command(webhook_group)
 
 
 def register(group: click.Group) -> None:

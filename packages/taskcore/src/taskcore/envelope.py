@@ -93,6 +93,7 @@ def call_workflow(
     route: Route,
     door: Door = Door.IN_PROCESS,
     operation: str | None = None,
+    traceparent: str | None = None,
 ) -> Response:
     """Run one workflow envelope ``{"operation", "request"}`` for ``route``.
 
@@ -127,6 +128,7 @@ def call_workflow(
         route=route,
         door=door,
         surfaces=(Surface.WORKFLOW,),
+        traceparent=traceparent,
         _digest=digest,
     )
     return Response(wrap_workflow(operation, response.body))

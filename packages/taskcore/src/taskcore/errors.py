@@ -30,6 +30,7 @@ class ErrorKind(enum.Enum):
     NOT_FOUND = (404, 5)
     METHOD_NOT_ALLOWED = (405, 2)
     CONFLICT = (409, 6)
+    GONE = (410, 5)
     TOO_LARGE = (413, 7)
     UNSUPPORTED_MEDIA = (415, 3)
     UNPROCESSABLE = (422, 3)
@@ -145,6 +146,9 @@ class ErrorCode(enum.Enum):
     # A process holds the journal of the data directory (a running service, a command) while
     # a restore would replace it, or a restore holds it while a process would open it.
     JOURNAL_IN_USE = ("JOURNAL_IN_USE", ErrorKind.CONFLICT)
+    # An event id older than what retention keeps (GET /v1/events with Last-Event-ID): the
+    # events after it are gone; details.oldestId names the oldest still held.
+    EVENTS_EXPIRED = ("EVENTS_EXPIRED", ErrorKind.GONE)
 
     # -- the service cannot answer right now -----------------------------------------------
     BUSY = ("BUSY", ErrorKind.UNAVAILABLE)

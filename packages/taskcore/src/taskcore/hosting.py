@@ -28,8 +28,11 @@ variable                            ``serve`` flag                what
 ==================================  ============================  ==========================
 
 **The host** (:class:`Host`): opens (creating) the journal, builds the :class:`Service` with
-the rate limits, starts the retention sweep (``DATA_DIR/retention.json``) and the forge-status
-delivery worker, and stops them and closes the service at the end. Only ``serve`` writes the
+the rate limits and, with the ``[otel]`` extra and the standard ``OTEL_*`` variables, a
+tracer (:func:`taskcore.tracing.tracer_from_env`); starts the retention sweep
+(``DATA_DIR/retention.json``), the forge-status delivery worker and the webhook worker
+(:mod:`taskcore.events.webhook_delivery`); and stops them, closes the service and flushes
+the tracer at the end. Only ``serve`` writes the
 first admin token (``first_admin_token=True``); the ASGI app never does, and reports
 instead whether the journal has a live admin token (:attr:`Host.has_admin_token`) and the
 command that creates one (:func:`admin_token_command`).
@@ -58,6 +61,7 @@ import attrs
 from taskcore.actors import MAX_AUTONOMY, Tier
 from taskcore.auth import FIRST_ADMIN_WORKSPACE, TokenAdmin
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.events.webhook_delivery import WebhookDelivery, start_webhook_delivery
 from taskcore.evidence.forge_delivery import ForgeDelivery, start_forge_delivery
 from taskcore.limits import (
     COLLECTOR_ENVELOPE_MAX_BYTES,
@@ -75,6 +79,7 @@ from taskcore.paths import default_data_dir
 from taskcore.ratelimit import RateLimits
 from taskcore.retention import RetentionSchedule, default_gate_index, load_retention_config
 from taskcore.service import Service
+from taskcore.tracing import Tracer, tracer_from_env
 
 __all__ = [
     "LOG_FORMATS",
@@ -424,6 +429,8 @@ class Host:
         self._service: Service | None = None
         self._schedule: RetentionSchedule | None = None
         self._delivery: ForgeDelivery | None = None
+        self._webhooks: WebhookDelivery | None = None
+        self._tracer: Tracer | None = None
 
     @property
     def service(self) -> Service:
@@ -444,10 +451,12 @@ class Host:
                 for record in admin.list()
             )
         retention = load_retention_config(directory)
+        self._tracer = tracer_from_env()  # None without the [otel] extra: nothing imported
         service = Service.open(
             directory,
             rate_limits=self.settings.rate_limits(),
             session_gate_workspaces=self.settings.session_gate_workspaces,
+            tracer=self._tracer,
         )
         self._service = service
         try:
@@ -455,6 +464,7 @@ class Host:
                 service, retention, gate_index=default_gate_index()
             ).start()
             self._delivery = start_forge_delivery(service)
+            self._webhooks = start_webhook_delivery(service)
         except BaseException:
             self.stop()
             raise
@@ -464,13 +474,19 @@ class Host:
         """Stop the workers, then close the service (idempotent)."""
         schedule, self._schedule = self._schedule, None
         delivery, self._delivery = self._delivery, None
+        webhooks, self._webhooks = self._webhooks, None
         service, self._service = self._service, None
+        tracer, self._tracer = self._tracer, None
         if schedule is not None:
             schedule.stop()
         if delivery is not None:
             delivery.stop()
+        if webhooks is not None:
+            webhooks.stop()
         if service is not None:
             service.close()
+        if tracer is not None:
+            tracer.shutdown()  # flush the spans still batched
 
     def __enter__(self) -> Host:
         return self.start()

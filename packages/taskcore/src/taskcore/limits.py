@@ -22,12 +22,20 @@ __all__ = [
     "ARGV_MAX",
     "ASSERTION_MAX_BYTES",
     "AUDIT_VERB_MAX_CHARS",
+    "BACKOFF_INITIAL_DEFAULT_MS",
+    "BACKOFF_MAX_DEFAULT_MS",
+    "BACKOFF_MAX_MS",
+    "BACKOFF_MULTIPLIER_DEFAULT",
+    "BACKOFF_MULTIPLIER_MAX",
     "CAPABILITY_MAX_CHARS",
     "CHECKPOINT_OUTPUTS_MAX_BYTES",
     "CHECKPOINT_PRUNE_DEFAULT_DAYS",
     "CHECKPOINT_PRUNE_MAX_DAYS",
     "CHECKPOINT_STATE_MAX_BYTES",
     "CHECKPOINT_WRITE_BODY_MAX_BYTES",
+    "CLAIM_WAITERS_MAX",
+    "CLAIM_WAITERS_PER_TOKEN",
+    "CLAIM_WAIT_MAX_MS",
     "COLLECTOR_ENVELOPE_MAX_BYTES",
     "COLLECTOR_HEADER_MAX_BYTES",
     "COLLECTOR_RECORD_MAX_BYTES",
@@ -36,13 +44,25 @@ __all__ = [
     "COMMAND_STREAM_CAP_DEFAULT_BYTES",
     "COMMAND_STREAM_CAP_MAX_BYTES",
     "COMMAND_TIMEOUT_MAX_MS",
+    "CONCURRENCY_LIMIT_DEFAULT",
+    "CONCURRENCY_LIMIT_MAX",
     "CONTEXT_MAX_BYTES",
+    "CREATE_MANY_BODY_MAX_BYTES",
+    "CREATE_MANY_MAX",
     "CRITERIA_MAX",
     "DEPENDENCIES_MAX",
     "DONE_GATE_BUDGET",
     "DONE_GATE_RECEIPT_MAX_LINES",
     "DONE_GATE_RUNGS",
     "ENVIRONMENT_ALLOWLIST_MAX",
+    "EVENTS_BATCH_MAX",
+    "EVENTS_FILTERS_MAX",
+    "EVENTS_HEARTBEAT_SECONDS",
+    "EVENTS_PATTERN_MAX_CHARS",
+    "EVENTS_POLL_MS",
+    "EVENTS_STREAMS_MAX",
+    "EVENTS_STREAMS_PER_TOKEN",
+    "EVENTS_WRITE_TIMEOUT_SECONDS",
     "EVIDENCE_DIGESTS_MAX",
     "EXT_CHILD_KEYS_MAX",
     "EXT_PROMPT_MAX_CHARS",
@@ -95,6 +115,7 @@ __all__ = [
     "MATTER_READERS_MAX",
     "MAX_AGENT_TASK_DEPTH",
     "MAX_LEASE_EXTENSIONS",
+    "MCP_PROGRESS_INTERVAL_MS",
     "MCP_TASK_POLL_INTERVAL_MS",
     "MCP_TOOL_CALL_MAX_MS",
     "NAMED_REFERENCES_MAX",
@@ -106,6 +127,11 @@ __all__ = [
     "PATH_MAX_CHARS",
     "QUALIFICATION_FAILURES_MAX",
     "QUALIFICATION_TIMEOUT_SECONDS",
+    "QUEUE_AFTER_MAX",
+    "QUEUE_ATTEMPTS_MAX",
+    "QUEUE_BULK_MAX",
+    "QUEUE_DELAY_MAX_MS",
+    "QUEUE_KEY_MAX_CHARS",
     "QUEUE_LIST_DEFAULT",
     "QUEUE_LIST_MAX",
     "QUEUE_PAYLOAD_MAX_BYTES",
@@ -153,6 +179,17 @@ __all__ = [
     "TARGET_MAX_CHARS",
     "TEXT_MAX_CHARS",
     "U64_MAX",
+    "UNIQUE_FOR_MAX_MS",
+    "WAKE_POLL_MS",
+    "WEBHOOK_BACKOFF_BASE_MS",
+    "WEBHOOK_BACKOFF_CAP_MS",
+    "WEBHOOK_DESCRIPTION_MAX_CHARS",
+    "WEBHOOK_ENDPOINTS_MAX",
+    "WEBHOOK_FANOUT_BATCH",
+    "WEBHOOK_REQUEST_TIMEOUT_SECONDS",
+    "WEBHOOK_RETRY_WINDOW_MS",
+    "WEBHOOK_SECRET_BYTES",
+    "WEBHOOK_URL_MAX_CHARS",
 ]
 
 # -- integers ---------------------------------------------------------------------------------
@@ -317,6 +354,46 @@ CHECKPOINT_WRITE_BODY_MAX_BYTES: Final = (
 """Request body of ``agenttask.checkpoint.write``: state + outputs + envelope, bytes (ours)."""
 QUEUE_VERBS_MAX: Final = 1024
 """Carrier verbs an admin may register in one workspace (ours)."""
+CLAIM_WAIT_MAX_MS: Final = 30_000
+"""Longest ``waitMs`` of a waiting ``agenttask.claimNext``, in milliseconds (ours, issue 28)."""
+CLAIM_WAITERS_PER_TOKEN: Final = 256
+"""Waiting claims one token may hold open on one server at once; more is refused (ours)."""
+CLAIM_WAITERS_MAX: Final = 4096
+"""Waiting claims one server holds open at once; more is refused (ours)."""
+WAKE_POLL_MS: Final = 5
+"""How often a SQLite journal is checked for other processes' commits while someone waits (ours)."""
+MCP_PROGRESS_INTERVAL_MS: Final = 5_000
+"""How often a waiting MCP tool call reports progress to a client that asked (ours; <= 10 s)."""
+QUEUE_DELAY_MAX_MS: Final = 365 * 24 * 60 * 60 * 1000
+"""Longest ``delayMs`` (and furthest ``runAt`` ahead) of a queue task, in milliseconds (ours)."""
+QUEUE_ATTEMPTS_MAX: Final = 1000
+"""Largest ``maxAttempts`` of a queue task (ours)."""
+BACKOFF_INITIAL_DEFAULT_MS: Final = 1_000
+"""Back-off before the first retry when ``backoff`` is not given, in milliseconds (ours)."""
+BACKOFF_MAX_DEFAULT_MS: Final = 60 * 60 * 1000
+"""Longest back-off when ``backoff`` is not given, in milliseconds (ours)."""
+BACKOFF_MULTIPLIER_DEFAULT: Final = 2.0
+"""Growth of the back-off per attempt when ``backoff`` is not given (ours)."""
+BACKOFF_MAX_MS: Final = 7 * 24 * 60 * 60 * 1000
+"""Largest ``backoff.initialMs`` / ``backoff.maxMs``, in milliseconds (ours)."""
+BACKOFF_MULTIPLIER_MAX: Final = 100.0
+"""Largest ``backoff.multiplier`` (ours)."""
+QUEUE_KEY_MAX_CHARS: Final = 256
+"""Longest ``uniqueKey`` or ``concurrencyKey`` (ours)."""
+UNIQUE_FOR_MAX_MS: Final = 365 * 24 * 60 * 60 * 1000
+"""Longest ``uniqueFor`` window past a task's end, in milliseconds (ours)."""
+CONCURRENCY_LIMIT_DEFAULT: Final = 1
+"""Leased tasks a ``concurrencyKey`` admits until ``agenttask.limit.set`` says otherwise (ours)."""
+CONCURRENCY_LIMIT_MAX: Final = 100_000
+"""Largest ``max`` of ``agenttask.limit.set`` (ours)."""
+QUEUE_AFTER_MAX: Final = 32
+"""Tasks one queue task may wait for (``after``) (ours, issue 28: 32)."""
+CREATE_MANY_MAX: Final = 500
+"""Tasks one ``agenttask.createMany`` creates, all or nothing (ours, issue 28: 500)."""
+CREATE_MANY_BODY_MAX_BYTES: Final = 8 * 1024 * 1024
+"""Request body of ``agenttask.createMany``, bytes (ours)."""
+QUEUE_BULK_MAX: Final = 1000
+"""Tasks one bulk requeue or cancel changes; the answer says whether more match (ours)."""
 MATTER_READERS_MAX: Final = 1024
 """Readers granted on one matter (ours)."""
 EXT_TITLE_MAX_CHARS: Final = 1024
@@ -493,3 +570,42 @@ OAUTH_CLIENT_METADATA_REFRESH_MS: Final = 60 * 60 * 1000
 (ours)."""
 OAUTH_TEXT_MAX_CHARS: Final = 2048
 """The longest URL, scope, state or client name an OAuth request may carry (ours)."""
+# -- the event stream and webhooks (issue 25) --------------------------------------------------
+EVENTS_STREAMS_PER_TOKEN: Final = 4
+"""``GET /v1/events`` connections one token may hold open at once (ours)."""
+EVENTS_STREAMS_MAX: Final = 256
+"""``GET /v1/events`` connections one server holds open at once; more is 503 (ours)."""
+EVENTS_HEARTBEAT_SECONDS: Final = 15
+"""A stream with nothing to send sends a comment this often, seconds (ours)."""
+EVENTS_BATCH_MAX: Final = 100
+"""Events a stream reads from the journal at once, before it has written them (ours)."""
+EVENTS_WRITE_TIMEOUT_SECONDS: Final = 60
+"""A stream whose reader does not take a batch within this long is closed, seconds (ours)."""
+EVENTS_POLL_MS: Final = 1000
+"""How often a stream looks again when no commit woke it, ms (ours). Commits wake it (this
+process's, and other replicas' through the storage's wake-ups); the look covers a PostgreSQL
+horizon that waited for a transaction open elsewhere in the cluster, whose end no commit of
+the journal announces."""
+EVENTS_FILTERS_MAX: Final = 16
+"""Operation patterns one stream or one webhook endpoint may name (ours)."""
+EVENTS_PATTERN_MAX_CHARS: Final = 128
+"""Characters of one operation pattern (``agenttask.*``) (ours)."""
+WEBHOOK_URL_MAX_CHARS: Final = 2048
+"""Characters of a webhook endpoint's URL (ours)."""
+WEBHOOK_DESCRIPTION_MAX_CHARS: Final = 256
+"""Characters of a webhook endpoint's description (ours)."""
+WEBHOOK_ENDPOINTS_MAX: Final = 32
+"""Live webhook endpoints one workspace may have (ours)."""
+WEBHOOK_SECRET_BYTES: Final = 32
+"""Random bytes of a generated ``whsec_`` signing secret (ours; Standard Webhooks asks for
+24 to 64)."""
+WEBHOOK_RETRY_WINDOW_MS: Final = 24 * 60 * 60 * 1000
+"""How long a webhook delivery is retried before it is dead, ms (ours)."""
+WEBHOOK_BACKOFF_BASE_MS: Final = 5_000
+"""The first retry delay of a webhook delivery; each retry doubles it (ours)."""
+WEBHOOK_BACKOFF_CAP_MS: Final = 60 * 60 * 1000
+"""The longest retry delay of a webhook delivery, and of a 429's Retry-After, ms (ours)."""
+WEBHOOK_REQUEST_TIMEOUT_SECONDS: Final = 15
+"""How long one webhook delivery waits for the receiver's answer, seconds (ours)."""
+WEBHOOK_FANOUT_BATCH: Final = 500
+"""Events the webhook fan-out turns into deliveries per transaction (ours)."""

@@ -3,8 +3,8 @@
 :class:`Operation` names an operation's wire types, who may call it (tier, autonomy from its
 risk), which doors and surface offer it, how its handler runs (:class:`TxMode`, ``prepare``,
 ``hold``) and the handler; :class:`CallContext` is what a handler gets besides its input;
-:class:`RawJson` and :class:`CommitThenRefuse` are the handler results the front door treats
-specially. :func:`default_registry` collects every module that contributes operations.
+:class:`RawJson`, :class:`CommitThenRefuse` and :class:`Wait` are the handler results the
+front door treats specially. :func:`default_registry` collects every module that contributes operations.
 :class:`~taskcore.service.Service` (the front door) re-exports all of these names.
 """
 
@@ -15,7 +15,7 @@ import importlib
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, Generic, TypeVar
 
@@ -32,12 +32,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from taskcore.envelope import Route
     from taskcore.service import Service
+    from taskcore.waiting import WaitingCall
 
 __all__ = [
     "MCP_TOOL_NAME_PATTERN",
     "WORKFLOW_OPERATION_PATTERN",
     "CallContext",
     "CallObserved",
+    "CallPending",
     "CommitThenRefuse",
     "Door",
     "Handler",
@@ -47,6 +49,7 @@ __all__ = [
     "Response",
     "Surface",
     "TxMode",
+    "Wait",
     "audit_subject",
     "audit_workspace",
     "default_registry",
@@ -97,6 +100,7 @@ _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.evidence.operations",
     "taskcore.operator_ops",
     "taskcore.oauth.operations",
+    "taskcore.events.operations",
 )
 
 
@@ -154,6 +158,34 @@ class CommitThenRefuse:
     error: TaskError
 
 
+@attrs.frozen(kw_only=True)
+class Wait:
+    """A handler result of a waiting call: nothing to answer yet, and what to wait for.
+
+    Only an operation declared ``waits`` returns it, and only when the call brought a
+    :class:`~taskcore.waiting.WaitingCall` that is not at its end (``ctx.waiting``). The
+    front door rolls the transaction back (nothing was written, nothing is audited yet) and
+    raises :class:`CallPending`; the waiting loop (:mod:`taskcore.waiting`) waits for a
+    notification of ``topic`` (as one of ``group``), or ``due_in_ms``, or the call's
+    deadline, and calls again. The call's one audit event is its last attempt's.
+    ``generation`` is the topic's :meth:`~taskcore.store.wakeup.Wakeup.generation`, read
+    before the handler looked.
+    """
+
+    topic: str
+    group: Hashable | None
+    generation: int
+    due_in_ms: int | None = None
+
+
+class CallPending(Exception):  # noqa: N818 - not an error: a call that waits
+    """Raised by the front door for a :class:`Wait` result: the call is to wait and retry."""
+
+    def __init__(self, wait: Wait) -> None:
+        super().__init__(f"waiting for {wait.topic}")
+        self.wait = wait
+
+
 @attrs.frozen
 class Response:
     """A successful call: the exact response bytes."""
@@ -175,6 +207,8 @@ class CallContext:
     route: Route | None
     door: Door
     raw_digest: str
+    waiting: WaitingCall | None = None
+    """The waiting call this attempt belongs to (an operation declared ``waits``), if any."""
 
     @property
     def clock(self) -> Clock:
@@ -203,7 +237,7 @@ class CallContext:
         """
         if self.tx is None:
             return self.service.storage
-        return JoinedStorage(self.tx)
+        return JoinedStorage(self.tx, wakeup=self.service.storage.wakeup)
 
 
 Handler = Callable[[CallContext, Any], Any]
@@ -288,6 +322,10 @@ class Operation(Generic[I, O]):
     key, so it stays correct beside other row-safe calls without the single-writer lock: a
     storage that can (PostgreSQL's ``write_shared``) runs such calls concurrently under the
     shared form of its writer lock, every other write still exclusive. SQLite ignores it.
+
+    ``waits`` declares that the handler may answer :class:`Wait` (a call that has nothing to
+    answer yet and asked to wait: a ``claimNext`` with ``waitMs``). Doors run such calls
+    through :mod:`taskcore.waiting`; the front door does for in-process callers.
     """
 
     name: str
@@ -309,6 +347,7 @@ class Operation(Generic[I, O]):
     description: str = ""
     row_safe: bool = False
     offered_to: Callable[[Service, Actor, Door], bool] | None = None
+    waits: bool = False
 
     @property
     def min_autonomy(self) -> int:

@@ -52,11 +52,12 @@ import attrs
 from taskcore.actors import Actor
 from taskcore.audit import AGGREGATED_DIGEST, ANONYMOUS, AuditLog, input_digest
 from taskcore.auth import RecentAdmissions, authenticate_in, check_live_in
+from taskcore.callnote import current_note, noting, valid_traceparent
 from taskcore.clock import Clock, SystemClock
 from taskcore.codec import Codec, default_codec, dumps
 from taskcore.envelope import Route, WorkflowCall, call_workflow, wrap_workflow
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import ADMISSION_MEMORY_MS
+from taskcore.limits import ADMISSION_MEMORY_MS, CLAIM_WAITERS_MAX, CLAIM_WAITERS_PER_TOKEN
 from taskcore.names import WORKFLOW_PREFIX
 from taskcore.ratelimit import RateLimiter, RateLimits
 from taskcore.registry import (
@@ -64,6 +65,7 @@ from taskcore.registry import (
     WORKFLOW_OPERATION_PATTERN,
     CallContext,
     CallObserved,
+    CallPending,
     CommitThenRefuse,
     Door,
     Handler,
@@ -73,6 +75,7 @@ from taskcore.registry import (
     Response,
     Surface,
     TxMode,
+    Wait,
     audit_subject,
     audit_workspace,
     default_registry,
@@ -85,6 +88,8 @@ from taskcore.store.storage import (
     journal_data_dir,
     open_storage,
 )
+from taskcore.tracing import Tracer
+from taskcore.waiting import WaitingCall, WaitSlots, wait_blocking
 
 __all__ = [
     "MCP_TOOL_NAME_PATTERN",
@@ -92,6 +97,7 @@ __all__ = [
     "WORKFLOW_PREFIX",
     "CallContext",
     "CallObserved",
+    "CallPending",
     "CommitThenRefuse",
     "Door",
     "Handler",
@@ -104,6 +110,8 @@ __all__ = [
     "ServiceConfig",
     "Surface",
     "TxMode",
+    "Wait",
+    "WaitingCall",
     "WorkflowCall",
     "audit_subject",
     "audit_workspace",
@@ -131,6 +139,8 @@ class ServiceConfig:
     rate_limits: RateLimits | None = None
     session_gate_workspaces: frozenset[str] | None = frozenset()
     admission_memory_ms: int = ADMISSION_MEMORY_MS
+    claim_waiters_per_token: int = CLAIM_WAITERS_PER_TOKEN
+    claim_waiters_max: int = CLAIM_WAITERS_MAX
 
 
 _input_digest = input_digest
@@ -177,6 +187,7 @@ class Service:
         config: ServiceConfig,
         clock: Clock | None = None,
         registry: Registry | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.storage = storage
         self.config = config
@@ -203,9 +214,15 @@ class Service:
                 keys_max=limits.keys_max,
                 clock=self.clock,
             )
-        self.audit = AuditLog(self.write, self.clock)
+        self.tracer = tracer
+        """One span per call when set (:mod:`taskcore.tracing`); ``None``: no tracing."""
+        self.audit = AuditLog(self.write, self.clock, tracer)
         """The one audit writer of this front door (:mod:`taskcore.audit`)."""
         self._recent = RecentAdmissions(memory_ms=config.admission_memory_ms)
+        self.waiters = WaitSlots(
+            per_token=config.claim_waiters_per_token, total=config.claim_waiters_max
+        )
+        """The bounds on waiting calls (:mod:`taskcore.waiting`), per token and in all."""
 
     @classmethod
     def open(
@@ -216,6 +233,7 @@ class Service:
         clock: Clock | None = None,
         registry: Registry | None = None,
         init: bool = False,
+        tracer: Tracer | None = None,
         **config: Any,
     ) -> Service:
         """Open (creating if needed) the journal and build a service on it.
@@ -238,7 +256,7 @@ class Service:
         from taskcore.evidence.authority_key import ensure_authority_key
 
         ensure_authority_key(config_obj.data_dir)
-        return cls(storage, config=config_obj, clock=clock, registry=registry)
+        return cls(storage, config=config_obj, clock=clock, registry=registry, tracer=tracer)
 
     def close(self) -> None:
         """Write the aggregated refusals still counted, then release storage."""
@@ -510,8 +528,12 @@ class Service:
         door: Door = Door.IN_PROCESS,
         surfaces: Iterable[Surface] | None = None,
         admitted: Actor | None = None,
+        traceparent: str | None = None,
+        waiting: WaitingCall | None = None,
     ) -> Response:
         """Authenticate ``bearer`` and dispatch; failed authentication is audited too.
+
+        ``traceparent`` is the W3C trace context the caller sent (ignored unless valid).
 
         ``admitted`` is the actor :meth:`admit` returned for this same ``bearer`` moments
         ago. For an operation that runs in the call's write transaction (no ``prepare``, no
@@ -522,12 +544,28 @@ class Service:
         authentication finds it (a refusal of the request itself, found before the
         transaction, first authenticates the bearer again so that a revoked token is still
         what is reported). Any other operation authenticates as without ``admitted``.
+
+        ``waiting`` is the :class:`~taskcore.waiting.WaitingCall` of an adapter that waits
+        itself (:func:`taskcore.waiting.wait_async`): an attempt with nothing to answer yet
+        raises :class:`CallPending`. Without it, a call of an operation that ``waits`` blocks
+        this thread until it answers (:func:`taskcore.waiting.wait_blocking`).
         """
         digest = _input_digest(raw)
         if admitted is not None and _defers_authentication(self.registry.get(name)):
             try:
                 return Response(
-                    self._run(admitted, name, raw, route, door, surfaces, digest, bearer)[1]
+                    self._run(
+                        admitted,
+                        name,
+                        raw,
+                        route,
+                        door,
+                        surfaces,
+                        digest,
+                        bearer,
+                        waiting=waiting,
+                        traceparent=traceparent,
+                    )[1]
                 )
             except _Lapsed as lapsed:
                 if bearer:
@@ -544,7 +582,15 @@ class Service:
             self._observe(name, door, err.code.value, 0.0)
             raise
         return self.dispatch(
-            actor, name, raw, route=route, door=door, surfaces=surfaces, _digest=digest
+            actor,
+            name,
+            raw,
+            route=route,
+            door=door,
+            surfaces=surfaces,
+            traceparent=traceparent,
+            _digest=digest,
+            waiting=waiting,
         )
 
     def call_workflow(
@@ -555,9 +601,18 @@ class Service:
         route: Route,
         door: Door = Door.IN_PROCESS,
         operation: str | None = None,
+        traceparent: str | None = None,
     ) -> Response:
         """Run one workflow envelope for ``route`` (:func:`taskcore.envelope.call_workflow`)."""
-        return call_workflow(self, principal, raw, route=route, door=door, operation=operation)
+        return call_workflow(
+            self,
+            principal,
+            raw,
+            route=route,
+            door=door,
+            operation=operation,
+            traceparent=traceparent,
+        )
 
     @staticmethod
     def wrap_workflow(operation: str, result: bytes) -> bytes:
@@ -656,10 +711,23 @@ class Service:
             )
         request = self._decode(op, raw)
         digest = _input_digest(raw)
-        result = op.handler(attrs.evolve(ctx, raw_digest=digest), request)
-        if isinstance(result, CommitThenRefuse):
-            raise result.error
-        self._audit(tx, ctx.actor.token_id, ctx.actor.workspace, op.name, digest, "OK")
+        # The granted call's own event: its own note (status moves), the same trace context.
+        with noting(getattr(current_note(), "traceparent", None), door=ctx.door.value) as note:
+            note.started_ns = time.time_ns()
+            result = op.handler(attrs.evolve(ctx, raw_digest=digest), request)
+            if isinstance(result, CommitThenRefuse):
+                raise result.error
+            self._audit(
+                tx,
+                ctx.actor.token_id,
+                ctx.actor.workspace,
+                op.name,
+                digest,
+                "OK",
+                audit_subject(request, result),
+            )
+            if note.span is not None:
+                note.span.end("OK")
         return json.loads(self._encode(result))
 
     def dispatch(
@@ -671,7 +739,9 @@ class Service:
         route: Route | None = None,
         door: Door = Door.IN_PROCESS,
         surfaces: Iterable[Surface] | None = None,
+        traceparent: str | None = None,
         _digest: str | None = None,
+        waiting: WaitingCall | None = None,
     ) -> Response:
         """Run operation ``name`` for ``actor`` on ``raw`` input; audit exactly once.
 
@@ -679,8 +749,28 @@ class Service:
         serves queue and admin operations only); an operation outside them is unknown there.
         Raises :class:`TaskError` on any refusal; the refusal is audited before it is raised.
         Each observer in :attr:`observers` then sees the call once (:class:`CallObserved`).
+        ``traceparent``: the caller's W3C trace context (:mod:`taskcore.tracing`); ``waiting``
+        as for :meth:`call`.
         """
-        return Response(self._run(actor, name, raw, route, door, surfaces, _digest)[1])
+        return Response(
+            self._run(
+                actor,
+                name,
+                raw,
+                route,
+                door,
+                surfaces,
+                _digest,
+                None,
+                waiting=waiting,
+                traceparent=traceparent,
+            )[1]
+        )
+
+    def _waits(self, name: str) -> bool:
+        """Whether ``name`` is an operation that may wait (see :attr:`Operation.waits`)."""
+        op = self.registry.get(name)
+        return op is not None and op.waits
 
     def invoke(
         self,
@@ -709,22 +799,43 @@ class Service:
         surfaces: Iterable[Surface] | None,
         digest: str | None,
         bearer: str | None = None,
+        waiting: WaitingCall | None = None,
+        traceparent: str | None = None,
     ) -> tuple[Any, bytes]:
+        if waiting is None and self._waits(name):  # an in-process caller: wait in its thread
+            return wait_blocking(
+                self,
+                lambda w: self._run(
+                    actor, name, raw, route, door, surfaces, digest, bearer, w, traceparent
+                ),
+            )
         started = time.perf_counter()
         code: str | None = ErrorCode.INTERNAL.value
-        try:
-            outcome = self._dispatch(actor, name, raw, route, door, surfaces, digest, bearer)
-            code = "OK"
-            return outcome
-        except TaskError as err:
-            code = err.code.value
-            raise
-        except _Lapsed:
-            code = None  # observed by ``call``, as a failed authentication
-            raise
-        finally:
-            if code is not None:
-                self._observe(name, door, code, time.perf_counter() - started)
+        incoming = None if traceparent is None else valid_traceparent(traceparent)
+        # The call's note: its task's status moves and its trace (taskcore.callnote).
+        with noting(incoming, door=door.value, started_ns=time.time_ns()) as note:
+            try:
+                outcome = self._dispatch(
+                    actor, name, raw, route, door, surfaces, digest, bearer, waiting
+                )
+                code = "OK"
+                return outcome
+            except TaskError as err:
+                code = err.code.value
+                raise
+            except _Lapsed as lapsed:
+                code = None  # observed by ``call``, as a failed authentication
+                if note.span is not None:
+                    note.span.end(lapsed.error.code.value)
+                raise
+            except CallPending:
+                code = None  # observed by the answering attempt
+                raise
+            finally:
+                if code is not None:
+                    self._observe(name, door, code, time.perf_counter() - started)
+                    if note.span is not None:
+                        note.span.end(code)
 
     def _dispatch(
         self,
@@ -736,11 +847,14 @@ class Service:
         surfaces: Iterable[Surface] | None,
         _digest: str | None,
         bearer: str | None = None,
+        waiting: WaitingCall | None = None,
     ) -> tuple[Any, bytes]:
         """Check, decode, run and audit one call (see :meth:`dispatch`).
 
         ``bearer`` is set when ``actor`` was admitted and the bearer is to be authenticated
-        in the call's transaction (:meth:`call`); a failure raises :class:`_Lapsed`.
+        in the call's transaction (:meth:`call`); a failure raises :class:`_Lapsed`. A
+        handler's :class:`Wait` rolls the transaction back and raises :class:`CallPending`
+        (nothing written, nothing audited: the attempt that answers is audited).
         """
         digest = _digest or _input_digest(raw)
         wanted = None if surfaces is None else frozenset(surfaces)
@@ -791,9 +905,17 @@ class Service:
                     else:
                         check_live_in(tx, actor.token_id)
                     ctx = CallContext(
-                        service=self, actor=actor, tx=tx, route=route, door=door, raw_digest=digest
+                        service=self,
+                        actor=actor,
+                        tx=tx,
+                        route=route,
+                        door=door,
+                        raw_digest=digest,
+                        waiting=waiting,
                     )
                     result = op.handler(ctx, prepared)
+                    if isinstance(result, Wait):
+                        raise CallPending(result)  # rolls the attempt back, unaudited
                     if isinstance(result, CommitThenRefuse):
                         refusal = result.error
                         outcome, body = refusal.code.value, b""
@@ -811,7 +933,7 @@ class Service:
         except TaskError as err:
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, err, subject)
             raise
-        except _Lapsed:
+        except (_Lapsed, CallPending):
             raise
         except Exception as exc:  # a handler bug must not become a traceback
             failure = TaskError(

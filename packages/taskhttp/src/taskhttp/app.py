@@ -10,6 +10,7 @@ route                                                                  what
 ``POST /mcp``                                                          MCP: queue tools
 ``POST /v1/hub/workspace/mcp?repository=R&profile=P``                  MCP: workflow tools
 ``GET /v1/hub/health``                                                 storage ping, backend, schema
+``GET /v1/events``                                                     the event stream (SSE)
 ``GET /openapi.json``                                                  every route and body
 =====================================================================  ========================
 
@@ -46,25 +47,30 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from taskboard import BOARD_PATH, create_board
-from taskcore import Door, ErrorCode, Service, TaskError
+from taskcore import Actor, Door, ErrorCode, Service, TaskError
+from taskcore import Response as TaskResponse
 from taskcore import Route as TaskRoute
 from taskcore.auth import bearer_from_header
 from taskcore.codec import dumps, parse_json
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES, JSON_MAX_DEPTH, REQUEST_BODY_MAX_BYTES
 from taskcore.oauth_tokens import is_access_token
 from taskcore.service import WORKFLOW_PREFIX, Surface
+from taskcore.waiting import WaitingCall, wait_async
 from taskmcp.family import (
     SCOPE_CHALLENGE_KEY,
     SCOPE_RESOURCE_KEY,
+    SCOPE_STREAM_KEY,
     Family,
     error_response,
     max_body,
+    wants_stream,
 )
 from taskmcp.jsonrpc import INVALID_REQUEST, PARSE_ERROR, invalid, message_id
 from taskmcp.jsonrpc import error_response as rpc_error_response
 from taskmcp.site import AS_PATHS, PROTECTED_RESOURCE_PATH, check_site, public_base
 
 from taskhttp.body import JSON, OCTET_STREAM, declared_length, read_body, require_media_type
+from taskhttp.events import EVENTS_PATH, EventsEndpoint
 from taskhttp.limits import BodyBudget, Reservation, TransportLimits
 from taskhttp.metrics import METRICS_PATH, Metrics
 from taskhttp.oauth import LazyOAuth, challenge, challenged, step_up
@@ -319,6 +325,8 @@ class _AdmittedMcp:
                 await self.pool.run(self.service.refuse, bearer, self.name, refusal)
                 await response(scope, receive, send)
                 return
+            if wants_stream(message, request.headers.get("accept")):
+                scope.setdefault("state", {})[SCOPE_STREAM_KEY] = True
             endpoint = await self.mcp.endpoint(self.family)
             # RFC 9110 5.5: a field value excludes the whitespace around it; llhttp keeps
             # trailing whitespace, and the SDK compares Mcp-Method / Mcp-Name values exactly.
@@ -382,6 +390,9 @@ class _Verb:
             except TaskError as err:
                 await self.pool.run(service.refuse, bearer, name, err)
                 return error_response(err)
+            if op is not None and op.waits:
+                held.release()  # a waiting call holds no share of the body budget
+                return await self.waiting(request, bearer, name, body, actor)
             try:
                 result = await self.pool.run(
                     service.call,
@@ -391,12 +402,52 @@ class _Verb:
                     door=Door.HTTP,
                     surfaces=VERB_SURFACES,
                     admitted=actor,  # authenticated again in the call's own transaction
+                    traceparent=request.headers.get("traceparent"),
                 )
             except TaskError as err:
                 return error_response(err)
         finally:
             held.release()
         return _ok(result.body)
+
+    async def waiting(
+        self, request: Request, bearer: str | None, name: str, body: bytes, actor: Actor
+    ) -> Response:
+        """A call that may wait (``claimNext`` with ``waitMs``), holding no thread meanwhile.
+
+        Each attempt runs in a worker thread, the waits on the event loop
+        (:func:`taskcore.waiting.wait_async`); a client that disconnects ends the wait, and
+        the last attempt takes nothing.
+        """
+        service = self.service
+
+        def attempt(waiting: WaitingCall) -> Awaitable[TaskResponse]:
+            return self.pool.run(
+                service.call,
+                bearer,
+                name,
+                body,
+                door=Door.HTTP,
+                surfaces=VERB_SURFACES,
+                admitted=actor,
+                waiting=waiting,
+            )
+
+        try:
+            result = await wait_async(
+                service,
+                attempt,
+                gone=lambda: _disconnected(request.receive),
+            )
+        except TaskError as err:
+            return error_response(err)
+        return _ok(result.body)
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Return when the client closes the connection (its request body was read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 class _App(Starlette):
@@ -548,10 +599,16 @@ def create_app(
                 body = await read_body(request, limit, held)
             except TaskError as err:
                 return await refuse(bearer, name, err)
-            return await run_workflow(bearer, body, route, upload)
+            return await run_workflow(
+                bearer, body, route, upload, request.headers.get("traceparent")
+            )
 
     async def run_workflow(
-        bearer: str | None, body: bytes, route: TaskRoute, upload: bool
+        bearer: str | None,
+        body: bytes,
+        route: TaskRoute,
+        upload: bool,
+        traceparent: str | None,
     ) -> Response:
         try:
             result = await pool.run(
@@ -561,6 +618,7 @@ def create_app(
                 route=route,
                 door=Door.HTTP,
                 operation=UPLOAD_OPERATION if upload else None,
+                traceparent=traceparent,
             )
         except TaskError as err:
             return error_response(err)
@@ -631,6 +689,11 @@ def create_app(
             )
         ),
         Route(HEALTH_PATH, health, methods=["GET"]),
+        Route(
+            EVENTS_PATH,
+            EventsEndpoint(service, pool, write_timeout=transport.events_write_timeout),
+            methods=["GET"],
+        ),
         Route(OPENAPI_PATH, openapi, methods=["GET"]),
         Route(METRICS_PATH, Metrics(service).endpoint, methods=["GET"]),
         Mount(BOARD_PATH, app=_SiteGuard(create_board(service, secure=board_secure), public_url)),

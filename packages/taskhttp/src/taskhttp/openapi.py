@@ -33,6 +33,7 @@ from taskcore.service import WORKFLOW_OPERATION_PATTERN
 __all__ = [
     "COLLECTOR_UPLOAD_PATH",
     "DEFAULT_SERVER",
+    "EVENTS_PATH",
     "HEALTH_PATH",
     "MCP_PATH",
     "OPENAPI_PATH",
@@ -43,6 +44,7 @@ __all__ = [
 ]
 
 HEALTH_PATH = "/v1/hub/health"
+EVENTS_PATH = "/v1/events"
 OPENAPI_PATH = "/openapi.json"
 MCP_PATH = "/mcp"
 WORKSPACE_MCP_PATH = "/v1/hub/workspace/mcp"
@@ -273,6 +275,36 @@ def _service_paths() -> dict[str, Any]:
                         },
                     ),
                     **_errors({503}),
+                    **_MALFORMED_HTTP,
+                },
+            }
+        },
+        EVENTS_PATH: {
+            "get": {
+                "operationId": "events",
+                "summary": "The workspace's events as server-sent events (observe.events opens it).",
+                "description": "Each message: id (the event id), event (the operation), data "
+                "(JSON: id, operation, workspace, actor, at, atMs, taskId, statusBefore, "
+                "statusAfter, outcome, errorCode, calls, traceparent). Resume with the "
+                "Last-Event-ID header (or lastEventId); a comment every 15 s when idle.",
+                "parameters": [
+                    {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}},
+                    {"name": "lastEventId", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "operation",
+                        "in": "query",
+                        "schema": {"type": "array", "items": {"type": "string"}},
+                        "style": "form",
+                        "explode": True,
+                    },
+                    {"name": "task", "in": "query", "schema": {"type": "string"}},
+                ],
+                "responses": {
+                    "200": {
+                        "description": "the stream",
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    },
+                    **_errors({400, 401, 403, 404, 410, 422, 429, 503}),
                     **_MALFORMED_HTTP,
                 },
             }

@@ -22,10 +22,13 @@ __all__ = [
     "SCOPE_ACTOR_KEY",
     "SCOPE_CHALLENGE_KEY",
     "SCOPE_RESOURCE_KEY",
+    "SCOPE_STREAM_KEY",
     "Family",
     "error_response",
     "max_body",
     "tool_operations",
+    "traceparent_of",
+    "wants_stream",
 ]
 
 SCOPE_ACTOR_KEY = "agent_task.actor"
@@ -95,3 +98,47 @@ def error_response(err: TaskError) -> JSONResponse:
         status_code=err.code.kind.http_status,
         headers=err.transport_headers() or None,
     )
+
+
+SCOPE_STREAM_KEY = "agent_task.stream"
+"""Key under the ASGI scope's ``state``: answer this POST as an event stream (JSON otherwise)."""
+
+
+def wants_stream(message: Any, accept: str | None) -> bool:
+    """Whether a POSTed JSON-RPC message should be answered as an event stream.
+
+    A request whose ``_meta`` carries a ``progressToken`` (the client asked for
+    ``notifications/progress``, which only an event stream can carry before the answer),
+    from a client that accepts ``text/event-stream``. Everything else is answered with one
+    JSON body, as before.
+
+    >>> wants_stream({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+    ...     "params": {"name": "t", "_meta": {"progressToken": 7}}}, "application/json, text/event-stream")
+    True
+    >>> wants_stream({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}}, None)
+    False
+    """
+    if (
+        not isinstance(message, dict)
+        or "id" not in message
+        or "text/event-stream" not in (accept or "")
+    ):
+        return False
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and meta.get("progressToken") is not None
+
+
+def traceparent_of(ctx: Any) -> str | None:
+    """The W3C trace context an MCP request carries in ``params._meta.traceparent``.
+
+    MCP's convention for OpenTelemetry context propagation; the front door ignores a value
+    that is not a valid ``traceparent``.
+
+    >>> class Ctx: meta = {"traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}
+    >>> traceparent_of(Ctx())[:5], traceparent_of(object())
+    ('00-4b', None)
+    """
+    meta = getattr(ctx, "meta", None) or {}
+    value = meta.get("traceparent") if isinstance(meta, dict) else None
+    return value if isinstance(value, str) else None

@@ -5,7 +5,10 @@ for the workspace family, reads ``repository`` and ``profile`` from the query st
 the SDK sees the request, answering ``{error, code}`` with the error's HTTP status otherwise,
 and leaves the actor and route in the request scope for :func:`~taskmcp.server.scope_principal`.
 The SDK's session manager runs stateless with JSON responses: every POST stands alone, so
-every POST is authenticated and a revoked token is refused on its next request. GET (a
+every POST is authenticated and a revoked token is refused on its next request. A request
+that asks for progress (``_meta.progressToken``; a waiting ``agenttask_claimNext``) is
+answered as an event stream instead, so its ``notifications/progress`` reach the client
+before the answer (:func:`wants_stream`, decided by the HTTP app, which has parsed the body). GET (a
 standalone event stream) and DELETE (ending a session) have nothing to serve and answer 405.
 """
 
@@ -26,6 +29,7 @@ from taskmcp.family import (
     MCP_ENVELOPE_OVERHEAD_BYTES,
     SCOPE_CHALLENGE_KEY,
     SCOPE_RESOURCE_KEY,
+    SCOPE_STREAM_KEY,
     Family,
     error_response,
 )
@@ -75,11 +79,18 @@ class McpEndpoint:
             json_response=True,
             max_request_body_size=self.max_body,
         )
+        self.streaming = StreamableHTTPSessionManager(
+            app=self.server,
+            stateless=True,
+            json_response=False,
+            max_request_body_size=self.max_body,
+        )
+        """Answers as an event stream: for a call whose client asked for progress."""
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        """Run the SDK session manager (once per endpoint, inside the app lifespan)."""
-        async with self.manager.run():
+        """Run the SDK session managers (once per endpoint, inside the app lifespan)."""
+        async with self.manager.run(), self.streaming.run():
             yield
 
     def _principal(self, bearer: str | None, scope: Scope) -> tuple[Actor, Route | None]:
@@ -115,4 +126,5 @@ class McpEndpoint:
             return
         state[SCOPE_ACTOR_KEY] = actor
         state[SCOPE_ROUTE_KEY] = route
-        await self.manager.handle_request(scope, receive, send)
+        manager = self.streaming if state.get(SCOPE_STREAM_KEY) else self.manager
+        await manager.handle_request(scope, receive, send)

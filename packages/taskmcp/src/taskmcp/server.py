@@ -18,8 +18,9 @@ local actor the command was started with. A refused call is an MCP tool error
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -30,11 +31,12 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from taskcore import Actor, Door, Response, Route, Service, TaskError, __version__
 from taskcore.service import WORKFLOW_PREFIX
+from taskcore.waiting import WaitingCall, wait_async
 
 from taskmcp import calltime
 from taskmcp.calltime import capped
 from taskmcp.clientlog import on_set_level
-from taskmcp.family import SCOPE_ACTOR_KEY
+from taskmcp.family import SCOPE_ACTOR_KEY, traceparent_of
 from taskmcp.stdio import ScreenedStream
 from taskmcp.tasks import QueueTasks, apply_extension
 from taskmcp.tools import Family, operation_for_tool, tools
@@ -113,7 +115,14 @@ def _failure(err: TaskError) -> types.CallToolResult:
 
 
 def _call(
-    service: Service, family: Family, actor: Actor, route: Route | None, tool: str, args: Any
+    service: Service,
+    family: Family,
+    actor: Actor,
+    route: Route | None,
+    tool: str,
+    args: Any,
+    waiting: WaitingCall | None = None,
+    traceparent: str | None = None,
 ) -> Response:
     arguments = args if args is not None else {}
     name = operation_for_tool(service.registry, family, tool)
@@ -123,8 +132,61 @@ def _call(
 
             raise TaskError(ErrorCode.BAD_INPUT, "the workspace MCP endpoint needs a route")
         envelope = {"operation": name.removeprefix(WORKFLOW_PREFIX), "request": arguments}
-        return service.call_workflow(actor, envelope, route=route, door=Door.MCP)
-    return service.dispatch(actor, name, arguments, door=Door.MCP, surfaces=family.surfaces)
+        return service.call_workflow(
+            actor, envelope, route=route, door=Door.MCP, traceparent=traceparent
+        )
+    return service.dispatch(
+        actor,
+        name,
+        arguments,
+        door=Door.MCP,
+        surfaces=family.surfaces,
+        waiting=waiting,
+        traceparent=traceparent,
+    )
+
+
+async def _waiting_call(
+    ctx: ServerRequestContext[Any, Any],
+    service: Service,
+    actor: Actor,
+    params: types.CallToolRequestParams,
+) -> Response:
+    """A tool call that may wait (``agenttask_claimNext`` with ``waitMs``).
+
+    Each attempt runs in a worker thread; between them the call awaits a wake-up on the
+    event loop (:func:`taskcore.waiting.wait_async`), holding no thread, and reports
+    progress (``notifications/progress``) at least every
+    :data:`~taskcore.limits.MCP_PROGRESS_INTERVAL_MS` to a client that sent a progress
+    token. ``waitMs`` is at most 30 s, so no tool call holds longer than that plus one
+    attempt.
+    """
+
+    def attempt(waiting: WaitingCall) -> Awaitable[Response]:
+        return anyio.to_thread.run_sync(
+            _call,
+            service,
+            Family.QUEUE,
+            actor,
+            None,
+            params.name,
+            params.arguments,
+            waiting,
+            traceparent_of(ctx),
+        )
+
+    async def progress(waited: float, allowed: float) -> None:
+        with contextlib.suppress(Exception):  # a client that stopped reading is no error
+            await ctx.session.report_progress(
+                round(waited, 3), round(allowed, 3), "waiting for a claimable task"
+            )
+
+    return await wait_async(service, attempt, progress=progress)
+
+
+def _waits(service: Service, tool: str) -> bool:
+    op = service.registry.for_tool(tool, Family.QUEUE.surfaces)
+    return op is not None and op.waits
 
 
 def build_server(
@@ -162,16 +224,21 @@ def build_server(
     ) -> types.CallToolResult:
         try:
             actor, route = principal(ctx)
-            response = await anyio.to_thread.run_sync(
-                _call,
-                service,
-                family,
-                actor,
-                route,
-                params.name,
-                params.arguments,
-                abandon_on_cancel=True,  # the time limit answers; the call finishes alone
-            )
+            if family is Family.QUEUE and _waits(service, params.name):
+                response = await _waiting_call(ctx, service, actor, params)
+            else:
+                response = await anyio.to_thread.run_sync(
+                    _call,
+                    service,
+                    family,
+                    actor,
+                    route,
+                    params.name,
+                    params.arguments,
+                    None,
+                    traceparent_of(ctx),
+                    abandon_on_cancel=True,  # the time limit answers; the call finishes alone
+                )
         except TaskError as err:
             return _failure(err)
         return _success(response)

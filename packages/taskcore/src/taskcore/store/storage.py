@@ -37,6 +37,8 @@ from taskcore.store.groupcommit import GroupCommit
 from taskcore.store.journal_file import hold_shared, release
 from taskcore.store.rowcache import CommittedRows
 from taskcore.store.sqlite import Component, SqliteDatabase
+from taskcore.store.sqlite_wakeup import BUMP_SQL, SqliteWatch
+from taskcore.store.wakeup import JOURNAL_TOPIC, Wakeup, workspace_of
 
 if TYPE_CHECKING:
     from taskcore.store.audit_api import AuditStore
@@ -50,6 +52,7 @@ if TYPE_CHECKING:
     from taskcore.store.queue_api import QueueStore
     from taskcore.store.retention_api import RetentionStore
     from taskcore.store.tokens_api import TokenStore
+    from taskcore.store.webhooks_api import WebhookStore
 
 __all__ = [
     "DATABASE_ENV",
@@ -83,6 +86,7 @@ _COMPONENT_MODULES: tuple[str, ...] = (
     "retention",
     "forge",
     "oauth",
+    "webhooks",
 )
 
 
@@ -143,11 +147,24 @@ class Transaction(Protocol):
         """OAuth clients, authorization requests, grants and tokens (hashes only)."""
         ...
 
+    @property
+    def webhooks(self) -> WebhookStore:
+        """Webhook endpoints, their deliveries (the outbox) and the fan-out cursor."""
+        ...
+
     def prefetch(self, keys: CallKeys) -> None:
         """Read the rows one workflow call looks up in one go (:mod:`taskcore.store.callrows`).
 
         Nothing changes for the caller but the number of statements: the stores answer their
         usual lookups from what was read, for the rest of the transaction.
+        """
+        ...
+
+    def signal(self, topic: str) -> None:
+        """Wake the waiters of ``topic`` once this transaction commits (:mod:`.wakeup`).
+
+        Nothing is signalled if it rolls back. Every write transaction signals
+        :data:`~taskcore.store.wakeup.JOURNAL_TOPIC` without asking.
         """
         ...
 
@@ -157,6 +174,9 @@ class Storage(Protocol):
 
     backend: str
     """``"sqlite"`` or ``"postgresql"``."""
+
+    wakeup: Wakeup
+    """Where commits are announced to waiters, in this process and others (:mod:`.wakeup`)."""
 
     def write(self) -> AbstractContextManager[Transaction]:
         """A serialized write transaction, durable when the block exits cleanly."""
@@ -207,9 +227,13 @@ class JoinedStorage:
     ``write()`` on a read-only transaction is a programming error (``INTERNAL``).
     """
 
-    def __init__(self, tx: Transaction, *, writable: bool = True) -> None:
+    def __init__(
+        self, tx: Transaction, *, writable: bool = True, wakeup: Wakeup | None = None
+    ) -> None:
         self.tx = tx
         self.writable = writable
+        self.wakeup = wakeup if wakeup is not None else Wakeup()
+        """The opener's wake-ups, if given (signals go through the joined transaction)."""
 
     @contextmanager
     def write(self) -> Iterator[Transaction]:
@@ -258,12 +282,33 @@ class SqliteTransaction:
         self.conn = conn
         self.writable = writable
         self._committed = committed
+        self.signals: set[str] = set()
+        """The topics this transaction signals when it commits (reset by :meth:`begin`)."""
 
     def begin(self) -> None:
-        """Start a new transaction: forget what the last one memoised."""
+        """Start a new transaction: forget what the last one memoised and signalled."""
         for name in _MEMOISING:
             if name in self.__dict__:
                 self.__dict__[name].reset()
+        self.signals = set()
+
+    def signal(self, topic: str) -> None:
+        """Wake the waiters of ``topic`` once this transaction commits."""
+        self.signals.add(topic)
+
+    def flush_signals(self) -> dict[str, int]:
+        """Bump the change counter of every workspace signalled (inside the transaction).
+
+        Other processes notice a moved counter (:mod:`taskcore.store.sqlite_wakeup`); returns
+        the new counter per workspace.
+        """
+        counters: dict[str, int] = {}
+        for topic in sorted(self.signals):
+            ws = workspace_of(topic)
+            if ws is not None:
+                row: Any = self.conn.execute(BUMP_SQL, (ws,)).fetchone()
+                counters[ws] = int(row[0])
+        return counters
 
     def prefetch(self, keys: CallKeys) -> None:
         """Read the rows of one workflow call at once (:mod:`taskcore.store.callrows`)."""
@@ -303,7 +348,7 @@ class SqliteTransaction:
         """The agent task queue (tasks, verbs, matters, approval gates, checkpoints, ext)."""
         from taskcore.store.sqlite_queue import SqliteQueueStore
 
-        return SqliteQueueStore(self.conn)
+        return SqliteQueueStore(self.conn, self.signal)
 
     @cached_property
     def authority(self) -> AuthorityStore:
@@ -347,6 +392,13 @@ class SqliteTransaction:
 
         return SqliteOAuthStore(self.conn)
 
+    @cached_property
+    def webhooks(self) -> WebhookStore:
+        """Webhook endpoints, their deliveries and the fan-out cursor."""
+        from taskcore.store.sqlite_webhooks import SqliteWebhookStore
+
+        return SqliteWebhookStore(self.conn)
+
 
 class SqliteStorage:
     """The embedded default: ``DATA_DIR/journal.sqlite``.
@@ -374,6 +426,9 @@ class SqliteStorage:
         """Immutable authority rows known committed, shared by every transaction."""
         self._transactions: dict[apsw.Connection, SqliteTransaction] = {}
         self._transactions_lock = threading.Lock()
+        self.watch = SqliteWatch(db)
+        """The cheap check that hears other processes' commits while someone waits."""
+        self.wakeup = Wakeup(self.watch)
         self.set_aside = set_aside
         """Files of an earlier journal moved aside when this one was initialised."""
 
@@ -398,12 +453,26 @@ class SqliteStorage:
 
         The block runs in its own savepoint of a ``BEGIN IMMEDIATE`` transaction that other
         threads' blocks may share (group commit); an exception rolls back this block only.
+        Once durable, the topics it signalled (and the journal's) are notified.
         """
-        with self.writer.write() as conn:
-            tx = self._transaction(conn, writable=True)
-            yield tx
-            learned = tx.learned()  # taken while this call still holds the connection
+        counters: dict[str, int] = {}
+        try:
+            with self.writer.write() as conn:
+                tx = self._transaction(conn, writable=True)
+                yield tx
+                learned = tx.learned()  # taken while this call still holds the connection
+                if tx.signals:
+                    counters = tx.flush_signals()
+                    self.watch.expect(counters)
+                topics = (JOURNAL_TOPIC, *tx.signals)
+        except BaseException:
+            if counters:
+                self.watch.settled(counters, committed=False)
+            raise
         self.committed.learn(learned)  # durable now
+        if counters:
+            self.watch.settled(counters, committed=True)
+        self.wakeup.notify(topics)
 
     @contextmanager
     def read(self) -> Iterator[SqliteTransaction]:
@@ -424,6 +493,7 @@ class SqliteStorage:
 
     def close(self) -> None:
         """Release every connection."""
+        self.wakeup.close()
         self.writer.close()
         with self._transactions_lock:
             self._transactions.clear()
