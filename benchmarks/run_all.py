@@ -16,9 +16,12 @@ Rows:
 * hooks: ``agent-task gate-stop`` (a session above the line, silent; below the line, a
   block with the budget written; a transcript that grew by one assistant message since the
   last index pass, and one that grew by a turn with a failing test run: the hook reads the
-  new lines, writes the index and blocks) and ``agent-task task-stop`` (the pass path: two
-  local reads of the journal and the work tree, ``qualification`` over HTTP), each against
-  ``python -c pass`` (goal <= 3x);
+  new lines, writes the index and blocks; a SubagentStop with ``--subagent`` on a subagent's
+  transcript) and ``agent-task task-stop`` (the pass path: two
+  local reads of the journal and the work tree, ``qualification`` over HTTP) and
+  ``agent-task session-start`` (the SessionStart hook: ``agenttask.leases`` over HTTP, silent
+  with nothing held, the context of one held lease), each against ``python -c pass`` (goal
+  <= 3x);
 * cli: ``agent-task --help`` and ``agent-task call agenttask.get`` against a live service on
   a socket (goal <= 10x ``python -c pass``);
 * queue: create + claimNext + checkpoint(DONE) through ``Service.dispatch`` against
@@ -251,6 +254,29 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
         conn.close()
         return process_ms(gate, _stop_payload(below), env)
 
+    subagent = subprocess.run(
+        ["find", str(tmp / "claude"), "-path", "*/subagents/*.jsonl"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()[0]
+    sub_payload = json.dumps(
+        {
+            "session_id": "bench",
+            "transcript_path": str(below),
+            "hook_event_name": "SubagentStop",
+            "stop_hook_active": False,
+            "agent_id": "bench-sub",
+            "agent_transcript_path": subagent,
+        }
+    ).encode()
+
+    def sub_stop() -> float:
+        conn = apsw.Connection(index)  # a fresh budget each time, as for "block"
+        conn.execute("DELETE FROM gate_budget")
+        conn.close()
+        return process_ms([*gate, "--subagent"], sub_payload, env)
+
     def grew() -> float:
         with open(below, "ab") as f:  # one more line since the last stop: the full hook
             f.write(grown)
@@ -270,8 +296,12 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
     data = tmp / "service"
     with TokenAdmin(data, create=True) as admin:
         issued = admin.create(workspace="w1", tier=Tier.ADMIN, autonomy=3, name="bench")
+        idle = admin.create(workspace="w1", tier=Tier.AGENT, autonomy=1, name="idle")
+        busy = admin.create(workspace="w1", tier=Tier.AGENT, autonomy=1, name="busy")
     token_file = tmp / "admin.token"
     token_file.write_text(issued.token + "\n")
+    for name, agent in (("idle", idle), ("busy", busy)):
+        (tmp / f"{name}.token").write_text(agent.token + "\n")
     service = Service.open(data)
     server = BackgroundServer(create_app(service))
     url = server.start()
@@ -293,6 +323,22 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
             check=True,
         ).stdout
     )
+    held = service.call(issued.token, "agenttask.create", b'{"verb": "agent.run"}').json()
+    service.call(busy.token, "agenttask.claim", json.dumps({"taskId": held["taskId"]}).encode())
+
+    def session_start(name: str, expect_output: bool) -> float:
+        argv = [AGENT_TASK, "session-start", "--harness", "claude-code", "--url", url]
+        argv += ["--token-file", str(tmp / f"{name}.token")]
+        started = time.perf_counter()
+        done = subprocess.run(
+            argv, input=b'{"source": "startup"}', capture_output=True, check=False
+        )
+        elapsed = (time.perf_counter() - started) * 1000
+        said = b"additionalContext" in done.stdout
+        if done.returncode != 0 or said != expect_output or b"systemMessage" in done.stdout:
+            raise RuntimeError(f"session-start answered {done.stdout[:300]!r}")
+        return elapsed
+
     get = [
         AGENT_TASK,
         "call",
@@ -311,6 +357,9 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
         "gate-stop block": block,
         "gate-stop grew": grew,
         "gate-stop grew turn": grew_turn,
+        "gate-stop subagent": sub_stop,
+        "session-start silent": lambda: session_start("idle", False),
+        "session-start held": lambda: session_start("busy", True),
         "help": lambda: process_ms([AGENT_TASK, "--help"]),
         "call": lambda: process_ms(get),
     }
@@ -360,7 +409,35 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
             "<= 3x",
             3.0,
         ),
+        row(
+            "gate-stop --subagent, SubagentStop (fast path)",
+            got["gate-stop subagent"],
+            "python -c pass",
+            base,
+            "<= 3x",
+            3.0,
+        ),
     ]
+    rows.append(
+        row(
+            "session-start, nothing held (silent)",
+            got["session-start silent"],
+            "python -c pass",
+            base,
+            "<= 3x",
+            3.0,
+        )
+    )
+    rows.append(
+        row(
+            "session-start, one lease held (context)",
+            got["session-start held"],
+            "python -c pass",
+            base,
+            "<= 3x",
+            3.0,
+        )
+    )
     if "task-stop" in got:
         rows.append(row("task-stop, pass", got["task-stop"], "python -c pass", base, "<= 3x", 3.0))
     rows.append(row("agent-task --help", got["help"], "python -c pass", base, "<= 10x", 10.0))

@@ -1,6 +1,6 @@
 """Write the golden vectors once. Not part of the test run; never rerun to make a test pass.
 
-    .venv/bin/python golden/generate.py
+    .venv/bin/python golden/generate.py [--out DIR]
 
 The script deliberately shares no code with taskcore: documents are built as dicts in the
 seed's declared field order by hand, serialized with ``json.dumps(ensure_ascii=False,
@@ -11,7 +11,13 @@ then recomputes every vector with taskcore and compares, so the two implementati
 each other.
 
 An existing vector file is never overwritten: delete it by hand (and say why in the commit)
-if a vector is truly wrong.
+if a vector is truly wrong. A kept file whose bytes differ from what this script would write
+now is reported and the script exits 1, so a change here that would alter a published vector
+cannot pass unnoticed. ``--out DIR`` writes the whole set into another directory instead
+(``tests/golden/test_generator.py`` does, and compares it with the committed files).
+
+The negative vectors (``negative/``) are documents an implementation must refuse, each with
+the error code and JSON path the contract (docs/contract.md) gives for it.
 """
 
 from __future__ import annotations
@@ -25,6 +31,8 @@ from typing import Any
 import nacl.signing
 
 HERE = Path(__file__).resolve().parent
+OUT = HERE  # where main() writes; --out changes it
+DIFFERS: list[str] = []
 OBSERVATION_DOMAIN = "agentscm.agent-workflow-observation.v1"
 TASK_DOMAIN = "agentscm.agent-workflow-task.v1"
 SUBJECT_DOMAIN = "agentscm.agent-workflow-subject.v1"
@@ -54,13 +62,19 @@ def h(label: str) -> str:
 
 
 def write(path: Path, doc: dict[str, Any]) -> None:
+    # ASCII-only files: every reader decodes them the same way, whatever its defaults.
+    text = json.dumps(doc, ensure_ascii=True, indent=2) + "\n"
+    shown = path.relative_to(OUT)
     if path.exists():
-        print(f"keep {path.relative_to(HERE)} (vectors are written once)")
+        if path.read_text(encoding="ascii") != text:
+            DIFFERS.append(str(shown))
+            print(f"DIFFERS {shown}: kept as written (vectors are written once)")
+        else:
+            print(f"keep {shown} (vectors are written once)")
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    # ASCII-only files: every reader decodes them the same way, whatever its defaults.
-    path.write_text(json.dumps(doc, ensure_ascii=True, indent=2) + "\n", encoding="ascii")
-    print(f"wrote {path.relative_to(HERE)}")
+    path.write_text(text, encoding="ascii")
+    print(f"wrote {shown}")
 
 
 # -- observations -----------------------------------------------------------------------------
@@ -367,9 +381,248 @@ def digest_vector(
     return doc
 
 
+# -- negative vectors: documents an implementation must refuse ---------------------------------
+
+ED25519_L = 2**252 + 27742317777372353535851937790883648493  # the group order
+IDENTITY_POINT = "01" + "00" * 31  # the neutral element's encoding: a small-order key
+
+
+def once(text: str, old: str, new: str) -> str:
+    """``text`` with its one occurrence of ``old`` replaced (an exact, deliberate edit)."""
+    assert text.count(old) == 1, (old, text.count(old))
+    return text.replace(old, new)
+
+
+def negative(
+    name: str,
+    description: str,
+    type_name: str,
+    document: str,
+    code: str,
+    path: str | None,
+    *,
+    public_key: str | None = None,
+) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "type": type_name,
+        "check": "decode" if public_key is None else "verify",
+        "document": document,
+    }
+    if public_key is not None:
+        doc["public_key"] = public_key
+    doc["error"] = {"code": code, "path": path}
+    return doc
+
+
+def negative_vectors() -> list[dict[str, Any]]:
+    """Each document differs from a valid one in exactly one way, named by its description."""
+    base = observation(
+        request_id="result-neg",
+        criteria=[row("unit-tests", "passed", ["412 passed"], [h("junit.xml")])],
+    )
+    signed = observation_vector("negative", "", base)
+    seed, key = signed["secret_key_seed"], signed["public_key"]
+    assertion = signed["assertion"]
+    text = compact(assertion).decode("utf-8")
+    provenance = assertion["executor_provenance"]
+    sig = provenance["signature"]
+    signing_json = compact(dict(assertion, executor_provenance=None))
+    signer = nacl.signing.SigningKey(bytes.fromhex(seed))
+
+    def with_provenance(digest_hex: str, signature_hex: str) -> str:
+        doc = dict(assertion, executor_provenance={
+            "observation_digest": digest_hex, "signature": signature_hex,
+        })
+        return compact(doc).decode("utf-8")
+
+    def sign_raw(message: bytes) -> str:
+        return signer.sign(message).signature.hex()
+
+    r_part, s_part = bytes.fromhex(sig)[:32], int.from_bytes(bytes.fromhex(sig)[32:], "little")
+    s_plus_l = (s_part + ED25519_L).to_bytes(32, "little")
+    other = nacl.signing.SigningKey(bytes.fromhex(test_seed("negative: another key")))
+    A = "TaskResultAssertion"
+    out = [
+        # -- the shape of the document --------------------------------------------------------
+        negative("unknown_field", "A field the type does not declare: `counts` is derived, never accepted.",
+                 A, text[:-1] + ',"counts":{"passed":1}}', "UNKNOWN_FIELD", "$.counts"),
+        negative("unknown_nested_field", "An undeclared field inside a nested object.",
+                 A, once(text, '"verification_key_id":"k1"}', '"verification_key_id":"k1","extra":true}'),
+                 "UNKNOWN_FIELD", "$.executor.extra"),
+        negative("missing_field", "A declared field left out: a nullable field is sent as null, never omitted.",
+                 A, once(text, ',"executor_provenance":' + compact(provenance).decode(), "") + "",
+                 "MISSING_FIELD", "$.executor_provenance"),
+        negative("missing_nested_field", "A nested object without one of its fields.",
+                 A, once(text, ',"agent_id":"agent-1"', ""), "MISSING_FIELD", "$.agent.agent_id"),
+        negative("duplicate_key", "The same key twice in one object (the first one valid).",
+                 A, once(text, '{"version":1,', '{"version":1,"version":1,'), "MALFORMED_JSON", None),
+        negative("duplicate_nested_key", "The same key twice in a nested object, with different values.",
+                 A, once(text, '"owner_id":"acme",', '"owner_id":"acme","owner_id":"other",'),
+                 "MALFORMED_JSON", None),
+        negative("byte_order_mark", "The document starts with a UTF-8 byte order mark.",
+                 A, "\ufeff" + text, "MALFORMED_JSON", None),
+        negative("not_an_object", "An array where the document's object belongs.",
+                 A, "[" + text + "]", "WRONG_TYPE", "$"),
+        negative("too_deep", "More than 64 nested containers (the first one past the bound is named).",
+                 A, text[:-1] + ',"x":' + "[" * 64 + "]" * 64 + "}", "OUT_OF_BOUNDS",
+                 "$.x" + "[0]" * 63),
+        # -- versions -------------------------------------------------------------------------
+        negative("wrong_version", "Schema version 2: this contract is version 1.",
+                 A, once(text, '{"version":1,', '{"version":2,'), "UNSUPPORTED_VERSION", "$.version"),
+        negative("version_as_string", "The version as a string.",
+                 A, once(text, '{"version":1,', '{"version":"1",'), "WRONG_TYPE", "$.version"),
+        # -- numbers --------------------------------------------------------------------------
+        negative("integer_as_float", "An integer written with a fraction (1.0).",
+                 A, once(text, '"fence":1,', '"fence":1.0,'), "WRONG_TYPE", "$.fence"),
+        negative("integer_with_exponent", "An integer written with an exponent (1e0).",
+                 A, once(text, '"fence":1,', '"fence":1e0,'), "WRONG_TYPE", "$.fence"),
+        negative("integer_with_leading_zero", "A leading zero (01) is not JSON.",
+                 A, once(text, '"fence":1,', '"fence":01,'), "MALFORMED_JSON", None),
+        negative("integer_negative_zero", "-0 is the integer 0, below the fence's minimum of 1.",
+                 A, once(text, '"fence":1,', '"fence":-0,'), "OUT_OF_BOUNDS", "$.fence"),
+        negative("integer_above_u64", "2^64: one above the largest unsigned 64-bit integer.",
+                 A, once(text, '"fence":1,', '"fence":18446744073709551616,'), "OUT_OF_BOUNDS", "$.fence"),
+        negative("integer_negative", "A negative integer: every wire integer is unsigned.",
+                 A, once(text, '"registration_epoch":1,', '"registration_epoch":-1,'),
+                 "OUT_OF_BOUNDS", "$.executor.registration_epoch"),
+        negative("integer_as_string", "An integer sent as a string.",
+                 A, once(text, '"fence":1,', '"fence":"1",'), "WRONG_TYPE", "$.fence"),
+        negative("integer_as_boolean", "true where an integer belongs.",
+                 A, once(text, '"fence":1,', '"fence":true,'), "WRONG_TYPE", "$.fence"),
+        negative("not_a_number", "NaN is not JSON; its value is named.",
+                 A, once(text, '"fence":1,', '"fence":NaN,'), "BAD_INPUT", "$.fence"),
+        # -- strings --------------------------------------------------------------------------
+        negative("identifier_over_bound", "A 129-character identifier: at most 128.",
+                 A, once(text, '"task_id":"task-1"', '"task_id":"' + "t" * 129 + '"'),
+                 "OUT_OF_BOUNDS", "$.task_id"),
+        negative("finding_over_bound", "A 4097-character finding: at most 4096.",
+                 A, once(text, '"findings":["412 passed"]', '"findings":["' + "f" * 4097 + '"]'),
+                 "OUT_OF_BOUNDS", "$.criteria[0].findings[0]"),
+        negative("findings_over_bound", "33 findings in one row: at most 32.",
+                 A, once(text, '"findings":["412 passed"]', '"findings":[' + ",".join(['"f"'] * 33) + "]"),
+                 "OUT_OF_BOUNDS", "$.criteria[0].findings"),
+        negative("identifier_pattern", "An identifier with a space: [A-Za-z0-9._-]{1,128}.",
+                 A, once(text, '"task_id":"task-1"', '"task_id":"task 1"'), "INVALID_VALUE", "$.task_id"),
+        negative("empty_identifier", "An empty identifier.",
+                 A, once(text, '"owner_id":"acme"', '"owner_id":""'), "INVALID_VALUE", "$.agent.owner_id"),
+        negative("digest_uppercase", "A digest in uppercase hex: digests are lowercase.",
+                 A, once(text, assertion["task_digest"], assertion["task_digest"].upper()),
+                 "INVALID_VALUE", "$.task_digest"),
+        negative("lone_surrogate", "A string holding a lone surrogate (escaped \\ud800).",
+                 A, once(text, '"task_id":"task-1"', '"task_id":"\\ud800"'), "BAD_INPUT", "$.task_id"),
+        negative("nul_in_finding", "A NUL character in a finding.",
+                 A, once(text, '"findings":["412 passed"]', '"findings":["412\\u0000passed"]'),
+                 "INVALID_VALUE", "$.criteria[0].findings[0]"),
+        negative("unknown_enum_value", "An outcome that is not one of passed, failed, uncertain.",
+                 A, once(text, '"outcome":"passed","criteria"', '"outcome":"ok","criteria"'),
+                 "INVALID_VALUE", "$.outcome"),
+        # -- the assertion's own rules --------------------------------------------------------
+        negative("controller_trust_class", "independent_controller_evidence is never asserted.",
+                 A, once(text, '"registered_executor_observation"', '"independent_controller_evidence"'),
+                 "INVALID_VALUE", "$.trust_class"),
+        negative("observation_without_executor", "A registered observation names its executor.",
+                 A, once(text, '"executor":' + compact(assertion["executor"]).decode(), '"executor":null'),
+                 "MISSING_FIELD", "$.executor"),
+        negative("agent_assertion_with_executor", "An agent assertion names no executor.",
+                 A, once(text, '"registered_executor_observation"', '"agent_assertion"'),
+                 "INVALID_VALUE", "$.executor"),
+        negative("no_criteria", "An assertion without a row: at least one.",
+                 A, once(text, '"criteria":[' + compact(assertion["criteria"][0]).decode() + "]", '"criteria":[]'),
+                 "OUT_OF_BOUNDS", "$.criteria"),
+        negative("duplicate_criterion", "The same criterion in two rows (the second one is named).",
+                 A, once(text, '"criteria":[' + compact(assertion["criteria"][0]).decode() + "]",
+                         '"criteria":[' + compact(assertion["criteria"][0]).decode() + "," + compact(assertion["criteria"][0]).decode() + "]"),
+                 "INVALID_CRITERIA", "$.criteria[1].criterion"),
+        # -- signatures: the document decodes, verification with public_key refuses it ----------
+        negative("bad_signature", "The last byte of the signature changed.",
+                 A, with_provenance(provenance["observation_digest"], sig[:-2] + ("00" if sig[-2:] != "00" else "01")),
+                 "INVALID_SIGNATURE", "$.executor_provenance.signature", public_key=key),
+        negative("signature_of_another_key", "A valid signature of the right digest by another key.",
+                 A, with_provenance(provenance["observation_digest"], other.sign(bytes.fromhex(provenance["observation_digest"])).signature.hex()),
+                 "INVALID_SIGNATURE", "$.executor_provenance.signature", public_key=key),
+        negative("signature_over_hex_text", "The key signed the 64 hex characters of the digest, not its 32 raw bytes.",
+                 A, with_provenance(provenance["observation_digest"], sign_raw(provenance["observation_digest"].encode())),
+                 "INVALID_SIGNATURE", "$.executor_provenance.signature", public_key=key),
+        negative("signature_not_canonical", "S + L in place of S: the same point equation, a non-canonical scalar.",
+                 A, with_provenance(provenance["observation_digest"], (r_part + s_plus_l).hex()),
+                 "INVALID_SIGNATURE", "$.executor_provenance.signature", public_key=key),
+        negative("small_order_public_key", "The public key is the neutral element (order 1) and the signature R = neutral, S = 0, which a check of [S]B = R + [k]A alone would accept for every message.",
+                 A, with_provenance(provenance["observation_digest"], IDENTITY_POINT + "00" * 32),
+                 "INVALID_SIGNATURE", "$.executor_provenance.signature", public_key=IDENTITY_POINT),
+        negative("wrong_digest_domain", "observation_digest computed over the right bytes under the task domain (agentscm.agent-workflow-task.v1), and validly signed.",
+                 A, with_provenance(digest(TASK_DOMAIN, signing_json), signer.sign(bytes.fromhex(digest(TASK_DOMAIN, signing_json))).signature.hex()),
+                 "INVALID_SIGNATURE", "$.executor_provenance.observation_digest", public_key=key),
+        negative("digest_without_length", "observation_digest without the u64 length: SHA-256(domain || 0x00 || bytes), validly signed.",
+                 A, with_provenance(hashlib.sha256(OBSERVATION_DOMAIN.encode() + b"\x00" + signing_json).hexdigest(),
+                                    sign_raw(hashlib.sha256(OBSERVATION_DOMAIN.encode() + b"\x00" + signing_json).digest())),
+                 "INVALID_SIGNATURE", "$.executor_provenance.observation_digest", public_key=key),
+    ]
+    # An agent assertion carries no signature to verify.
+    agent_only = dict(assertion, trust_class="agent_assertion", executor=None, executor_provenance=None)
+    out.append(negative("unsigned_agent_assertion", "An agent assertion (valid, unsigned) given to signature verification.",
+                        A, compact(agent_only).decode("utf-8"), "INVALID_SIGNATURE", "$.executor_provenance", public_key=key))
+
+    # -- a task, a claim, a mutation and an attempt ----------------------------------------------
+    T = "WorkflowTask"
+    task_text = compact(TASK_MIXED).decode("utf-8")
+    plan = TASK_MIXED["subject"]["plan_digest"]
+    out += [
+        negative("entrypoint_wrong_schema_version", "The entrypoint's schema_version 2.",
+                 T, once(task_text, '"schema_version":1', '"schema_version":2'), "UNSUPPORTED_VERSION", "$.entrypoint.schema_version"),
+        negative("entrypoint_wrong_capability", "Another capability string.",
+                 T, once(task_text, '"capability":"agentscm.agent-workflow-tasks/v1"', '"capability":"agentscm.agent-workflow-tasks/v2"'),
+                 "INVALID_VALUE", "$.entrypoint.capability"),
+        negative("reference_path_escapes", "A named reference path with a '..' component.",
+                 T, once(task_text, '"path":"docs/testing.md"', '"path":"docs/../../etc/passwd"'),
+                 "INVALID_PATH", "$.entrypoint.references[0].path"),
+        negative("workflow_digest_mismatch", "entrypoint.workflow_digest other than subject.plan_digest.",
+                 T, once(task_text, '"workflow_digest":"' + plan + '"', '"workflow_digest":"' + h("another plan") + '"'),
+                 "BINDING_MISMATCH", "$.entrypoint.workflow_digest"),
+        negative("step_depends_on_itself", "depends_on names the task's own step.",
+                 T, once(task_text, '"depends_on":["build","lint-setup"]', '"depends_on":["build","tests"]'),
+                 "INVALID_VALUE", "$.depends_on"),
+        negative("review_step_not_controller_only", "A review step with an observation-eligible criterion.",
+                 T, once(task_text, '"action_class":"test"', '"action_class":"review"'),
+                 "INVALID_CRITERIA", "$.entrypoint.criteria[0].mode"),
+        negative("change_version_zero", "change_version 0: at least 1.",
+                 T, once(task_text, '"change_version":18446744073709551615', '"change_version":0'),
+                 "OUT_OF_BOUNDS", "$.subject.change_version"),
+    ]
+    claim = {
+        "version": 1, "request_id": "claim-1", "task_id": "task-mixed",
+        "task_digest": digest(TASK_DOMAIN, compact(TASK_MIXED)), "execution_operation_id": "exec-1",
+        "requested_lease_ms": 60000, "executor": executor(),
+    }
+    claim_text = compact(claim).decode("utf-8")
+    out.append(negative("lease_below_minimum", "A claim asking for a 999 ms lease: 1000 to 3600000.",
+                        "TaskClaimRequest", once(claim_text, '"requested_lease_ms":60000', '"requested_lease_ms":999'),
+                        "OUT_OF_BOUNDS", "$.requested_lease_ms"))
+    mutation = {
+        "version": 1, "request_id": "hb-1", "action": "heartbeat", "task_id": "task-mixed",
+        "task_digest": claim["task_digest"], "attempt_id": "attempt-1", "attempt_digest": h("attempt"),
+        "execution_operation_id": "exec-1", "executor": executor(), "fence": 1, "reason": None,
+    }
+    mutation_text = compact(mutation).decode("utf-8")
+    out += [
+        negative("heartbeat_with_reason", "A heartbeat carries no reason.",
+                 "TaskMutationRequest", once(mutation_text, '"reason":null', '"reason":"why"'), "INVALID_VALUE", "$.reason"),
+        negative("cancel_without_reason", "A cancel needs a reason.",
+                 "TaskMutationRequest", once(once(mutation_text, '"action":"heartbeat"', '"action":"cancel"'), '"request_id":"hb-1"', '"request_id":"cancel-1"'),
+                 "MISSING_FIELD", "$.reason"),
+    ]
+    attempt = dict(ATTEMPT_WITH_EXECUTOR, task_digest=claim["task_digest"])
+    attempt_text = compact(attempt).decode("utf-8")
+    out.append(negative("attempt_lease_zero", "An attempt with a lease of 0 ms: at least 1.",
+                        "WorkflowTaskAttempt", once(attempt_text, '"lease_ms":60000', '"lease_ms":0'),
+                        "OUT_OF_BOUNDS", "$.lease_ms"))
+    return out
+
+
 def main() -> int:
     for name, description, unsigned in OBSERVATIONS:
-        write(HERE / "observations" / f"{name}.json", observation_vector(name, description, unsigned))
+        write(OUT / "observations" / f"{name}.json", observation_vector(name, description, unsigned))
 
     minimal_digest = digest(TASK_DOMAIN, compact(TASK_MINIMAL))
     mixed_digest = digest(TASK_DOMAIN, compact(TASK_MIXED))
@@ -480,9 +733,17 @@ def main() -> int:
         ),
     ]
     for vector in vectors:
-        write(HERE / "digests" / f"{vector['name']}.json", vector)
+        write(OUT / "digests" / f"{vector['name']}.json", vector)
+    for vector in negative_vectors():
+        write(OUT / "negative" / f"{vector['name']}.json", vector)
+    if DIFFERS:
+        print(f"{len(DIFFERS)} kept vector(s) differ from what this script writes now: "
+              "the script changed, the vectors did not", file=sys.stderr)
+        return 1
     return 0
 
 
 if __name__ == "__main__":
+    if sys.argv[1:2] == ["--out"]:
+        OUT = Path(sys.argv[2]).resolve()
     sys.exit(main())

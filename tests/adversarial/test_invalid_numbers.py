@@ -73,21 +73,29 @@ def _rpc(arguments_text):
     )
 
 
+def _parse_error(r, code: str, path: str | None = None) -> None:
+    """An MCP endpoint answers JSON it does not read with JSON-RPC -32700, {error, code} as data."""
+    assert r.status_code == 400, r.text
+    error = r.json()["error"]
+    assert error["code"] == -32700, error
+    assert error["data"]["code"] == code, error
+    if path is not None:
+        assert error["data"]["path"] == path, error
+
+
 @pytest.mark.parametrize("bad", [*BAD, "1e999"])
 def test_checkpoint_write_over_mcp(served, bad):
     text = _rpc(f'{{"taskId": "at_x", "phaseKey": "p", "state": {{"x": {bad}}}}}')
-    _bad_input(_raw(served, "/mcp", text, served.admin), "$.params.arguments.state.x")
+    _parse_error(
+        _raw(served, "/mcp", text, served.admin), "BAD_INPUT", "$.params.arguments.state.x"
+    )
 
 
 def test_duplicate_keys_and_depth_over_mcp(served):
     dup = _rpc('{"taskId": "at_x", "taskId": "at_y", "phaseKey": "p", "state": {}}')
-    r = _raw(served, "/mcp", dup, served.admin)
-    assert r.status_code == 400
-    assert r.json()["code"] == "MALFORMED_JSON"
+    _parse_error(_raw(served, "/mcp", dup, served.admin), "MALFORMED_JSON")
     deep = _rpc('{"taskId": "at_x", "phaseKey": "p", "state": %s}' % ("[" * 80 + "]" * 80))
-    r = _raw(served, "/mcp", deep, served.admin)
-    assert r.status_code == 422
-    assert r.json()["code"] == "OUT_OF_BOUNDS"
+    _parse_error(_raw(served, "/mcp", deep, served.admin), "OUT_OF_BOUNDS")
 
 
 def test_a_valid_mcp_call_still_reaches_the_tool(served):

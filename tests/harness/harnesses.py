@@ -193,19 +193,22 @@ def run_codex(
     cwd: Path,
     env: Mapping[str, str],
     args: Sequence[str] = (),
+    bypass_hook_trust: bool = True,
 ) -> Run:
     """``codex exec --json`` without sandbox or approvals, hooks run without the trust review.
 
     ``--dangerously-bypass-hook-trust`` stands in for the one-time review a user does in
-    Codex's ``/hooks`` (without it Codex silently skips an unreviewed hook).
+    Codex's ``/hooks`` (without it Codex silently skips an unreviewed hook);
+    ``bypass_hook_trust=False`` leaves it out, for a test that trusts the hooks as a user does.
     """
+    trust = ["--dangerously-bypass-hook-trust"] if bypass_hook_trust else []
     done = subprocess.run(
         [
             str(binary),
             "exec",
             "--skip-git-repo-check",
             "--dangerously-bypass-approvals-and-sandbox",
-            "--dangerously-bypass-hook-trust",
+            *trust,
             "--json",
             *args,
             prompt,

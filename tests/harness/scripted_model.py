@@ -23,7 +23,9 @@ Two protocols, each as its vendor documents it:
 
 Which requests play the script: a request that offers tools (a non-empty ``tools`` list) is
 the agent loop and takes the next turn; any other request (a title, a summary, a quota probe)
-gets ``side_reply`` and does not advance the script. A loop request after the script's end
+gets ``side_reply`` and does not advance the script. A script item may be a *reactive* turn
+(``reply(lambda request: call(...))``: a model that reads what the harness told it), and
+``off_script`` may answer a loop request off the script (a compaction's summary request). A loop request after the script's end
 is an *overrun*: it is answered with a text turn (so the harness stops) and counted, and a
 test asserts there were none. Anything else (``GET``, unknown paths) is recorded and answered
 404.
@@ -63,6 +65,7 @@ import attrs
 
 __all__ = [
     "TOOL_NAME",
+    "Reactive",
     "Recorded",
     "ScriptedModel",
     "ToolCall",
@@ -71,6 +74,7 @@ __all__ = [
     "anthropic_problems",
     "call",
     "parse_sse",
+    "reply",
     "responses_events",
     "responses_problems",
     "say",
@@ -210,6 +214,15 @@ class Turn:
 
     text: str = ""
     calls: tuple[ToolCall, ...] = ()
+
+
+Reactive = Callable[["Recorded"], Turn]
+"""A script item that decides its turn from the request it answers."""
+
+
+def reply(decide: Reactive) -> Reactive:
+    """A reactive turn (``decide(request)`` is played): ``reply`` only reads well in a script."""
+    return decide
 
 
 def say(text: str) -> Turn:
@@ -593,7 +606,9 @@ class ScriptedModel:
         overrun_reply: str = "The script has ended.",
     ) -> None:
         self._lock = threading.Lock()
-        self._script: list[Turn] = list(script)
+        self._script: list[Turn | Reactive] = list(script)
+        self.off_script: Callable[[Recorded], Turn | None] | None = None
+        """Answers a loop request itself (``None``: the script does) without advancing it."""
         self._next = 0
         self._ids = (f"{n:06d}" for n in itertools.count(1))
         self.side_reply = side_reply
@@ -607,7 +622,7 @@ class ScriptedModel:
 
     # -- the script -----------------------------------------------------------------------
 
-    def extend(self, turns: Iterable[Turn]) -> None:
+    def extend(self, turns: Iterable[Turn | Reactive]) -> None:
         """Append turns to the script (a test may script in stages)."""
         with self._lock:
             self._script.extend(turns)
@@ -624,14 +639,17 @@ class ScriptedModel:
         with self._lock:
             return [r for r in self.requests if r.loop]
 
-    def _take(self) -> tuple[Turn, int | None]:
+    def _take(self, request: Recorded) -> tuple[Turn, int | None]:
+        answer = self.off_script(request) if self.off_script is not None else None
+        if answer is not None:
+            return answer, None
         with self._lock:
-            if self._next < len(self._script):
-                index = self._next
-                self._next += 1
-                return self._script[index], index
-            self.overruns += 1
-            return say(self.overrun_reply), None
+            if self._next >= len(self._script):
+                self.overruns += 1
+                return say(self.overrun_reply), None
+            index, self._next = self._next, self._next + 1
+            item = self._script[index]
+        return (item if isinstance(item, Turn) else item(request)), index
 
     def _new_id(self) -> str:
         with self._lock:
@@ -744,24 +762,22 @@ class _Handler(BaseHTTPRequestHandler):
             and isinstance(body.get("tools"), list)
             and bool(body["tools"])
         )
-        turn, index = self.owner._take() if loop else (say(self.owner.side_reply), None)
+        seen = Recorded(
+            method="POST",
+            path=parts.path,
+            query=parse_qs(parts.query),
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body,
+            loop=loop,
+            turn=None,
+        )
+        turn, index = self.owner._take(seen) if loop else (say(self.owner.side_reply), None)
         problems: list[str] = []
         if is_messages:
             problems = anthropic_problems(body)
         elif is_responses:
             problems = responses_problems(body)
-        self.owner._record(
-            Recorded(
-                method="POST",
-                path=parts.path,
-                query=parse_qs(parts.query),
-                headers={k.lower(): v for k, v in self.headers.items()},
-                body=body,
-                loop=loop,
-                turn=index,
-            ),
-            problems,
-        )
+        self.owner._record(attrs.evolve(seen, turn=index), problems)
         model = body.get("model", "scripted") if isinstance(body, dict) else "scripted"
         model = model if isinstance(model, str) else "scripted"
         ids = (self.owner._new_id() for _ in itertools.count())

@@ -16,6 +16,7 @@ from tests.harness.scripted_model import (
     anthropic_problems,
     call,
     parse_sse,
+    reply,
     responses_problems,
     say,
 )
@@ -155,6 +156,28 @@ def test_only_requests_that_offer_tools_play_the_script():
     assert [r.turn for r in model.requests] == [None, 0, 1, None]
     assert [r.loop for r in model.requests] == [False, True, True, True]
     assert len(model.loop_requests) == 3
+
+
+def test_a_reactive_turn_reads_its_request_and_off_script_answers_do_not_advance():
+    def echo(request) -> Turn:
+        return say("you said: " + request.body["messages"][-1]["content"])
+
+    with ScriptedModel([reply(echo), say("two")]) as model:
+        model.off_script = lambda r: say("summary") if "summarize" in r.text() else None
+        _s, _h, first = post(
+            model, "/v1/messages", messages_body([{"role": "user", "content": "hi"}], stream=False)
+        )
+        _s, _h, side = post(
+            model,
+            "/v1/messages",
+            messages_body([{"role": "user", "content": "summarize"}], stream=False),
+        )
+        _s, _h, second = post(model, "/v1/messages", messages_body(stream=False))
+    assert json.loads(first)["content"][0]["text"] == "you said: hi"
+    assert json.loads(side)["content"][0]["text"] == "summary"
+    assert json.loads(second)["content"][0]["text"] == "two"
+    assert [r.turn for r in model.requests] == [0, None, 1]
+    assert model.overruns == 0
 
 
 def test_every_request_is_recorded_with_path_query_headers_and_body():

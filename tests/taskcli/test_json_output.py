@@ -93,7 +93,13 @@ def test_every_json_command_prints_one_compact_document(world, tmp_path):
         "db status": ["db", "status"],
         "gate stats": ["gate", "stats", "--index", str(tmp_path / "gate.sqlite")],
         "retention run": ["retention", "run"],
+        "agent setup": [
+            "agent", "setup", "--harness", "claude-code", "--scope", "project", "--project-dir",
+            str(tmp_path / "project"), "--url", world.url, "--token-file", str(world.token_file),
+            "--dry-run",
+        ],
     }  # fmt: skip
+    (tmp_path / "project").mkdir()
     seen = {}
     for name, argv in runs.items():
         result = runner.invoke(agent_task, [*argv, "--json"], env=env)

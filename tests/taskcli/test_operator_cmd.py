@@ -455,7 +455,12 @@ def test_enrolling_a_key_that_is_not_hex_is_refused_before_the_data_dir_exists(t
 # -- the commands are generated from the registry's operator acts ------------------------------
 
 import attrs  # noqa: E402
-from taskcli.admin_cmd import TOKEN_COMMANDS, token_group  # noqa: E402
+from taskcli.admin_cmd import (  # noqa: E402
+    OAUTH_COMMANDS,
+    TOKEN_COMMANDS,
+    oauth_group,
+    token_group,
+)
 from taskcli.generate import flag_name  # noqa: E402
 from taskcli.operator_cmd import OPERATOR_COMMANDS, operator_group  # noqa: E402
 from taskcore.service import Surface, default_registry  # noqa: E402
@@ -467,14 +472,20 @@ OPERATOR_ACTS = default_registry().select(surfaces=(Surface.OPERATOR,))
 def _command(op):
     if op.name in OPERATOR_COMMANDS:
         return operator_group.commands[OPERATOR_COMMANDS[op.name]]
+    if op.name in OAUTH_COMMANDS:
+        return oauth_group.commands[OAUTH_COMMANDS[op.name]]
     return token_group.commands[TOKEN_COMMANDS[op.name]]
 
 
 def test_every_operator_act_of_the_registry_has_a_command():
-    assert {op.name for op in OPERATOR_ACTS} == set(OPERATOR_COMMANDS) | set(TOKEN_COMMANDS)
+    assert {op.name for op in OPERATOR_ACTS} == (
+        set(OPERATOR_COMMANDS) | set(TOKEN_COMMANDS) | set(OAUTH_COMMANDS)
+    )
     assert not set(OPERATOR_COMMANDS) & set(TOKEN_COMMANDS)
+    assert not (set(OPERATOR_COMMANDS) | set(TOKEN_COMMANDS)) & set(OAUTH_COMMANDS)
     assert len(operator_group.commands) == len(OPERATOR_COMMANDS)
     assert len(token_group.commands) == len(TOKEN_COMMANDS)
+    assert len(oauth_group.commands) == len(OAUTH_COMMANDS)
     assert OPERATOR_COMMANDS["operator.apply_config"] == "apply"
     assert TOKEN_COMMANDS["operator.token_revoke"] == "revoke"
     for op in OPERATOR_ACTS:

@@ -306,3 +306,22 @@ def test_flags_are_checked_before_anything_is_sent(live):
     assert agent_task("queue", "list", "--status", "SLEEPING", *live.args()).exit_code == 2
     assert agent_task("queue", "reorder", "at_1", *live.args()).exit_code == 2  # --priority
     assert agent_task("queue", "release", "at_1", "--fence", "0", *live.args()).exit_code == 2
+
+
+def test_claim_next_waits_with_wait_ms_and_takes_a_task_created_meanwhile(live):
+    import threading
+    import time
+
+    def create_soon() -> None:
+        time.sleep(0.5)
+        agent_task("queue", "create", "agent.run", "--json", *live.args())
+
+    empty_started = time.monotonic()
+    empty = _json(agent_task("queue", "claim-next", "--wait-ms", "300", "--json", *live.args()))
+    assert empty == {"claimed": False}
+    assert time.monotonic() - empty_started >= 0.25
+    creator = threading.Thread(target=create_soon)
+    creator.start()
+    claimed = _json(agent_task("queue", "claim-next", "--wait-ms", "20000", "--json", *live.args()))
+    creator.join()
+    assert claimed["claimed"] is True

@@ -197,7 +197,14 @@ TOKENS = {
 class Live:
     """A running service: ``url``, ``service``, ``tokens`` by role, ``headers(role)``."""
 
-    def __init__(self, data_dir, *, upload: bool = True, gate: Gate | None = None) -> None:
+    def __init__(
+        self,
+        data_dir,
+        *,
+        upload: bool = True,
+        gate: Gate | None = None,
+        public_url: str | None = None,
+    ) -> None:
         self.service = Service.open(data_dir, registry=build_registry(upload=upload, gate=gate))
         self.tokens: dict[str, str] = {}
         self.token_ids: dict[str, str] = {}
@@ -213,7 +220,7 @@ class Live:
             self.tokens[role] = issued.token
             self.token_ids[role] = issued.record.token_id
         revoke_token(self.service.storage, self.service.clock, self.token_ids["revoked"])
-        self.server = BackgroundServer(create_app(self.service))
+        self.server = BackgroundServer(create_app(self.service, public_url=public_url))
         self.url = ""
 
     def start(self) -> Live:

@@ -266,7 +266,7 @@ def test_unknown_route_and_wrong_method_are_json_errors(live):
 
 
 def test_every_error_code_maps_to_its_kinds_status(live):
-    allowed = {400, 401, 403, 404, 405, 409, 413, 414, 415, 422, 429, 431, 500, 503}
+    allowed = {400, 401, 403, 404, 405, 409, 410, 413, 414, 415, 422, 429, 431, 500, 503}
     assert {kind.http_status for kind in ErrorKind} <= allowed
     for code in ErrorCode:
         r = post(live, "/v/demo.raise", {"code": code.value})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.taskboard.conftest import browser, page  # noqa: F401 - shared fixtures
+
 
 @pytest.fixture(autouse=True)
 def _both_backends(backend: str) -> str:

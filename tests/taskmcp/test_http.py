@@ -1,3 +1,4 @@
+import http.client
 import json
 
 import anyio
@@ -198,23 +199,112 @@ def test_an_oversized_mcp_body_is_413(live):
     assert r.json()["code"] == "PAYLOAD_TOO_LARGE"
 
 
-def test_unparseable_json_is_400_malformed_json_before_mcp_reads_it(live):
-    # The strict parse refuses it with the typed {error, code} body, as every route does.
-    r = _raw(live, "/mcp", b"{")
-    assert r.status_code == 400
-    assert r.headers["content-type"].startswith("application/json")
-    assert r.json()["code"] == "MALFORMED_JSON"
-
-
+@pytest.mark.parametrize("path", ["/mcp", WORKSPACE])
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
 @pytest.mark.parametrize(
-    "body", [b"[]", b'{"jsonrpc": "1.0"}', b'{"jsonrpc": "2.0", "id": 1, "method": 5}']
+    "body", [b"{", b'{"jsonrpc": "2.0", "id": 1, "method": "ping"', b"\xff", b"", b"[1,]"]
 )
-def test_json_that_is_no_json_rpc_message_is_400_with_a_json_rpc_error(live, body):
-    # Valid JSON, but not a JSON-RPC message: the SDK answers 400 with a JSON-RPC error
-    # (id null, its invalid-params code), never a 500 or an HTML page.
-    r = _raw(live, "/mcp", body)
+def test_unparseable_json_is_a_json_rpc_parse_error(live, path, version, body):
+    before = live.service.audit_count(operation=f"mcp.{'queue' if path == '/mcp' else 'workspace'}")
+    r = _raw(live, path, body, **{"MCP-Protocol-Version": version})
     assert r.status_code == 400
     answer = r.json()
-    assert (answer["jsonrpc"], answer["id"]) == ("2.0", None)
-    assert answer["error"]["code"] == -32602
-    assert answer["error"]["message"].startswith("Validation error")
+    assert answer["jsonrpc"] == "2.0"
+    assert answer["id"] is None
+    assert answer["error"]["code"] == -32700
+    assert answer["error"]["data"]["code"] == "MALFORMED_JSON"
+    after = live.service.audit_count(operation=f"mcp.{'queue' if path == '/mcp' else 'workspace'}")
+    assert after == before + 1
+
+
+@pytest.mark.parametrize("path", ["/mcp", WORKSPACE])
+@pytest.mark.parametrize("version", ["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize(
+    ("body", "request_id", "says"),
+    [
+        (b"[]", None, "no batches"),
+        (b'[{"jsonrpc": "2.0", "id": 1, "method": "ping"}]', None, "no batches"),
+        (b'"ping"', None, "a JSON object"),
+        (b'{"jsonrpc": "1.0", "id": 2, "method": "ping"}', 2, '"jsonrpc" must be "2.0"'),
+        (b'{"id": 3, "method": "ping"}', 3, '"jsonrpc" must be "2.0"'),
+        (b'{"jsonrpc": "2.0", "id": 4, "method": 5}', 4, '"method" is a non-empty string'),
+        (b'{"jsonrpc": "2.0", "id": "x", "method": ""}', "x", '"method" is a non-empty string'),
+        (b'{"jsonrpc": "2.0", "id": null, "method": "ping"}', None, '"id" is a string or'),
+        (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', None, '"id" is a string or'),
+        (b'{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', None, '"id" is a string or'),
+        (b'{"jsonrpc": "2.0", "id": {"a": 1}, "method": "ping"}', None, '"id" is a string or'),
+        (b'{"jsonrpc": "2.0", "id": 6, "method": "ping", "params": [1]}', 6, '"params" is an'),
+        (b'{"jsonrpc": "2.0", "id": 7}', 7, "exactly one of"),
+        (b'{"jsonrpc": "2.0"}', None, 'a request needs "method"'),
+        (b'{"jsonrpc": "2.0", "id": 8, "result": 1}', 8, '"result" is an object'),
+        (b'{"jsonrpc": "2.0", "id": 9, "error": {"code": "x"}}', 9, '"error" is an object'),
+    ],
+)
+def test_a_malformed_request_is_a_json_rpc_invalid_request(
+    live, path, version, body, request_id, says
+):
+    r = _raw(live, path, body, **{"MCP-Protocol-Version": version})
+    assert r.status_code == 400
+    answer = r.json()
+    assert answer["id"] == request_id
+    assert answer["error"]["code"] == -32600
+    assert says in answer["error"]["message"]
+    assert answer["error"]["data"] == {"error": answer["error"]["message"], "code": "BAD_INPUT"}
+
+
+def test_strictness_beyond_json_is_a_parse_error_too(live):
+    # Duplicate keys and non-finite numbers are not JSON the server reads (RFC 8259 leaves
+    # duplicates undefined; the SDK would keep the last one).
+    for body in (
+        b'{"jsonrpc": "2.0", "id": 1, "id": 2, "method": "ping"}',
+        b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": {"x": NaN}}',
+    ):
+        r = _raw(live, "/mcp", body)
+        assert r.status_code == 400
+        assert r.json()["error"]["code"] == -32700
+
+
+def test_a_valid_message_still_reaches_the_sdk_after_the_checks(live):
+    r = _raw(live, "/mcp", b'{"jsonrpc": "2.0", "id": "p", "method": "ping"}')
+    assert r.status_code == 200
+    assert r.json() == {"jsonrpc": "2.0", "id": "p", "result": {}}
+    # a notification is accepted without an answer
+    r = _raw(live, "/mcp", b'{"jsonrpc": "2.0", "method": "notifications/initialized"}')
+    assert r.status_code == 202
+
+
+def test_header_values_are_read_without_their_surrounding_whitespace(live):
+    # RFC 9110 5.5; the 2026-07-28 transport compares Mcp-Method and Mcp-Name to the body.
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "demo_read", "arguments": {"key": "m"}, "_meta": meta},
+        }
+    )
+    # httpx refuses to send such a value; http.client sends it as written.
+    host, port = live.url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    conn.request(
+        "POST",
+        "/mcp",
+        body=body,
+        headers={
+            "Authorization": f"Bearer {live.tokens['agent']}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": "demo_read \t ",
+        },
+    )
+    response = conn.getresponse()
+    answer = json.loads(response.read())
+    conn.close()
+    assert response.status == 200, answer
+    assert "result" in answer

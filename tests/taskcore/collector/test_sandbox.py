@@ -22,6 +22,7 @@ from pathlib import Path
 
 import attrs
 import pytest
+from taskcore.codec import default_codec
 from taskcore.collector import sandbox
 from taskcore.collector.collect import collect_command
 from taskcore.collector.runtime import probe_runtime, run_recipe
@@ -464,11 +465,26 @@ def test_read_only_paths_may_not_expose_protected_directories(tmp_path):
     }
 
 
-@pytest.mark.parametrize("path", ["relative", "/", "/a/../b", "/a/", "/x\ny"])
-def test_an_exposed_path_must_be_absolute_and_normalized(path):
+@pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        ("relative", ErrorCode.INVALID_PATH),
+        ("/", ErrorCode.OUT_OF_BOUNDS),  # the item's length rule (at least 2) comes first
+        ("/a/../b", ErrorCode.INVALID_PATH),
+        ("/a/", ErrorCode.INVALID_PATH),
+        ("/x\ny", ErrorCode.INVALID_PATH),
+    ],
+)
+def test_an_exposed_path_must_be_absolute_and_normalized(path, code):
     with pytest.raises(TaskError) as err:
         attrs.evolve(POLICY, read_only_paths=(path,))
-    assert err.value.code is ErrorCode.INVALID_PATH
+    assert err.value.code is code
+    # Decoding the same policy refuses it the same way.
+    tree = default_codec().unstructure(POLICY)
+    tree["read_only_paths"] = [path]
+    with pytest.raises(TaskError) as decoded:
+        default_codec().decode(type(POLICY), tree)
+    assert (decoded.value.code, decoded.value.path) == (code, err.value.path)
 
 
 @needs_bwrap

@@ -247,8 +247,14 @@ def test_available_content_above_128_kib_is_refused_even_when_few_characters():
     # 43,691 three-byte characters: fewer characters than the limit, more bytes than it.
     text = "€" * (REFERENCE_BODY_MAX_BYTES // 3 + 1)
     assert len(text) < REFERENCE_BODY_MAX_BYTES < len(text.encode())
+    # Its true byte length is itself above the bound: refused at that field first, as
+    # decoding the same answer refuses it.
     with pytest.raises(TaskError) as info:
         available(text)
+    assert (info.value.code, info.value.path) == (ErrorCode.OUT_OF_BOUNDS, "$.byte_length")
+    # With a byte length inside its bound, the content itself is measured in bytes.
+    with pytest.raises(TaskError) as info:
+        available(text, byte_length=REFERENCE_BODY_MAX_BYTES)
     assert (info.value.code, info.value.path) == (ErrorCode.OUT_OF_BOUNDS, "$.content")
 
 

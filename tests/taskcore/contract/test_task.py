@@ -68,9 +68,10 @@ def test_a_task_without_criteria_is_refused_on_the_wire():
 
 
 def test_a_task_without_criteria_cannot_be_constructed_either():
+    # The same refusal as on the wire: the field's rule, checked by its validator.
     with pytest.raises(TaskError) as info:
         samples.entrypoint(criteria=())
-    assert info.value.code is ErrorCode.INVALID_CRITERIA
+    assert (info.value.code, info.value.path) == (ErrorCode.OUT_OF_BOUNDS, "$.criteria")
 
 
 def test_an_optional_step_still_needs_a_criterion():

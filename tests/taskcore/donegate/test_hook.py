@@ -168,6 +168,33 @@ def test_subagent_stops_are_ignored_unless_asked_for(roots: GateConfig, tmp_path
     assert body["hookSpecificOutput"]["hookEventName"] == "SubagentStop"
 
 
+def test_a_subagent_stop_is_judged_on_the_subagent_never_on_the_main_session(
+    roots: GateConfig, tmp_path: Path
+) -> None:
+    """A SubagentStop without an agent transcript does not fall back to the main session's."""
+    base = roots.claude_root / "-home-dev-src-acme-api"
+    main = claude_payload(roots, BELOW)  # the main session is below the line
+    payload = {**main, "hook_event_name": "SubagentStop", "agent_id": "nobody-knows"}
+    code, out, _ = stop(roots, tmp_path, payload, "--harness", "claude-code", "--subagent")
+    assert code == 0
+    assert json.loads(out) == {
+        "systemMessage": "done gate: the session could not be read (NOT_FOUND); "
+        "the stop was allowed"
+    }
+    # Codex sends agent_transcript_path null for a subagent it keeps no rollout of: silence.
+    codex = {**payload, "agent_transcript_path": None}
+    assert stop(roots, tmp_path, codex, "--harness", "codex", "--subagent")[:2] == (0, "")
+    del codex["agent_id"]
+    assert stop(roots, tmp_path, codex, "--harness", "codex", "--subagent")[:2] == (0, "")
+    # With the subagent's own transcript it is judged, and spends the subagent's budget.
+    sub = (
+        base / "c38a5e93-3b66-4c20-9f3d-e8d7ae4a829d" / "subagents" / "agent-b5e2d3f4a6c7b8d9.jsonl"
+    )
+    judged = {**payload, "agent_transcript_path": str(sub)}
+    code, out, _ = stop(roots, tmp_path, judged, "--harness", "claude-code", "--subagent")
+    assert json.loads(out)["hookSpecificOutput"]["hookEventName"] == "SubagentStop"
+
+
 def test_last_assistant_message_is_used_when_the_transcript_lags(
     roots: GateConfig, tmp_path: Path
 ) -> None:

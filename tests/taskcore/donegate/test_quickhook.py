@@ -24,15 +24,17 @@ from tests.taskcore.donegate.support import stop_payload
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
-def _full(index: Path, harness: str, payload: bytes) -> str:
-    text = respond(harness, io.BytesIO(payload), index=index)
+def _full(index: Path, harness: str, payload: bytes, *, subagent: bool = False) -> str:
+    text = respond(harness, io.BytesIO(payload), index=index, subagent=subagent)
     return text + "\n" if text else ""
 
 
-def _quick(index: Path, harness: str, payload: bytes) -> tuple[str, bool]:
-    text = quickhook.answer(harness, payload, index_path=str(index))
+def _quick(
+    index: Path, harness: str, payload: bytes, *, subagent: bool = False
+) -> tuple[str, bool]:
+    text = quickhook.answer(harness, payload, index_path=str(index), subagent=subagent)
     if text is None:
-        return _full(index, harness, payload), False
+        return _full(index, harness, payload, subagent=subagent), False
     return (text + "\n" if text else ""), True
 
 
@@ -91,6 +93,31 @@ def test_every_transcript_gets_the_full_hooks_answer_stop_after_stop(pair, extra
     assert answered >= 5 * len(_transcripts(roots)) // 2  # the fast path did answer
 
 
+@pytest.mark.parametrize("extra", [{}, {"stop_hook_active": True}], ids=["stop", "hook-active"])
+def test_a_subagent_stop_gets_the_full_hooks_answer_on_the_subagents_own_transcript(pair, extra):
+    """SubagentStop (--subagent) spends Stop's budget on the subagent's session, fast or full."""
+    roots, (full_index, quick_index) = pair
+    subagents = sorted(roots.claude_root.rglob("subagents/*.jsonl"))
+    codex = sorted(roots.codex_root.rglob("*.jsonl"))[:3]
+    assert subagents
+    answered = 0
+    for harness, path in [("claude-code", p) for p in subagents] + [("codex", p) for p in codex]:
+        payload = stop_payload(
+            path.parent,  # the main session's transcript_path is not what is judged
+            hook_event_name="SubagentStop",
+            agent_id="a1",
+            agent_transcript_path=str(path),
+            **extra,
+        )
+        for _ in range(5):
+            expected = _full(full_index, harness, payload, subagent=True)
+            got, quick = _quick(quick_index, harness, payload, subagent=True)
+            assert got == expected, path.name
+            answered += quick
+    assert _budget(full_index) == _budget(quick_index)
+    assert answered > 0
+
+
 def test_a_transcript_that_grew_is_read_by_the_fast_path_itself(pair):
     roots, (full_index, quick_index) = pair
     path = next(p for h, p in _transcripts(roots) if p.name.startswith("2c3a5e93"))
@@ -141,9 +168,11 @@ def test_what_the_fast_path_does_not_know_goes_to_the_full_hook(pair, tmp_path):
         quickhook.answer("claude-code", stop_payload(path), index_path=str(tmp_path / "none"))
         is None
     )
-    subagent = stop_payload(path, hook_event_name="SubagentStop", agent_transcript_path=str(path))
+    no_agent_transcript = stop_payload(path, hook_event_name="SubagentStop")
     assert (
-        quickhook.answer("claude-code", subagent, subagent=True, index_path=str(quick_index))
+        quickhook.answer(
+            "claude-code", no_agent_transcript, subagent=True, index_path=str(quick_index)
+        )
         is None
     )
     silent = stop_payload(path, hook_event_name="SubagentStop")

@@ -17,7 +17,8 @@ from tests.taskcore.queue.support import ADMIN, MEMBER, OUTSIDER, START_MS, WORK
 
 OFF_MCP_VERBS = {"agenttask.list", "agenttask.checkpoint.prune"}
 """The seed's verbs only admins run (issue 19): everything else is an MCP tool."""
-MCP_VERBS = {*QUEUE_VERBS, "agenttask.gate.apply"} - OFF_MCP_VERBS
+HELD = "agenttask.leases"  # ours: the caller's own leases (taskcore/queue/held.py)
+MCP_VERBS = {*QUEUE_VERBS, "agenttask.gate.apply", HELD} - OFF_MCP_VERBS
 ADMIN_VERBS = {
     "agenttask.verb.register",
     "agenttask.verb.list",
@@ -41,7 +42,7 @@ def _queue_ops():
 def test_the_nineteen_seed_verbs_and_gate_apply_are_registered_on_the_queue_surface():
     ops = _queue_ops()
     queue = {name for name, op in ops.items() if op.surface is Surface.QUEUE}
-    assert queue == {*QUEUE_VERBS, "agenttask.gate.apply"}
+    assert queue == {*QUEUE_VERBS, "agenttask.gate.apply", HELD}
     assert len(QUEUE_VERBS) == 19
 
 

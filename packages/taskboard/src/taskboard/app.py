@@ -17,9 +17,13 @@ Security, in one place:
   only (no inline script anywhere), ``frame-ancestors 'none'``; pages are ``no-store``;
 * a form body is bounded (``FORM_MAX_BYTES``) while it is read.
 
-Live updates are progressive: ``static/board.js`` re-fetches the page's live region every few
-seconds (header ``X-Board-Live: 1``) while the tab is visible; without JavaScript every page
-works and a reload shows the same thing.
+Live updates are progressive and come from the event stream: the queue, approvals, audit
+and task pages name the events they show (``data-events`` on their live region); ``static/
+board.js`` listens to ``/board/events`` (the session's ``GET /v1/events``: one audited
+``observe.events`` opening, the session's own page loads left out, no event type line so
+``onmessage`` sees all) and re-fetches the live region (header ``X-Board-Live: 1``) when one
+arrives. Where there is no stream (other pages, a refused stream) it re-fetches every few
+seconds. Without JavaScript every page works and a reload shows the same thing.
 """
 
 from __future__ import annotations
@@ -28,11 +32,12 @@ import contextlib
 import datetime
 import functools
 import json
+import re
 import secrets
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, quote, urlencode
+from urllib.parse import parse_qs, quote, urlencode, urlsplit
 
 import anyio.to_thread
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -41,9 +46,13 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
+from starlette.types import Receive, Scope, Send
 from taskcore import Door, ErrorCode, Service, TaskError
+from taskcore.events.stream import open_events
+from taskcore.limits import EVENTS_WRITE_TIMEOUT_SECONDS
 
 from taskboard.sessions import Session, SessionStore
+from taskboard.stream import send_stream
 
 __all__ = ["BOARD_PATH", "CSP", "FORM_MAX_BYTES", "LOGIN_COOKIE", "SESSION_COOKIE", "create_board"]
 
@@ -58,6 +67,10 @@ CSP = (
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 )
 _HERE = Path(__file__).parent
+_CONSENT_PATH = re.compile(r"/oauth/oar_[0-9a-f]{32}")
+"""The board pages a sign-in may return to (``?next=``): an OAuth consent page."""
+_CSP_SOURCE = re.compile(r"[a-z][a-z0-9+.-]*:(//[A-Za-z0-9.:\[\]-]+)?")
+_TIERS = ("agent", "member", "admin")
 _SIGNED_OUT = {ErrorCode.UNAUTHENTICATED, ErrorCode.TOKEN_REVOKED}
 
 Handler = Callable[[Request, Session, dict[str, str]], Awaitable[Response]]
@@ -229,6 +242,9 @@ def create_board(
             if session is None:
                 if request.headers.get("x-board-live") == "1":
                     return headers(Response(status_code=401))
+                path = request.url.path.removeprefix(base(request))
+                if request.method == "GET" and _CONSENT_PATH.fullmatch(path):
+                    return redirect(request, "/login?" + urlencode({"next": path}))
                 return redirect(request, "/login")
             form: dict[str, str] = {}
             try:
@@ -270,6 +286,7 @@ def create_board(
             csrf=nonce,
             ended=request.query_params.get("ended") == "1",
             message=None,
+            next=_next_page(request.query_params.get("next")),
         )
         response.set_cookie(
             LOGIN_COOKIE,
@@ -304,11 +321,17 @@ def create_board(
             )
         except TaskError as err:
             return render(
-                request, "login.html", 401, csrf=given, ended=False, message=err.describe()
+                request,
+                "login.html",
+                401,
+                csrf=given,
+                ended=False,
+                message=err.describe(),
+                next=_next_page(form.get("next")),
             )
         me = who.json()
         session = store.create(bearer, me["tokenId"], me["workspace"])
-        response = redirect(request, "/queue")
+        response = redirect(request, _next_page(form.get("next")) or "/queue")
         response.set_cookie(
             SESSION_COOKIE,
             session.session_id,
@@ -457,9 +480,16 @@ def create_board(
     # -- tokens ------------------------------------------------------------------------------
     async def tokens(request: Request, session: Session, form: dict[str, str]) -> Response:
         result = await call(session, "observe.tokens", {"includeRevoked": True})
+        grants = await call(session, "oauth.grants", {"includeRevoked": True})
         secret, session.secret_once = session.secret_once, None
         return render(
-            request, "tokens.html", session=session, page="tokens", result=result, secret=secret
+            request,
+            "tokens.html",
+            session=session,
+            page="tokens",
+            result=result,
+            grants=grants,
+            secret=secret,
         )
 
     async def create_token(request: Request, session: Session, form: dict[str, str]) -> Response:
@@ -491,6 +521,107 @@ def create_board(
         session.flash = f"Token {token_id} revoked."
         return redirect(request, "/tokens")
 
+    # -- OAuth consent and grants -------------------------------------------------------------
+    async def consent(request: Request, session: Session, form: dict[str, str]) -> Response:
+        request_id = str(request.path_params["request_id"])
+        shown = await call(session, "oauth.request.show", {"requestId": request_id})
+        tiers = _TIERS[: _TIERS.index(shown["maxTier"]) + 1]
+        autonomies = range(shown["maxAutonomy"] + 1)
+        response = render(
+            request,
+            "oauth_consent.html",
+            session=session,
+            page="tokens",
+            consent=shown,
+            tiers=tiers,
+            autonomies=autonomies,
+            default_autonomy=min(1, shown["maxAutonomy"]),
+        )
+        # The approval redirects the browser to the client: form-action must allow it.
+        target = _csp_source(shown["redirectUri"])
+        if target is not None:
+            response.headers["Content-Security-Policy"] = CSP.replace(
+                "form-action 'self'", f"form-action 'self' {target}"
+            )
+        return response
+
+    async def decide(request: Request, session: Session, form: dict[str, str]) -> Response:
+        request_id = str(request.path_params["request_id"])
+        verdict = request.path_params["verdict"]
+        if verdict not in ("approve", "deny"):
+            raise TaskError(ErrorCode.NOT_FOUND, "no such page")
+        if verdict == "approve":
+            raw = form.get("autonomy", "1")
+            body: dict[str, Any] = {
+                "requestId": request_id,
+                "tier": form.get("tier", "agent"),
+                "autonomy": int(raw) if raw.isdigit() and len(raw) < 4 else raw,
+            }
+            decided = await call(session, "oauth.request.approve", body)
+        else:
+            decided = await call(session, "oauth.request.deny", {"requestId": request_id})
+        return headers(RedirectResponse(decided["redirectTo"], status_code=303))
+
+    async def revoke_grant(request: Request, session: Session, form: dict[str, str]) -> Response:
+        grant_id = str(request.path_params["grant_id"])
+        await call(session, "oauth.grant.revoke", {"grantId": grant_id})
+        session.flash = f"OAuth grant {grant_id} revoked; its tokens no longer work."
+        return redirect(request, "/tokens")
+
+    # -- live updates: the session's event stream --------------------------------------------
+    async def events(scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        session = store.get(request.cookies.get(SESSION_COOKIE))
+        if session is None:
+            await headers(Response(status_code=401))(scope, receive, send)
+            return
+        task = request.query_params.get("task") or None
+        opening = open_events(
+            service,
+            session.bearer,
+            operations=tuple(request.query_params.getlist("operation")),
+            task_id=task,
+            door=Door.BOARD,
+            own_reads=False,  # the board's own page loads are not news to it
+            typed=False,
+        )
+        try:
+            stream = await anyio.to_thread.run_sync(opening.__enter__)
+        except TaskError as err:
+            status = err.code.kind.http_status
+            await headers(Response(err.describe(), status_code=status))(scope, receive, send)
+            return
+        try:
+            await send_stream(
+                stream,
+                anyio.to_thread.run_sync,
+                receive,
+                send,
+                write_timeout=EVENTS_WRITE_TIMEOUT_SECONDS,
+                headers=[
+                    (b"content-security-policy", CSP.encode()),
+                    (b"x-content-type-options", b"nosniff"),
+                ],
+            )
+        finally:
+            opening.__exit__(None, None, None)
+
+    # -- webhooks ----------------------------------------------------------------------------
+    async def webhooks(request: Request, session: Session, form: dict[str, str]) -> Response:
+        body: dict[str, Any] = _query(request, "status", "endpointId")
+        result = await call(session, "observe.webhooks", body)
+        return render(
+            request, "webhooks.html", session=session, page="webhooks", result=result,
+            status=body.get("status", ""),
+        )  # fmt: skip
+
+    async def redeliver(request: Request, session: Session, form: dict[str, str]) -> Response:
+        raw = str(request.path_params["seq"])
+        seq: Any = int(raw) if raw.isdigit() and len(raw) < 20 else raw
+        again = await call(session, "admin.webhook.redeliver", {"seq": seq})
+        session.flash = f"Delivery {again['delivery']['seq']} is queued again."
+        return redirect(request, "/webhooks")
+
     async def not_found(request: Request, exc: Exception) -> Response:
         return render(request, "error.html", 404, title="Not found", message="No such page.")
 
@@ -514,9 +645,44 @@ def create_board(
         Route("/tokens", guarded(create_token), methods=["POST"]),
         Route("/tokens/{token_id}/revoke", guarded(confirm_revoke), methods=["GET"]),
         Route("/tokens/{token_id}/revoke", guarded(revoke), methods=["POST"]),
+        Route("/oauth/grants/{grant_id}/revoke", guarded(revoke_grant), methods=["POST"]),
+        Route("/oauth/{request_id}", guarded(consent), methods=["GET"]),
+        Route(
+            "/oauth/{request_id}/{verdict:str}",
+            guarded(decide),
+            methods=["POST"],
+        ),
+        Route("/webhooks", guarded(webhooks), methods=["GET"]),
+        Route("/webhooks/{seq}/redeliver", guarded(redeliver), methods=["POST"]),
+        Route("/events", _Asgi(events), methods=["GET"]),
         Mount("/static", app=StaticFiles(directory=str(_HERE / "static")), name="static"),
     ]
     return Starlette(routes=routes, exception_handlers={404: not_found})
+
+
+def _next_page(value: str | None) -> str | None:
+    """A board page to return to after sign-in: only a consent page, else ``None``."""
+    return value if value and _CONSENT_PATH.fullmatch(value) else None
+
+
+def _csp_source(uri: str) -> str | None:
+    """The CSP source that allows navigating to ``uri`` (its origin, or its scheme)."""
+    parts = urlsplit(uri)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        source = f"{parts.scheme}://{parts.netloc}"
+    else:
+        source = f"{parts.scheme}:"
+    return source if _CSP_SOURCE.fullmatch(source) else None
+
+
+class _Asgi:
+    """A bare ASGI endpoint for a route (Starlette calls a plain function with a Request)."""
+
+    def __init__(self, app: Callable[[Scope, Receive, Send], Awaitable[None]]) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.app(scope, receive, send)
 
 
 def _next(request: Request, filters: dict[str, str], cursor: str | None) -> str | None:

@@ -1,4 +1,8 @@
-"""``agent-task admin token create|list|revoke``: operator commands on the service host.
+"""``agent-task admin token create|list|revoke`` and ``agent-task admin oauth ...``.
+
+Operator commands on the service host. ``admin oauth pending|approve|deny|list|revoke``
+decide OAuth authorization requests without a browser (``approve`` prints the URL that
+completes the client's flow: open it where the client waits) and list or revoke grants.
 
 Each is one ``operator.token_*`` operation on the journal in ``--data-dir``, called in
 process (the operator is on the service host) and audited once like every call; nothing
@@ -20,14 +24,21 @@ from taskcore.operator_ops import OperatorDesk, operator_registry
 
 from taskcli.common import data_dir_option, resolve_data_dir
 from taskcli.generate import Call, Shape, command_name, operation_command
+from taskcli.webhook_cmd import webhook_group
 
-__all__ = ["TOKEN_COMMANDS", "TOKEN_PREFIX", "register"]
+__all__ = ["OAUTH_COMMANDS", "OAUTH_PREFIX", "TOKEN_COMMANDS", "TOKEN_PREFIX", "register"]
 
 TOKEN_PREFIX = "operator.token_"  # noqa: S105 - an operation-name prefix, not a secret
 """The token acts, offered here as ``admin token <act>`` (the other acts are ``operator``)."""
 
 TOKEN_COMMANDS: dict[str, str] = {}
 """``operator.token_<act>`` -> its ``agent-task admin token`` command."""
+
+OAUTH_PREFIX = "operator.oauth_"
+"""The OAuth acts, offered as ``admin oauth <act>``."""
+
+OAUTH_COMMANDS: dict[str, str] = {}
+"""``operator.oauth_<act>`` -> its ``agent-task admin oauth`` command."""
 
 
 @click.group("admin")
@@ -38,6 +49,11 @@ def admin_group() -> None:
 @admin_group.group("token")
 def token_group() -> None:
     """Bearer tokens: create, list, revoke."""
+
+
+@admin_group.group("oauth")
+def oauth_group() -> None:
+    """OAuth clients: pending requests (approve, deny), grants (list, revoke)."""
 
 
 def _when(ms: int | None) -> str:
@@ -64,7 +80,45 @@ def _revoked(answer: Any) -> str:
     )
 
 
+def _pending(answer: Any) -> str:
+    lines = [f"{'REQUEST ID':<36}  {'CREATED':<17}  CLIENT / REDIRECT / SCOPE"]
+    for r in answer["requests"]:
+        lines.append(
+            f"{r['request_id']:<36}  {_when(r['created_at_ms']):<17}  {r['client_name']}\n"
+            f"{'':<56}{r['redirect_uri']}\n{'':<56}{r['scope']}"
+        )
+    return "\n".join(lines)
+
+
+def _grants(answer: Any) -> str:
+    head = f"{'GRANT ID':<20}  {'WORKSPACE':<16}  {'TIER':<6}  AUT  {'CREATED':<17}  {'REVOKED':<17}  CLIENT"
+    lines = [head]
+    for g in answer["grants"]:
+        lines.append(
+            f"{g['grantId']:<20}  {g['workspace'][:16]:<16}  {g['tier']:<6}  {g['autonomy']:>3}  "
+            f"{_when(g['createdAtMs']):<17}  {_when(g['revokedAtMs']):<17}  {g['clientName']}"
+        )
+    return "\n".join(lines)
+
+
+def _decided(answer: Any) -> str:
+    if answer["status"] == "approved":
+        return (
+            f"approved: grant {answer['grant_id']} in {answer['workspace']}\n"
+            "open this URL where the client waits (or paste it into the client):\n"
+            f"{answer['redirect_to']}"
+        )
+    return f"denied; the client is told at:\n{answer['redirect_to']}"
+
+
 _RENDER: dict[str, Callable[[Any], str]] = {
+    "operator.oauth_pending": _pending,
+    "operator.oauth_list": _grants,
+    "operator.oauth_approve": _decided,
+    "operator.oauth_deny": _decided,
+    "operator.oauth_revoke": lambda a: (
+        f"revoked {a['grant_id']}" + ("" if a["was_live"] else " (it was already revoked)")
+    ),
     "operator.token_create": lambda answer: str(answer["token"]),
     "operator.token_list": _table,
     "operator.token_revoke": _revoked,
@@ -85,12 +139,21 @@ def _call(name: str) -> Call:
     return call
 
 
-def _generate(group: click.Group) -> None:
+_ARGUMENT = {
+    "operator.token_revoke": "token_id",
+    "operator.oauth_approve": "request_id",
+    "operator.oauth_deny": "request_id",
+    "operator.oauth_revoke": "grant_id",
+}
+
+
+def _generate(group: click.Group, prefix: str, commands: dict[str, str]) -> None:
     for op in operator_registry():
-        if not op.name.startswith(TOKEN_PREFIX):
+        if not op.name.startswith(prefix):
             continue
-        name = command_name(op.name.removeprefix(TOKEN_PREFIX))
-        shape = Shape(argument="token_id") if op.name == "operator.token_revoke" else Shape()
+        name = command_name(op.name.removeprefix(prefix))
+        argument = _ARGUMENT.get(op.name)
+        shape = Shape(argument=argument) if argument else Shape()
         group.add_command(
             operation_command(
                 op,
@@ -102,10 +165,12 @@ def _generate(group: click.Group) -> None:
                 help_text=_HELP.get(op.name),
             )
         )
-        TOKEN_COMMANDS[op.name] = name
+        commands[op.name] = name
 
 
-_generate(token_group)
+_generate(token_group, TOKEN_PREFIX, TOKEN_COMMANDS)
+_generate(oauth_group, OAUTH_PREFIX, OAUTH_COMMANDS)
+admin_group.add_command(webhook_group)
 
 
 def register(group: click.Group) -> None:

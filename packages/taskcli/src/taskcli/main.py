@@ -26,6 +26,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "task_cmd",
     "mcp_cmd",
     "gate_cmd",
+    "agent_cmd",
     "operator_cmd",
     "collector_cmd",
     "collect_cmd",
@@ -64,6 +65,14 @@ _COMMANDS: dict[str, tuple[str, str]] = {
     "gate-stop": (
         "gate_cmd",
         "The done gate's Stop hook: --harness claude-code|codex [--subagent].",
+    ),
+    "agent": (
+        "agent_cmd",
+        "Set up a coding agent (Claude Code, Codex) in one command, and check it.",
+    ),
+    "session-start": (
+        "agent_cmd",
+        "The SessionStart hook: the leases this agent holds, as the harness's context.",
     ),
     "operator": (
         "operator_cmd",

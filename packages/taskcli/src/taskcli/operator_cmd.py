@@ -35,7 +35,7 @@ from taskcore.errors import ErrorCode
 from taskcore.operator_ops import AuthorityAdmin, operator_registry
 from taskcore.service import Operation
 
-from taskcli.admin_cmd import TOKEN_PREFIX
+from taskcli.admin_cmd import OAUTH_PREFIX, TOKEN_PREFIX
 from taskcli.collector_cmd import isolation_options, resolve_isolation
 from taskcli.common import data_dir_option, human, resolve_data_dir
 from taskcli.generate import Call, Shape, command_name, operation_command
@@ -288,9 +288,10 @@ def _command(op: Operation[Any, Any]) -> click.Command:
 OPERATOR_COMMANDS: dict[str, str] = {
     op.name: _NAMES.get(op.name, command_name(op.name.removeprefix("operator.")))
     for op in operator_registry()
-    if not op.name.startswith(TOKEN_PREFIX)
+    if not op.name.startswith((TOKEN_PREFIX, OAUTH_PREFIX))
 }
-"""``operator.<act>`` -> its ``agent-task operator`` command (token acts are ``admin token``)."""
+"""``operator.<act>`` -> its ``agent-task operator`` command (token and OAuth acts are
+``admin token`` and ``admin oauth``)."""
 
 for _op in operator_registry():
     if _op.name in OPERATOR_COMMANDS:

@@ -165,13 +165,23 @@ class PlainHttp:
 
     def post(self, path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
         """Send one request; return ``(status, body)`` or raise :class:`HttpError`."""
-        lines = [f"POST {self.prefix}{path} HTTP/1.1", f"Host: {self.authority}"]
+        return self._send("POST", path, body, headers)
+
+    def get(self, path: str, headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+        """``GET path`` (``agent doctor``'s health probe); as :meth:`post`."""
+        return self._send("GET", path, None, headers or {})
+
+    def _send(
+        self, method: str, path: str, body: bytes | None, headers: dict[str, str]
+    ) -> tuple[int, bytes]:
+        lines = [f"{method} {self.prefix}{path} HTTP/1.1", f"Host: {self.authority}"]
         for name, value in headers.items():
             if not _HEADER_CHARS.issuperset(value):
                 raise HttpError("LocalProtocolError")
             lines.append(f"{name}: {value}")
-        lines.append(f"Content-Length: {len(body)}")
-        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        if body is not None:
+            lines.append(f"Content-Length: {len(body)}")
+        request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
         reused = self.sock is not None
         try:
             return self._exchange(request)

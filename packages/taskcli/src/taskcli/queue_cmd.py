@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 import click
-from taskcore.queue import operations
+from taskcore.queue import held, operations
 from taskcore.service import Operation, Registry
 
 from taskcli.common import ServiceClient, client_options, human
@@ -77,9 +77,13 @@ _ALIASES: dict[str, dict[str, tuple[str, ...]]] = {
 
 
 def queue_operations() -> tuple[Operation[Any, Any], ...]:
-    """The operations the queue module registers (the nineteen verbs, gate.apply, admin verbs)."""
+    """The queue's operations: the nineteen verbs, gate.apply, the admin verbs, and ours.
+
+    Ours: ``agenttask.leases``, which its own module registers.
+    """
     registry = Registry()
     operations.register(registry)
+    held.register(registry)
     return tuple(registry)
 
 

@@ -62,6 +62,8 @@ def _option(setting: Setting) -> Callable[[F], F]:
     kind: click.ParamType[Any]
     if setting.choices:
         kind = click.Choice(setting.choices)
+    elif setting.kind is str:
+        kind = click.STRING
     elif setting.kind is float:
         kind = click.FloatRange(min=setting.minimum)
     else:
@@ -174,6 +176,8 @@ def serve_command(
                 log_format=settings.log_format,
                 board_secure=settings.board_secure_cookies or None,
                 limits=limits,
+                public_url=settings.public_url,
+                oauth_allow_private_client_urls=settings.oauth_allow_private_client_urls,
             )
             serve(
                 app,

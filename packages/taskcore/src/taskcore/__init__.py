@@ -1,9 +1,13 @@
 """taskcore: the pure-Python core of agent-task.
 
 Contract types, strict decoding, canonical bytes, digests and Ed25519 signing; the journal
-and its state machines on SQLite; the agent task queue; the collector; the done gate; and one
-registry of operations behind :class:`~taskcore.service.Service`. Adapters (HTTP, MCP, CLI)
-import only names exported here and from the public submodules listed in ``docs/adapters.md``.
+and its state machines (SQLite, or PostgreSQL); the agent task queue; the collector; the done
+gate; the golden vectors (:mod:`taskcore.golden`); and one registry of operations behind
+:class:`~taskcore.service.Service`. A program, like each adapter (HTTP, MCP, CLI), imports the
+names exported here and those of the public modules that ``docs/library.md`` lists ("The
+public modules"), where a complete program opens a journal, runs a task through
+:meth:`~taskcore.service.Service.dispatch`, signs and verifies an observation and checks the
+golden vectors.
 
 The names below are loaded on first use (:pep:`562`), so ``import taskcore.donegate.hook`` or
 ``from taskcore.errors import ErrorCode`` does not load the service, the codec and every

@@ -60,6 +60,9 @@ __all__ = [
 Observe = Callable[[str, Door | None, str, float], None]
 """The service's call observer: ``(operation, door, code, seconds)``."""
 
+Authenticate = Callable[[str | None, str | None], Actor]
+"""The service's authentication: ``(bearer, resource)`` to the actor, or ``TaskError``."""
+
 
 class Lapsed(Exception):  # noqa: N818 -- not an error of its own: carries one
     """An admitted bearer failed authentication inside its call (``Service.call(admitted=)``).
@@ -221,7 +224,8 @@ def authenticate_in_call(tx: Transaction, bearer: str, admitted: Actor) -> None:
 class Admission:
     """A front door's decisions from a network request's headers, and their rate limits.
 
-    ``authenticate`` is the service's (a read transaction per bearer), ``audit`` its one
+    ``authenticate`` is the service's (a read transaction per bearer; ``resource``, an MCP
+    endpoint's URL, admits OAuth access tokens issued for it), ``audit`` its one
     audit writer and ``observe`` its call observer; ``limits`` (``None``: none) the token
     and address budgets; ``memory_ms`` how long an admitted bearer is remembered
     (:meth:`admit_recent`; 0: never).
@@ -232,7 +236,7 @@ class Admission:
         *,
         registry: Registry,
         audit: AuditLog,
-        authenticate: Callable[[str | None], Actor],
+        authenticate: Authenticate,
         observe: Observe,
         clock: Clock,
         limits: RateLimits | None = None,
@@ -269,11 +273,12 @@ class Admission:
         door: Door = Door.HTTP,
         surfaces: Iterable[Surface] | None = None,
         label: str = "",
+        resource: str | None = None,
     ) -> Actor:
         """Decide whether a request may send its body (:meth:`Service.admit`)."""
         shown = name or label
         try:
-            actor = self._authenticate(bearer)
+            actor = self._authenticate(bearer, resource)
         except TaskError as err:
             refusal = self._address_refusal(client, err)
             self._audit.refusal(ANONYMOUS, "", shown, AGGREGATED_DIGEST, refusal)
@@ -301,7 +306,7 @@ class Admission:
                 self._audit.refusal(actor.token_id, actor.workspace, name, input_digest(b""), err)
                 self._observe(name, door, err.code.value, 0.0)
                 raise
-        if bearer:  # it authenticated, so it is one
+        if bearer and resource is None:  # it authenticated; OAuth's resource check is not kept
             self._recent.remember(bearer, actor)
         return actor
 
@@ -339,7 +344,7 @@ class Admission:
     def authenticate_again(self, bearer: str) -> None:
         """Authenticate an admitted bearer once more; :class:`Lapsed` if it no longer does."""
         try:
-            self._authenticate(bearer)
+            self._authenticate(bearer, None)
         except TaskError as err:
             raise Lapsed(err) from None
 

@@ -32,6 +32,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
+from taskcore.callnote import CallNote, current_note
 from taskcore.clock import Clock
 from taskcore.codec import dumps
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
@@ -40,6 +41,7 @@ from taskcore.limits import AUDIT_VERB_MAX_CHARS
 from taskcore.ratelimit import RefusalTally
 from taskcore.store.audit_api import AuditEvent
 from taskcore.store.storage import Transaction
+from taskcore.tracing import Tracer
 
 __all__ = [
     "AGGREGATED_CODES",
@@ -95,6 +97,9 @@ def append(
     outcome: str,
     subject: str | None = None,
     calls: int = 1,
+    status_before: str | None = None,
+    status_after: str | None = None,
+    traceparent: str | None = None,
 ) -> int:
     """Write one audit event in ``tx``; return its sequence number.
 
@@ -111,6 +116,9 @@ def append(
             outcome=outcome,
             subject=subject,
             calls=calls,
+            status_before=status_before,
+            status_after=status_after,
+            traceparent=traceparent,
         ),
     )
 
@@ -119,13 +127,20 @@ class AuditLog:
     """The front door's audit: events in the call's transaction, refusals, counted floods.
 
     ``write`` opens a write transaction (the service's, queued behind its other writers).
+    Each event takes from the running call's note (:mod:`taskcore.callnote`) how the call
+    moved its task and the call's trace context; with a ``tracer`` the call's span starts
+    here, when the task and its trace are known (:mod:`taskcore.tracing`).
     """
 
     def __init__(
-        self, write: Callable[[], AbstractContextManager[Transaction]], clock: Clock
+        self,
+        write: Callable[[], AbstractContextManager[Transaction]],
+        clock: Clock,
+        tracer: Tracer | None = None,
     ) -> None:
         self._write = write
         self.clock = clock
+        self.tracer = tracer
         self._tally = RefusalTally()
         self._flusher: threading.Thread | None = None
         self._flusher_lock = threading.Lock()
@@ -142,16 +157,85 @@ class AuditLog:
         subject: str | None = None,
     ) -> None:
         """Audit one call inside ``tx``, the transaction that applied it."""
+        self._event(tx, actor, workspace, name, digest, outcome, subject, refused=False)
+
+    def _event(
+        self,
+        tx: Transaction,
+        actor: str,
+        workspace: str,
+        name: str,
+        digest: str,
+        outcome: str,
+        subject: str | None,
+        *,
+        refused: bool,
+    ) -> None:
+        """Write a call's event.
+
+        ``refused``: its own transaction rolled back (this is the refusal's event in a
+        transaction of its own), so no status move it noted happened.
+        """
+        now = self.clock.now_ms()
+        note = current_note()
+        before = after = traceparent = None
+        if note is not None:
+            if not refused:
+                if subject is None and len(note.task_ids()) == 1:
+                    subject = note.task_ids()[0]
+                moved = note.status_of(subject)
+                if moved is not None:
+                    before, after = moved
+            traceparent = self._trace(tx, note, name, workspace, subject, now)
         append(
             tx,
-            at_ms=self.clock.now_ms(),
+            at_ms=now,
             actor=actor,
             workspace=workspace,
             operation=name,
             input_digest=digest,
             outcome=outcome,
             subject=subject,
+            status_before=before,
+            status_after=after,
+            traceparent=traceparent,
         )
+
+    def _trace(
+        self,
+        tx: Transaction,
+        note: CallNote,
+        name: str,
+        workspace: str,
+        subject: str | None,
+        now_ms: int,
+    ) -> str | None:
+        """The call's trace context for its event; the task's trace recorded on first sight."""
+        keyed = subject is not None and workspace != ""
+        tracer = self.tracer
+        if tracer is None:
+            traceparent = note.traceparent
+            if traceparent is not None and keyed:
+                assert subject is not None
+                tx.audit.put_task_trace(workspace, subject, traceparent, now_ms)
+            return traceparent
+        task_trace = tx.audit.task_trace(workspace, subject) if keyed and subject else None
+        if note.span is None:
+            incoming = note.traceparent
+            note.span = tracer.begin(
+                name,
+                door=note.door,
+                workspace=workspace,
+                task_id=subject,
+                started_ns=note.started_ns,
+                parent=incoming or task_trace,
+                link=task_trace if incoming is not None and task_trace != incoming else None,
+            )
+        traceparent = note.span.traceparent or note.traceparent
+        if traceparent is not None and keyed and task_trace is None:
+            assert subject is not None
+            tx.audit.put_task_trace(workspace, subject, traceparent, now_ms)
+        return traceparent
 
     def refusal(
         self,
@@ -174,7 +258,9 @@ class AuditLog:
             return
         try:
             with self._write() as tx:
-                self.record(tx, actor, workspace, name, digest, error.code.value, subject)
+                self._event(
+                    tx, actor, workspace, name, digest, error.code.value, subject, refused=True
+                )
         except Exception:  # the refusal being reported must reach the caller
             self._count(actor, workspace, name, error)
 

@@ -32,6 +32,7 @@ from taskcore.actors import MAX_AUTONOMY, Actor, Tier
 from taskcore.clock import Clock, SystemClock
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import ADMISSION_MEMORY_KEYS_MAX, ADMISSION_MEMORY_MS
+from taskcore.oauth_tokens import authenticate_access_in, is_access_token, is_grant_id
 from taskcore.store.storage import Storage, Transaction, open_storage
 from taskcore.store.tokens_api import TokenRecord
 from taskcore.tokenfile import no_token_error, read_token_file
@@ -48,6 +49,7 @@ __all__ = [
     "authenticate",
     "authenticate_in",
     "bearer_from_header",
+    "check_live_in",
     "issue_first_admin_token",
     "issue_token",
     "issue_token_in",
@@ -103,8 +105,18 @@ def actor_from_record(record: TokenRecord) -> Actor:
     )
 
 
-def authenticate_in(tx: Transaction, token: str) -> Actor:
-    """Authenticate ``token`` inside an open transaction (used as the live authorization guard)."""
+def authenticate_in(
+    tx: Transaction, token: str, *, resource: str | None = None, now_ms: int | None = None
+) -> Actor:
+    """Authenticate ``token`` inside an open transaction (used as the live authorization guard).
+
+    A bearer token from ``agent-task admin token create`` authenticates on every door. An
+    OAuth access token (:mod:`taskcore.oauth_tokens`) authenticates into the same kind of
+    :class:`~taskcore.actors.Actor`, but only at the protected ``resource`` it was issued for
+    (the MCP endpoint's URL; ``None`` refuses it).
+    """
+    if is_access_token(token):
+        return authenticate_access_in(tx, token, resource=resource, now_ms=now_ms)[0]
     token_id, secret = parse_token(token)
     record = tx.tokens.get(token_id)
     expected = record.secret_hash if record is not None else "0" * 64
@@ -116,6 +128,26 @@ def authenticate_in(tx: Transaction, token: str) -> Actor:
             ErrorCode.TOKEN_REVOKED, "the bearer token was revoked; ask an admin for a new one"
         )
     return actor_from_record(record)
+
+
+def check_live_in(tx: Transaction, token_id: str) -> None:
+    """Raise ``TOKEN_REVOKED`` if the credential an actor came from was revoked since.
+
+    The live authorization guard of a call that holds an actor (not its bearer): a bearer
+    token's row, or an OAuth grant's (revoking a grant revokes its whole token family).
+    In-process actors built by trusted code have neither and pass.
+    """
+    record = tx.tokens.get(token_id)
+    if record is not None:
+        if record.revoked_at_ms is not None:
+            raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
+        return
+    if is_grant_id(token_id):
+        grant = tx.oauth.get_grant(token_id)
+        if grant is None or grant.revoked_at_ms is not None:
+            raise TaskError(
+                ErrorCode.TOKEN_REVOKED, "the OAuth grant was revoked; authorize the client again"
+            )
 
 
 class RecentAdmissions:

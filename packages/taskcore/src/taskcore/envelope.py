@@ -70,6 +70,7 @@ class WorkflowDoor(Protocol):
         route: Route | None = None,
         door: Door = Door.IN_PROCESS,
         surfaces: Iterable[Surface] | None = None,
+        traceparent: str | None = None,
         _digest: str | None = None,
     ) -> Response:
         """Run one operation for ``actor`` (audited once)."""
@@ -84,6 +85,7 @@ def call_workflow(
     route: Route,
     door: Door = Door.IN_PROCESS,
     operation: str | None = None,
+    traceparent: str | None = None,
 ) -> Response:
     """Run one workflow envelope ``{"operation", "request"}`` for ``route``.
 
@@ -118,6 +120,7 @@ def call_workflow(
         route=route,
         door=door,
         surfaces=(Surface.WORKFLOW,),
+        traceparent=traceparent,
         _digest=digest,
     )
     return Response(wrap_workflow(operation, response.body))

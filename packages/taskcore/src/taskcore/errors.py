@@ -30,6 +30,7 @@ class ErrorKind(enum.Enum):
     NOT_FOUND = (404, 5)
     METHOD_NOT_ALLOWED = (405, 2)
     CONFLICT = (409, 6)
+    GONE = (410, 5)
     TOO_LARGE = (413, 7)
     URI_TOO_LONG = (414, 7)
     HEADERS_TOO_LARGE = (431, 7)
@@ -121,6 +122,10 @@ class ErrorCode(enum.Enum):
     GRANT_TASK_MISMATCH = ("GRANT_TASK_MISMATCH", ErrorKind.FORBIDDEN)
     GRANT_VERB_MISMATCH = ("GRANT_VERB_MISMATCH", ErrorKind.FORBIDDEN)
     GRANT_INPUT_MISMATCH = ("GRANT_INPUT_MISMATCH", ErrorKind.FORBIDDEN)
+    # DNS-rebinding protection of the MCP endpoints and the board: the request named a host
+    # (Host) or came from a page (Origin) that is not this server's.
+    HOST_NOT_ALLOWED = ("HOST_NOT_ALLOWED", ErrorKind.FORBIDDEN)
+    ORIGIN_NOT_ALLOWED = ("ORIGIN_NOT_ALLOWED", ErrorKind.FORBIDDEN)
 
     # -- what is asked for -----------------------------------------------------------------
     NOT_FOUND = ("NOT_FOUND", ErrorKind.NOT_FOUND)
@@ -149,6 +154,9 @@ class ErrorCode(enum.Enum):
     # A process holds the journal of the data directory (a running service, a command) while
     # a restore would replace it, or a restore holds it while a process would open it.
     JOURNAL_IN_USE = ("JOURNAL_IN_USE", ErrorKind.CONFLICT)
+    # An event id older than what retention keeps (GET /v1/events with Last-Event-ID): the
+    # events after it are gone; details.oldestId names the oldest still held.
+    EVENTS_EXPIRED = ("EVENTS_EXPIRED", ErrorKind.GONE)
 
     # -- the service cannot answer right now -----------------------------------------------
     BUSY = ("BUSY", ErrorKind.UNAVAILABLE)
@@ -162,6 +170,9 @@ class ErrorCode(enum.Enum):
     STORAGE_FULL = ("STORAGE_FULL", ErrorKind.UNAVAILABLE)
     # The server holds as many request bytes or connections as it is configured to; retry.
     OVERLOADED = ("OVERLOADED", ErrorKind.UNAVAILABLE)
+    # An MCP tool call did not finish within MCP_TOOL_CALL_MAX_MS: the answer is given, the
+    # call itself may still complete (its audit event says how); read the state back first.
+    CALL_TIMED_OUT = ("CALL_TIMED_OUT", ErrorKind.UNAVAILABLE)
     # The data directory holds state of an earlier service but its journal is gone or empty:
     # the service refuses to start an empty journal over it (restore, or initialise on purpose).
     JOURNAL_MISSING = ("JOURNAL_MISSING", ErrorKind.UNAVAILABLE)

@@ -28,8 +28,11 @@ variable                            ``serve`` flag                what
 ==================================  ============================  ==========================
 
 **The host** (:class:`Host`): opens (creating) the journal, builds the :class:`Service` with
-the rate limits, starts the retention sweep (``DATA_DIR/retention.json``) and the forge-status
-delivery worker, and stops them and closes the service at the end. Only ``serve`` writes the
+the rate limits and, with the ``[otel]`` extra and the standard ``OTEL_*`` variables, a
+tracer (:func:`taskcore.tracing.tracer_from_env`); starts the retention sweep
+(``DATA_DIR/retention.json``), the forge-status delivery worker and the webhook worker
+(:mod:`taskcore.events.webhook_delivery`); and stops them, closes the service and flushes
+the tracer at the end. Only ``serve`` writes the
 first admin token (``first_admin_token=True``); the ASGI app never does, and reports
 instead whether the journal has a live admin token (:attr:`Host.has_admin_token`) and the
 command that creates one (:func:`admin_token_command`).
@@ -51,12 +54,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit
 
 import attrs
 
 from taskcore.actors import MAX_AUTONOMY, Tier
 from taskcore.auth import FIRST_ADMIN_WORKSPACE, TokenAdmin
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.events.webhook_delivery import WebhookDelivery, start_webhook_delivery
 from taskcore.evidence.forge_delivery import ForgeDelivery, start_forge_delivery
 from taskcore.limits import (
     COLLECTOR_ENVELOPE_MAX_BYTES,
@@ -74,14 +79,17 @@ from taskcore.paths import default_data_dir
 from taskcore.ratelimit import RateLimits
 from taskcore.retention import RetentionSchedule, default_gate_index, load_retention_config
 from taskcore.service import Service
+from taskcore.tracing import Tracer, tracer_from_env
 
 __all__ = [
     "LOG_FORMATS",
+    "LOOPBACK_HOSTS",
     "SETTINGS",
     "Host",
     "HostSettings",
     "Setting",
     "admin_token_command",
+    "public_url_of",
 ]
 
 LOG_FORMATS = ("text", "json")
@@ -248,10 +256,66 @@ SETTINGS: tuple[Setting, ...] = (
         help="Let tokens of WORKSPACE ask session_gate about this host's coding-agent sessions "
         "over the network (a single-user host; off by default).",
     ),
+    Setting(
+        name="public_url",
+        env="AGENT_TASK_PUBLIC_URL",
+        flag="--public-url",
+        kind=str,
+        default=None,
+        help="Where clients reach this server (https://host[:port], TLS in front): the OAuth "
+        "issuer and the MCP resource URLs are named from it. Without it OAuth is offered to "
+        "clients on this host only (localhost, 127.0.0.1, [::1]).",
+    ),
+    Setting(
+        name="oauth_allow_private_client_urls",
+        env="AGENT_TASK_OAUTH_ALLOW_PRIVATE_CLIENT_URLS",
+        flag="--oauth-allow-private-client-urls",
+        kind=bool,
+        default=False,
+        help="Let OAuth clients' metadata documents (client IDs that are https URLs) be fetched "
+        "from private and loopback addresses (a server and its clients on one private network).",
+    ),
 )
 """Every setting of a hosted service, in ``serve --help`` order."""
 
 _BY_NAME = {setting.name: setting for setting in SETTINGS}
+
+
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+"""Host names a request may use for OAuth without a public URL."""
+
+
+def public_url_of(url: str | None) -> str | None:
+    """Check a public URL (``--public-url``); return it without a trailing slash.
+
+    It is ``https://host[:port]`` (``http`` only for a loopback host), nothing after the
+    authority: the OAuth metadata lives at the host's root. Anything else is
+    ``INVALID_VALUE``.
+
+    >>> public_url_of("https://tasks.example.com/")
+    'https://tasks.example.com'
+    >>> public_url_of("https://tasks.example.com/agent-task")
+    Traceback (most recent call last):
+    taskcore.errors.TaskError: the public URL is scheme://host[:port] with no path, query or fragment (--public-url or AGENT_TASK_PUBLIC_URL)
+    """
+    if url is None or not url.strip():
+        return None
+    text = url.strip().rstrip("/")
+    parts = urlsplit(text)
+    problem = None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        problem = "the public URL must be https://host[:port]"
+    elif parts.path or parts.query or parts.fragment or parts.username or parts.password:
+        problem = "the public URL is scheme://host[:port] with no path, query or fragment"
+    elif parts.scheme == "http" and parts.hostname not in LOOPBACK_HOSTS:
+        problem = "the public URL must be https (OAuth needs TLS); put a TLS proxy in front"
+    if problem is not None:
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            f"{problem} (--public-url or AGENT_TASK_PUBLIC_URL)",
+            details={"variable": "AGENT_TASK_PUBLIC_URL"},
+        )
+    return f"{parts.scheme}://{parts.netloc.lower()}"
 
 
 def _bounded(instance: HostSettings, attribute: attrs.Attribute[Any], value: Any) -> None:
@@ -287,6 +351,8 @@ class HostSettings:
     log_format: str = attrs.field(validator=_bounded)
     board_secure_cookies: bool
     session_gate_workspaces: frozenset[str]
+    public_url: str | None = attrs.field(default=None, converter=public_url_of)
+    oauth_allow_private_client_urls: bool = False
 
     @classmethod
     def load(
@@ -363,6 +429,8 @@ class Host:
         self._service: Service | None = None
         self._schedule: RetentionSchedule | None = None
         self._delivery: ForgeDelivery | None = None
+        self._webhooks: WebhookDelivery | None = None
+        self._tracer: Tracer | None = None
 
     @property
     def service(self) -> Service:
@@ -383,10 +451,12 @@ class Host:
                 for record in admin.list()
             )
         retention = load_retention_config(directory)
+        self._tracer = tracer_from_env()  # None without the [otel] extra: nothing imported
         service = Service.open(
             directory,
             rate_limits=self.settings.rate_limits(),
             session_gate_workspaces=self.settings.session_gate_workspaces,
+            tracer=self._tracer,
         )
         self._service = service
         try:
@@ -394,6 +464,7 @@ class Host:
                 service, retention, gate_index=default_gate_index()
             ).start()
             self._delivery = start_forge_delivery(service)
+            self._webhooks = start_webhook_delivery(service)
         except BaseException:
             self.stop()
             raise
@@ -403,13 +474,19 @@ class Host:
         """Stop the workers, then close the service (idempotent)."""
         schedule, self._schedule = self._schedule, None
         delivery, self._delivery = self._delivery, None
+        webhooks, self._webhooks = self._webhooks, None
         service, self._service = self._service, None
+        tracer, self._tracer = self._tracer, None
         if schedule is not None:
             schedule.stop()
         if delivery is not None:
             delivery.stop()
+        if webhooks is not None:
+            webhooks.stop()
         if service is not None:
             service.close()
+        if tracer is not None:
+            tracer.shutdown()  # flush the spans still batched
 
     def __enter__(self) -> Host:
         return self.start()

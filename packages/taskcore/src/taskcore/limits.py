@@ -22,12 +22,20 @@ __all__ = [
     "ARGV_MAX",
     "ASSERTION_MAX_BYTES",
     "AUDIT_VERB_MAX_CHARS",
+    "BACKOFF_INITIAL_DEFAULT_MS",
+    "BACKOFF_MAX_DEFAULT_MS",
+    "BACKOFF_MAX_MS",
+    "BACKOFF_MULTIPLIER_DEFAULT",
+    "BACKOFF_MULTIPLIER_MAX",
     "CAPABILITY_MAX_CHARS",
     "CHECKPOINT_OUTPUTS_MAX_BYTES",
     "CHECKPOINT_PRUNE_DEFAULT_DAYS",
     "CHECKPOINT_PRUNE_MAX_DAYS",
     "CHECKPOINT_STATE_MAX_BYTES",
     "CHECKPOINT_WRITE_BODY_MAX_BYTES",
+    "CLAIM_WAITERS_MAX",
+    "CLAIM_WAITERS_PER_TOKEN",
+    "CLAIM_WAIT_MAX_MS",
     "COLLECTOR_ENVELOPE_MAX_BYTES",
     "COLLECTOR_HEADER_MAX_BYTES",
     "COLLECTOR_RECORD_MAX_BYTES",
@@ -36,13 +44,25 @@ __all__ = [
     "COMMAND_STREAM_CAP_DEFAULT_BYTES",
     "COMMAND_STREAM_CAP_MAX_BYTES",
     "COMMAND_TIMEOUT_MAX_MS",
+    "CONCURRENCY_LIMIT_DEFAULT",
+    "CONCURRENCY_LIMIT_MAX",
     "CONTEXT_MAX_BYTES",
+    "CREATE_MANY_BODY_MAX_BYTES",
+    "CREATE_MANY_MAX",
     "CRITERIA_MAX",
     "DEPENDENCIES_MAX",
     "DONE_GATE_BUDGET",
     "DONE_GATE_RECEIPT_MAX_LINES",
     "DONE_GATE_RUNGS",
     "ENVIRONMENT_ALLOWLIST_MAX",
+    "EVENTS_BATCH_MAX",
+    "EVENTS_FILTERS_MAX",
+    "EVENTS_HEARTBEAT_SECONDS",
+    "EVENTS_PATTERN_MAX_CHARS",
+    "EVENTS_POLL_MS",
+    "EVENTS_STREAMS_MAX",
+    "EVENTS_STREAMS_PER_TOKEN",
+    "EVENTS_WRITE_TIMEOUT_SECONDS",
     "EVIDENCE_DIGESTS_MAX",
     "EXT_CHILD_KEYS_MAX",
     "EXT_PROMPT_MAX_CHARS",
@@ -88,6 +108,7 @@ __all__ = [
     "LANDING_SUBJECTS_MAX",
     "LANDING_TIMEOUT_DEFAULT_SECONDS",
     "LANDING_TIMEOUT_MAX_SECONDS",
+    "LEASES_HELD_MAX",
     "LEASE_DEFAULT_MS",
     "LEASE_MAX_MS",
     "LEASE_MIN_MS",
@@ -95,7 +116,9 @@ __all__ = [
     "MATTER_READERS_MAX",
     "MAX_AGENT_TASK_DEPTH",
     "MAX_LEASE_EXTENSIONS",
+    "MCP_PROGRESS_INTERVAL_MS",
     "MCP_TASK_POLL_INTERVAL_MS",
+    "MCP_TOOL_CALL_MAX_MS",
     "NAMED_REFERENCES_MAX",
     "OBSERVE_ATTEMPTS_MAX",
     "OBSERVE_PAGE_DEFAULT",
@@ -105,6 +128,11 @@ __all__ = [
     "PATH_MAX_CHARS",
     "QUALIFICATION_FAILURES_MAX",
     "QUALIFICATION_TIMEOUT_SECONDS",
+    "QUEUE_AFTER_MAX",
+    "QUEUE_ATTEMPTS_MAX",
+    "QUEUE_BULK_MAX",
+    "QUEUE_DELAY_MAX_MS",
+    "QUEUE_KEY_MAX_CHARS",
     "QUEUE_LIST_DEFAULT",
     "QUEUE_LIST_MAX",
     "QUEUE_PAYLOAD_MAX_BYTES",
@@ -142,12 +170,27 @@ __all__ = [
     "SANDBOX_TMP_DEFAULT_BYTES",
     "SANDBOX_TMP_MIN_BYTES",
     "SCHEMA_VERSIONS_MAX",
+    "SESSION_START_DEADLINE_MS",
+    "SESSION_START_GOAL_MAX_CHARS",
+    "SESSION_START_TASKS_SHOWN",
+    "SESSION_START_TIMEOUT_SECONDS",
     "STEPS_MAX",
     "STOP_CONTINUATIONS_MAX",
     "STOP_DIRTY_PATHS_MAX",
     "TARGET_MAX_CHARS",
     "TEXT_MAX_CHARS",
     "U64_MAX",
+    "UNIQUE_FOR_MAX_MS",
+    "WAKE_POLL_MS",
+    "WEBHOOK_BACKOFF_BASE_MS",
+    "WEBHOOK_BACKOFF_CAP_MS",
+    "WEBHOOK_DESCRIPTION_MAX_CHARS",
+    "WEBHOOK_ENDPOINTS_MAX",
+    "WEBHOOK_FANOUT_BATCH",
+    "WEBHOOK_REQUEST_TIMEOUT_SECONDS",
+    "WEBHOOK_RETRY_WINDOW_MS",
+    "WEBHOOK_SECRET_BYTES",
+    "WEBHOOK_URL_MAX_CHARS",
 ]
 
 # -- integers ---------------------------------------------------------------------------------
@@ -282,6 +325,10 @@ LEASE_WALLCLOCK_CAP_SECONDS: Final = 2 * 60 * 60
 """Wall-clock cap from first lease before the runaway guard requeues (ours: 2 h)."""
 MCP_TASK_POLL_INTERVAL_MS: Final = 5_000
 """The ``pollIntervalMs`` an MCP task handle suggests (ours); queue work takes minutes."""
+MCP_TOOL_CALL_MAX_MS: Final = 45_000
+"""Longest an MCP tool call holds its request before answering ``CALL_TIMED_OUT`` (ours: well
+inside the 60 s the TypeScript SDK and Claude Desktop wait, and the 30-60 s Claude Code's HTTP
+calls have hit; the waiting ``claimNext`` waits at most 30 s of it)."""
 MAX_AGENT_TASK_DEPTH: Final = 5
 """Deepest queue task (root is 0) (*seed*: 5)."""
 CHECKPOINT_PRUNE_DEFAULT_DAYS: Final = 30
@@ -298,6 +345,8 @@ QUEUE_LIST_DEFAULT: Final = 100
 """Tasks or feed entries returned by one ``agenttask.list``/``feed`` page by default (ours)."""
 QUEUE_LIST_MAX: Final = 1000
 """Most tasks or feed entries one ``agenttask.list``/``feed`` page may return (ours)."""
+LEASES_HELD_MAX: Final = 20
+"""Leases one ``agenttask.leases`` answer lists; ``more`` says the caller holds others (ours)."""
 CHECKPOINT_OUTPUTS_MAX_BYTES: Final = 256 * 1024
 """``agenttask.checkpoint.write`` outputs array, compact JSON bytes (ours)."""
 CHECKPOINT_WRITE_BODY_MAX_BYTES: Final = (
@@ -306,6 +355,46 @@ CHECKPOINT_WRITE_BODY_MAX_BYTES: Final = (
 """Request body of ``agenttask.checkpoint.write``: state + outputs + envelope, bytes (ours)."""
 QUEUE_VERBS_MAX: Final = 1024
 """Carrier verbs an admin may register in one workspace (ours)."""
+CLAIM_WAIT_MAX_MS: Final = 30_000
+"""Longest ``waitMs`` of a waiting ``agenttask.claimNext``, in milliseconds (ours, issue 28)."""
+CLAIM_WAITERS_PER_TOKEN: Final = 256
+"""Waiting claims one token may hold open on one server at once; more is refused (ours)."""
+CLAIM_WAITERS_MAX: Final = 4096
+"""Waiting claims one server holds open at once; more is refused (ours)."""
+WAKE_POLL_MS: Final = 5
+"""How often a SQLite journal is checked for other processes' commits while someone waits (ours)."""
+MCP_PROGRESS_INTERVAL_MS: Final = 5_000
+"""How often a waiting MCP tool call reports progress to a client that asked (ours; <= 10 s)."""
+QUEUE_DELAY_MAX_MS: Final = 365 * 24 * 60 * 60 * 1000
+"""Longest ``delayMs`` (and furthest ``runAt`` ahead) of a queue task, in milliseconds (ours)."""
+QUEUE_ATTEMPTS_MAX: Final = 1000
+"""Largest ``maxAttempts`` of a queue task (ours)."""
+BACKOFF_INITIAL_DEFAULT_MS: Final = 1_000
+"""Back-off before the first retry when ``backoff`` is not given, in milliseconds (ours)."""
+BACKOFF_MAX_DEFAULT_MS: Final = 60 * 60 * 1000
+"""Longest back-off when ``backoff`` is not given, in milliseconds (ours)."""
+BACKOFF_MULTIPLIER_DEFAULT: Final = 2.0
+"""Growth of the back-off per attempt when ``backoff`` is not given (ours)."""
+BACKOFF_MAX_MS: Final = 7 * 24 * 60 * 60 * 1000
+"""Largest ``backoff.initialMs`` / ``backoff.maxMs``, in milliseconds (ours)."""
+BACKOFF_MULTIPLIER_MAX: Final = 100.0
+"""Largest ``backoff.multiplier`` (ours)."""
+QUEUE_KEY_MAX_CHARS: Final = 256
+"""Longest ``uniqueKey`` or ``concurrencyKey`` (ours)."""
+UNIQUE_FOR_MAX_MS: Final = 365 * 24 * 60 * 60 * 1000
+"""Longest ``uniqueFor`` window past a task's end, in milliseconds (ours)."""
+CONCURRENCY_LIMIT_DEFAULT: Final = 1
+"""Leased tasks a ``concurrencyKey`` admits until ``agenttask.limit.set`` says otherwise (ours)."""
+CONCURRENCY_LIMIT_MAX: Final = 100_000
+"""Largest ``max`` of ``agenttask.limit.set`` (ours)."""
+QUEUE_AFTER_MAX: Final = 32
+"""Tasks one queue task may wait for (``after``) (ours, issue 28: 32)."""
+CREATE_MANY_MAX: Final = 500
+"""Tasks one ``agenttask.createMany`` creates, all or nothing (ours, issue 28: 500)."""
+CREATE_MANY_BODY_MAX_BYTES: Final = 8 * 1024 * 1024
+"""Request body of ``agenttask.createMany``, bytes (ours)."""
+QUEUE_BULK_MAX: Final = 1000
+"""Tasks one bulk requeue or cancel changes; the answer says whether more match (ours)."""
 MATTER_READERS_MAX: Final = 1024
 """Readers granted on one matter (ours)."""
 EXT_TITLE_MAX_CHARS: Final = 1024
@@ -343,6 +432,14 @@ GATE_HOOK_TIMEOUT_SECONDS: Final = 30
 """The timeout the installer writes for the harness, well above the deadline (ours)."""
 GATE_INDEX_BUSY_MS: Final = 1_500
 """How long the hook waits for a locked gate index before it fails open (ours)."""
+SESSION_START_DEADLINE_MS: Final = 5_000
+"""The SessionStart hook's own deadline for the service's answer; past it one line (ours)."""
+SESSION_START_TIMEOUT_SECONDS: Final = 15
+"""The timeout ``agent setup`` writes for the SessionStart hook, above its deadline (ours)."""
+SESSION_START_TASKS_SHOWN: Final = 5
+"""Held tasks the SessionStart context describes one by one; the rest are counted (ours)."""
+SESSION_START_GOAL_MAX_CHARS: Final = 300
+"""Characters of a task's goal the SessionStart context quotes (ours)."""
 GATE_PENDING_MAX: Final = 512
 """Tool calls awaiting a result kept in one session's reader state (ours)."""
 GATE_CHECKS_KEPT: Final = 64
@@ -452,3 +549,68 @@ JOURNAL_SIZE_LIMIT_BYTES: Final = 64 * 1024 * 1024
 JOURNAL_LOW_SPACE_BYTES: Final = 64 * 1024 * 1024
 """Below this much free space on the journal's file system the WAL is checkpointed after
 every commit, so it never holds more than the space can absorb, bytes (ours)."""
+
+# -- OAuth (the authorization server for MCP clients, taskcore.oauth) -------------------------
+OAUTH_ACCESS_TOKEN_MS: Final = 60 * 60 * 1000
+"""How long an OAuth access token is valid, milliseconds (ours: one hour)."""
+OAUTH_REFRESH_TOKEN_MS: Final = 30 * 24 * 60 * 60 * 1000
+"""How long an OAuth refresh token is valid from its issue, milliseconds (ours: 30 days;
+each refresh rotates it and starts a new one)."""
+OAUTH_CODE_MS: Final = 5 * 60 * 1000
+"""How long an authorization code is valid, milliseconds (ours; RFC 6749 10.5 recommends at
+most ten minutes)."""
+OAUTH_REQUEST_MS: Final = 15 * 60 * 1000
+"""How long a pending authorization request waits for consent, milliseconds (ours)."""
+OAUTH_PENDING_REQUESTS_MAX: Final = 256
+"""Pending authorization requests at once (the authorize endpoint is unauthenticated; ours)."""
+OAUTH_CLIENTS_MAX: Final = 4096
+"""Registered and metadata-document clients kept at once (registration is unauthenticated;
+clients without a grant older than a day are dropped first; ours)."""
+OAUTH_CLIENT_METADATA_MAX_BYTES: Final = 16 * 1024
+"""The largest client metadata: a registration body or a fetched metadata document (ours)."""
+OAUTH_CLIENT_METADATA_TIMEOUT_SECONDS: Final = 5.0
+"""How long fetching a client ID metadata document may take in all, seconds (ours)."""
+OAUTH_CLIENT_METADATA_REFRESH_MS: Final = 60 * 60 * 1000
+"""A fetched client ID metadata document is fetched again after this long, milliseconds
+(ours)."""
+OAUTH_TEXT_MAX_CHARS: Final = 2048
+"""The longest URL, scope, state or client name an OAuth request may carry (ours)."""
+# -- the event stream and webhooks (issue 25) --------------------------------------------------
+EVENTS_STREAMS_PER_TOKEN: Final = 4
+"""``GET /v1/events`` connections one token may hold open at once (ours)."""
+EVENTS_STREAMS_MAX: Final = 256
+"""``GET /v1/events`` connections one server holds open at once; more is 503 (ours)."""
+EVENTS_HEARTBEAT_SECONDS: Final = 15
+"""A stream with nothing to send sends a comment this often, seconds (ours)."""
+EVENTS_BATCH_MAX: Final = 100
+"""Events a stream reads from the journal at once, before it has written them (ours)."""
+EVENTS_WRITE_TIMEOUT_SECONDS: Final = 60
+"""A stream whose reader does not take a batch within this long is closed, seconds (ours)."""
+EVENTS_POLL_MS: Final = 1000
+"""How often a stream looks again when no commit woke it, ms (ours). Commits wake it (this
+process's, and other replicas' through the storage's wake-ups); the look covers a PostgreSQL
+horizon that waited for a transaction open elsewhere in the cluster, whose end no commit of
+the journal announces."""
+EVENTS_FILTERS_MAX: Final = 16
+"""Operation patterns one stream or one webhook endpoint may name (ours)."""
+EVENTS_PATTERN_MAX_CHARS: Final = 128
+"""Characters of one operation pattern (``agenttask.*``) (ours)."""
+WEBHOOK_URL_MAX_CHARS: Final = 2048
+"""Characters of a webhook endpoint's URL (ours)."""
+WEBHOOK_DESCRIPTION_MAX_CHARS: Final = 256
+"""Characters of a webhook endpoint's description (ours)."""
+WEBHOOK_ENDPOINTS_MAX: Final = 32
+"""Live webhook endpoints one workspace may have (ours)."""
+WEBHOOK_SECRET_BYTES: Final = 32
+"""Random bytes of a generated ``whsec_`` signing secret (ours; Standard Webhooks asks for
+24 to 64)."""
+WEBHOOK_RETRY_WINDOW_MS: Final = 24 * 60 * 60 * 1000
+"""How long a webhook delivery is retried before it is dead, ms (ours)."""
+WEBHOOK_BACKOFF_BASE_MS: Final = 5_000
+"""The first retry delay of a webhook delivery; each retry doubles it (ours)."""
+WEBHOOK_BACKOFF_CAP_MS: Final = 60 * 60 * 1000
+"""The longest retry delay of a webhook delivery, and of a 429's Retry-After, ms (ours)."""
+WEBHOOK_REQUEST_TIMEOUT_SECONDS: Final = 15
+"""How long one webhook delivery waits for the receiver's answer, seconds (ours)."""
+WEBHOOK_FANOUT_BATCH: Final = 500
+"""Events the webhook fan-out turns into deliveries per transaction (ours)."""

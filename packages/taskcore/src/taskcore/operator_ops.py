@@ -58,6 +58,7 @@ from taskcore.digest import is_hex64
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.evidence.authority_key import ensure_authority_key
 from taskcore.evidence.profiles import install_collector_profile
+from taskcore.oauth.operations import OPERATOR_OAUTH_OPERATIONS, register_operator
 from taskcore.operator_types import (
     ApplyConfigIn,
     AuthorityIdentity,
@@ -393,8 +394,10 @@ _OPERATIONS: tuple[tuple[str, str, type[Any], type[Any], Callable[..., Any], Ris
     ),
 )
 
-OPERATOR_OPERATIONS: tuple[str, ...] = tuple("operator." + spec[0] for spec in _OPERATIONS)
-"""The names this module registers."""
+OPERATOR_OPERATIONS: tuple[str, ...] = (
+    tuple("operator." + spec[0] for spec in _OPERATIONS) + OPERATOR_OAUTH_OPERATIONS
+)
+"""The operator's acts: this module's and the OAuth ones (:mod:`taskcore.oauth.operations`)."""
 
 
 def register(registry: Registry) -> None:
@@ -424,6 +427,7 @@ def operator_registry() -> Registry:
     """A registry of the ``operator.*`` operations alone (what the operator commands list)."""
     registry = Registry()
     register(registry)
+    register_operator(registry)
     return registry
 
 

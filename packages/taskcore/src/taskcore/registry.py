@@ -3,11 +3,12 @@
 :class:`Operation` names an operation's wire types, who may call it (tier, autonomy from its
 risk), which doors and surface offer it, how its handler runs (:class:`TxMode`, ``prepare``,
 ``hold``) and the handler; :class:`CallContext` is what a handler gets besides its input;
-:class:`RawJson` and :class:`CommitThenRefuse` are the handler results the front door treats
-specially; :class:`FrontDoor` is what a handler reaches of the service that runs it, and
-:class:`ServiceConfig` the service-wide settings it reads there. :func:`default_registry`
-collects every module that contributes operations. :class:`~taskcore.service.Service` (the
-front door) re-exports all of these names; this module imports nothing of it.
+:class:`RawJson`, :class:`CommitThenRefuse` and :class:`Wait` are the handler results the
+front door treats specially; :class:`FrontDoor` is what a handler reaches of the service that
+runs it, :class:`ServiceConfig` the service-wide settings it reads there and
+:class:`WaitState` what it reaches of a waiting call. :func:`default_registry` collects every
+module that contributes operations. :class:`~taskcore.service.Service` (the front door)
+re-exports all of these names; this module imports nothing of it or of the waiting loop.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import importlib
 import json
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
@@ -27,7 +28,13 @@ import attrs
 from taskcore.actors import Actor, RiskClass, Tier
 from taskcore.clock import Clock
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import ADMISSION_MEMORY_MS, AUDIT_VERB_MAX_CHARS, REQUEST_BODY_MAX_BYTES
+from taskcore.limits import (
+    ADMISSION_MEMORY_MS,
+    AUDIT_VERB_MAX_CHARS,
+    CLAIM_WAITERS_MAX,
+    CLAIM_WAITERS_PER_TOKEN,
+    REQUEST_BODY_MAX_BYTES,
+)
 from taskcore.names import WORKFLOW_PREFIX
 from taskcore.ratelimit import RateLimits
 from taskcore.route import Route
@@ -38,6 +45,7 @@ __all__ = [
     "WORKFLOW_OPERATION_PATTERN",
     "CallContext",
     "CallObserved",
+    "CallPending",
     "CommitThenRefuse",
     "Door",
     "FrontDoor",
@@ -49,6 +57,8 @@ __all__ = [
     "ServiceConfig",
     "Surface",
     "TxMode",
+    "Wait",
+    "WaitState",
     "audit_subject",
     "audit_workspace",
     "default_registry",
@@ -91,12 +101,15 @@ def portable_tool_name(name: str) -> str:
 # Modules that contribute operations: each exports ``register(registry)``.
 _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.queue.operations",
+    "taskcore.queue.held",
     "taskcore.donegate.operations",
     "taskcore.workflow.operations",
     "taskcore.evidence.collector_operations",
     "taskcore.observe.operations",
     "taskcore.evidence.operations",
     "taskcore.operator_ops",
+    "taskcore.oauth.operations",
+    "taskcore.events.operations",
 )
 
 
@@ -154,6 +167,34 @@ class CommitThenRefuse:
     error: TaskError
 
 
+@attrs.frozen(kw_only=True)
+class Wait:
+    """A handler result of a waiting call: nothing to answer yet, and what to wait for.
+
+    Only an operation declared ``waits`` returns it, and only when the call brought a
+    :class:`~taskcore.waiting.WaitingCall` that is not at its end (``ctx.waiting``). The
+    front door rolls the transaction back (nothing was written, nothing is audited yet) and
+    raises :class:`CallPending`; the waiting loop (:mod:`taskcore.waiting`) waits for a
+    notification of ``topic`` (as one of ``group``), or ``due_in_ms``, or the call's
+    deadline, and calls again. The call's one audit event is its last attempt's.
+    ``generation`` is the topic's :meth:`~taskcore.store.wakeup.Wakeup.generation`, read
+    before the handler looked.
+    """
+
+    topic: str
+    group: Hashable | None
+    generation: int
+    due_in_ms: int | None = None
+
+
+class CallPending(Exception):  # noqa: N818 - not an error: a call that waits
+    """Raised by the front door for a :class:`Wait` result: the call is to wait and retry."""
+
+    def __init__(self, wait: Wait) -> None:
+        super().__init__(f"waiting for {wait.topic}")
+        self.wait = wait
+
+
 @attrs.frozen
 class Response:
     """A successful call: the exact response bytes."""
@@ -184,6 +225,8 @@ class ServiceConfig:
     rate_limits: RateLimits | None = None
     session_gate_workspaces: frozenset[str] | None = frozenset()
     admission_memory_ms: int = ADMISSION_MEMORY_MS
+    claim_waiters_per_token: int = CLAIM_WAITERS_PER_TOKEN
+    claim_waiters_max: int = CLAIM_WAITERS_MAX
 
 
 class FrontDoor(Protocol):
@@ -218,6 +261,22 @@ class FrontDoor(Protocol):
         ...
 
 
+class WaitState(Protocol):
+    """What a handler of a waiting call reaches of it (:class:`~taskcore.waiting.WaitingCall`).
+
+    A protocol, so the registry stays below the waiting loop that imports it.
+    """
+
+    found: bool
+    """Set by a handler that found what it waited for (the wake-up is passed on)."""
+    abandoned: bool
+    """Set when the caller went away: the attempt answers at once and takes nothing."""
+
+    def begin(self, token_id: str, wait_ms: int | None) -> bool:
+        """Whether this attempt, which found nothing, should wait (else answer now)."""
+        ...
+
+
 @attrs.frozen(kw_only=True)
 class CallContext:
     """What a handler gets besides its decoded input."""
@@ -228,6 +287,8 @@ class CallContext:
     route: Route | None
     door: Door
     raw_digest: str
+    waiting: WaitState | None = None
+    """The waiting call this attempt belongs to (an operation declared ``waits``), if any."""
 
     @property
     def clock(self) -> Clock:
@@ -256,7 +317,7 @@ class CallContext:
         """
         if self.tx is None:
             return self.service.storage
-        return JoinedStorage(self.tx)
+        return JoinedStorage(self.tx, wakeup=self.service.storage.wakeup)
 
 
 Handler = Callable[[CallContext, Any], Any]
@@ -331,11 +392,20 @@ class Operation(Generic[I, O]):
     before the transaction opens, and held until it commits: the workflow operations take
     the actor/workspace guard there (the seed's lock order: guard, then transaction).
 
+    ``offered_to`` narrows what :meth:`offers` says beyond tier and autonomy: whether the
+    service would answer ``actor`` through ``door`` at all (``session_gate`` answers a
+    network caller only for the workspaces the operator named). The handler still decides;
+    this is the same rule asked before the call, so a door does not list what it refuses.
+
     ``row_safe`` declares that every read-modify-write the operation does (handler, token
     check, audit row) is guarded by a row lock, a row version compare-and-set or a unique
     key, so it stays correct beside other row-safe calls without the single-writer lock: a
     storage that can (PostgreSQL's ``write_shared``) runs such calls concurrently under the
     shared form of its writer lock, every other write still exclusive. SQLite ignores it.
+
+    ``waits`` declares that the handler may answer :class:`Wait` (a call that has nothing to
+    answer yet and asked to wait: a ``claimNext`` with ``waitMs``). Doors run such calls
+    through :mod:`taskcore.waiting`; the front door does for in-process callers.
     """
 
     name: str
@@ -356,6 +426,8 @@ class Operation(Generic[I, O]):
     doors: frozenset[Door] = frozenset(Door)
     description: str = ""
     row_safe: bool = False
+    offered_to: Callable[[FrontDoor, Actor, Door], bool] | None = None
+    waits: bool = False
 
     @property
     def min_autonomy(self) -> int:
@@ -400,6 +472,12 @@ class Operation(Generic[I, O]):
         lift the autonomy bound for one call); this only decides what to offer.
         """
         return actor.tier >= self.min_tier and actor.autonomy >= self.min_autonomy
+
+    def offers(self, service: FrontDoor, actor: Actor, door: Door) -> bool:
+        """Whether a door should list this operation to ``actor`` (admits, and offered_to)."""
+        if not self.admits(actor):
+            return False
+        return self.offered_to is None or self.offered_to(service, actor, door)
 
     @property
     def mcp_tool(self) -> bool:

@@ -31,8 +31,10 @@ UTF-16 surrogates in strings are refused, and ``pattern`` is a Python regular ex
 
 from __future__ import annotations
 
+import copy
 import enum
 import inspect
+import re
 import types
 import typing
 from typing import Any, Literal, get_args, get_origin
@@ -42,11 +44,13 @@ import attrs
 from taskcore.codec import SCHEMA_VERSION, FieldRules, field_rules, wire_name
 
 __all__ = [
+    "ANY_JSON",
     "DIALECT",
     "SchemaBuilder",
     "error_schema",
     "input_schema",
     "json_schema",
+    "plain_text",
 ]
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -60,11 +64,49 @@ def _anchor(pattern: str) -> str:
     return f"^(?:{pattern})$"
 
 
+_ROLE = re.compile(r":[a-z]+(?::[a-z]+)?:`~?([^`<]*?)(?:\s*<[^>]*>)?`")
+_LITERAL = re.compile(r"``(.+?)``|`([^`]+)`")
+
+ANY_JSON: dict[str, Any] = {
+    "anyOf": [
+        {"type": "object"},
+        {"type": "array"},
+        {"type": "string"},
+        {"type": "number"},
+        {"type": "boolean"},
+        {"type": "null"},
+    ]
+}
+"""The schema of a value that may be any JSON: every type, one ``anyOf`` branch each.
+
+The empty schema ``{}`` says the same, but clients that map tool schemas onto a dialect
+with one ``type`` per schema (MCP Inspector's portability check, Gemini's OpenAPI subset)
+drop or refuse a schema that constrains nothing."""
+
+
+def plain_text(doc: str) -> str:
+    """``doc`` without reStructuredText or Markdown inline markup (what tools and schemas show).
+
+    Roles (``:class:`~pkg.Name```) become the name, literals (````x````, ```x```) their text.
+
+    >>> plain_text("``agenttask.feed``: one task (``taskId``); see :class:`~taskcore.Task`.")
+    'agenttask.feed: one task (taskId); see Task.'
+    >>> plain_text("pass `fence` back")
+    'pass fence back'
+    """
+
+    def role(match: re.Match[str]) -> str:
+        return match.group(1).rsplit(".", 1)[-1] if "." in match.group(1) else match.group(1)
+
+    text = _ROLE.sub(role, doc)
+    return _LITERAL.sub(lambda m: m.group(1) or m.group(2), text)
+
+
 def _doc(cls: type[Any]) -> str | None:
     doc = inspect.getdoc(cls)
     if not doc or cls.__doc__ is None:
         return None
-    return doc.split("\n\n", 1)[0].replace("\n", " ").strip() or None
+    return plain_text(doc.split("\n\n", 1)[0].replace("\n", " ").strip()) or None
 
 
 def _json_default(value: Any) -> tuple[bool, Any]:
@@ -165,7 +207,7 @@ class SchemaBuilder:
             return {"type": "integer", "const": SCHEMA_VERSION}
         schema = self._type(tp, rules)
         if rules.doc:
-            schema = {**schema, "description": rules.doc}
+            schema = {**schema, "description": plain_text(rules.doc)}
         return schema
 
     def _type(self, tp: Any, rules: FieldRules) -> dict[str, Any]:
@@ -179,7 +221,7 @@ class SchemaBuilder:
                 inner = {"anyOf": [self._type(a, rules) for a in options]}
             return {"anyOf": [inner, {"type": "null"}]} if nullable else inner
         if tp is Any:
-            return {}
+            return copy.deepcopy(ANY_JSON)
         if tp is _NONE:
             return {"type": "null"}
         if tp is bool:

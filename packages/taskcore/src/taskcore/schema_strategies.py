@@ -38,7 +38,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from taskcore.codec import decode
-from taskcore.schema import json_schema
+from taskcore.schema import ANY_JSON, json_schema
 
 __all__ = ["UnsupportedSchemaError", "from_schema", "wire_values"]
 
@@ -119,6 +119,8 @@ def from_schema(
             raise UnsupportedSchemaError(f"keywords not understood: {sorted(unknown)}")
         if "$ref" in node:
             return ref(node["$ref"])
+        if node.get("anyOf") == ANY_JSON["anyOf"]:
+            return _ANY_JSON  # any JSON value, spelled portably (taskcore.schema.ANY_JSON)
         if "anyOf" in node:
             return st.one_of([build(branch) for branch in node["anyOf"]])
         if "const" in node:

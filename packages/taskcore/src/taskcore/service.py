@@ -59,7 +59,8 @@ from taskcore.admission import (
     defers_authentication,
 )
 from taskcore.audit import ANONYMOUS, AuditLog, input_digest
-from taskcore.auth import authenticate_in
+from taskcore.auth import authenticate_in, check_live_in
+from taskcore.callnote import current_note, noting, valid_traceparent
 from taskcore.clock import Clock, SystemClock
 from taskcore.codec import Codec, default_codec, dumps
 from taskcore.envelope import WorkflowCall, call_workflow, wrap_workflow
@@ -70,6 +71,7 @@ from taskcore.registry import (
     WORKFLOW_OPERATION_PATTERN,
     CallContext,
     CallObserved,
+    CallPending,
     CommitThenRefuse,
     Door,
     Handler,
@@ -80,13 +82,22 @@ from taskcore.registry import (
     ServiceConfig,
     Surface,
     TxMode,
+    Wait,
     audit_subject,
     audit_workspace,
     default_registry,
     portable_tool_name,
 )
 from taskcore.route import Route
-from taskcore.store.storage import SharedWriteStorage, Storage, Transaction, open_storage
+from taskcore.store.storage import (
+    SharedWriteStorage,
+    Storage,
+    Transaction,
+    journal_data_dir,
+    open_storage,
+)
+from taskcore.tracing import Tracer
+from taskcore.waiting import WaitingCall, WaitSlots, wait_blocking
 
 __all__ = [
     "MCP_TOOL_NAME_PATTERN",
@@ -94,6 +105,7 @@ __all__ = [
     "WORKFLOW_PREFIX",
     "CallContext",
     "CallObserved",
+    "CallPending",
     "CommitThenRefuse",
     "Door",
     "Handler",
@@ -106,6 +118,8 @@ __all__ = [
     "ServiceConfig",
     "Surface",
     "TxMode",
+    "Wait",
+    "WaitingCall",
     "WorkflowCall",
     "audit_subject",
     "audit_workspace",
@@ -127,6 +141,7 @@ class Service:
         config: ServiceConfig,
         clock: Clock | None = None,
         registry: Registry | None = None,
+        tracer: Tracer | None = None,
     ) -> None:
         self.storage = storage
         self.config = config
@@ -137,46 +152,62 @@ class Service:
         self._write_lock = threading.Lock()
         self.observers: list[Callable[[CallObserved], None]] = []
         """Called once per call after it is audited (metrics); must not raise or block."""
-        self.audit = AuditLog(self.write, self.clock)
+        self.tracer = tracer
+        """One span per call when set (:mod:`taskcore.tracing`); ``None``: no tracing."""
+        self.audit = AuditLog(self.write, self.clock, tracer)
         """The one audit writer of this front door (:mod:`taskcore.audit`)."""
         self._admission = Admission(
             registry=self.registry,
             audit=self.audit,
             # late-bound: admission authenticates with whatever ``authenticate`` is now
-            authenticate=lambda bearer: self.authenticate(bearer),
+            authenticate=lambda bearer, resource: (
+                self.authenticate(bearer)
+                if resource is None
+                else self.authenticate(bearer, resource=resource)
+            ),
             observe=self._observe,
             clock=self.clock,
             limits=config.rate_limits,
             memory_ms=config.admission_memory_ms,
         )
+        self.waiters = WaitSlots(
+            per_token=config.claim_waiters_per_token, total=config.claim_waiters_max
+        )
+        """The bounds on waiting calls (:mod:`taskcore.waiting`), per token and in all."""
 
     @classmethod
     def open(
         cls,
-        data_dir: Path | str,
+        data_dir: Path | str | None = None,
         *,
+        database: str | None = None,
         clock: Clock | None = None,
         registry: Registry | None = None,
         init: bool = False,
+        tracer: Tracer | None = None,
         **config: Any,
     ) -> Service:
-        """Open (creating if needed) the journal in ``data_dir`` and build a service on it.
+        """Open (creating if needed) the journal and build a service on it.
 
-        The authority's descriptor-signing key (``DATA_DIR/authority-key.json``) is generated
-        here the first time.
-        A journal is created only in a data directory that holds no state of an earlier one
-        (``JOURNAL_MISSING`` otherwise); ``init=True`` moves that state aside first
-        (see :mod:`taskcore.store.datadir`).
+        ``data_dir``: default ``$AGENT_TASK_DATA_DIR`` or the user data dir; a URL is refused
+        (``INVALID_PATH``). ``database``: as ``agent-task serve --database`` (a
+        ``postgresql://`` URL is the journal, ``data_dir`` keeps the authority key; default
+        ``$AGENT_TASK_DATABASE``; ``""``: SQLite in ``data_dir``). See docs/library.md. The
+        authority key is generated here the first time; a journal is created only in a
+        data dir without an earlier one's state (``JOURNAL_MISSING``; ``init=True`` moves it
+        aside, :mod:`taskcore.store.datadir`).
         """
-        config_obj = ServiceConfig(data_dir=Path(data_dir), **config)
+        directory = journal_data_dir(data_dir)
+        config_obj = ServiceConfig(data_dir=directory, **config)
+        timeout = config_obj.busy_timeout_ms
         storage = open_storage(
-            data_dir, create=True, busy_timeout_ms=config_obj.busy_timeout_ms, init=init
+            directory, create=True, busy_timeout_ms=timeout, init=init, database=database
         )
         # The authority's descriptor-signing key is made with the data dir it belongs to.
         from taskcore.evidence.authority_key import ensure_authority_key
 
         ensure_authority_key(config_obj.data_dir)
-        return cls(storage, config=config_obj, clock=clock, registry=registry)
+        return cls(storage, config=config_obj, clock=clock, registry=registry, tracer=tracer)
 
     def close(self) -> None:
         """Write the aggregated refusals still counted, then release storage."""
@@ -289,12 +320,15 @@ class Service:
                 observer(event)
 
     # -- calling ----------------------------------------------------------------------------
-    def authenticate(self, bearer: str | None) -> Actor:
-        """Authenticate a bearer token without dispatching (adapters that hold a session)."""
+    def authenticate(self, bearer: str | None, *, resource: str | None = None) -> Actor:
+        """Authenticate a bearer token without dispatching (adapters that hold a session).
+
+        ``resource``: the MCP endpoint's URL, where an OAuth access token is accepted too.
+        """
         if not bearer:
             raise TaskError(ErrorCode.UNAUTHENTICATED, _NEED_BEARER)
         with self.storage.read() as tx:
-            return authenticate_in(tx, bearer)
+            return authenticate_in(tx, bearer, resource=resource, now_ms=self.clock.now_ms())
 
     def admit(
         self,
@@ -306,6 +340,7 @@ class Service:
         door: Door = Door.HTTP,
         surfaces: Iterable[Surface] | None = None,
         label: str = "",
+        resource: str | None = None,
     ) -> Actor:
         """Decide, from a network request's headers alone, whether it may send its body.
 
@@ -321,12 +356,20 @@ class Service:
            tier and autonomy must allow it (the checks :meth:`dispatch` makes before it
            decodes anything).
 
+        ``resource`` (an MCP endpoint's URL) admits OAuth access tokens issued for it.
         Without :attr:`ServiceConfig.rate_limits` only 1 and 3 apply. A refusal is audited
         under ``name``, or ``label`` when the operation is not known yet (``workflow``,
         ``mcp.queue``).
         """
         return self._admission.admit(
-            bearer, name, client=client, route=route, door=door, surfaces=surfaces, label=label
+            bearer,
+            name,
+            client=client,
+            route=route,
+            door=door,
+            surfaces=surfaces,
+            label=label,
+            resource=resource,
         )
 
     def admit_recent(
@@ -362,8 +405,12 @@ class Service:
         door: Door = Door.IN_PROCESS,
         surfaces: Iterable[Surface] | None = None,
         admitted: Actor | None = None,
+        traceparent: str | None = None,
+        waiting: WaitingCall | None = None,
     ) -> Response:
         """Authenticate ``bearer`` and dispatch; failed authentication is audited too.
+
+        ``traceparent`` is the W3C trace context the caller sent (ignored unless valid).
 
         ``admitted`` is the actor :meth:`admit` returned for this same ``bearer`` moments
         ago. For an operation that runs in the call's write transaction (no ``prepare``, no
@@ -374,12 +421,28 @@ class Service:
         authentication finds it (a refusal of the request itself, found before the
         transaction, first authenticates the bearer again so that a revoked token is still
         what is reported). Any other operation authenticates as without ``admitted``.
+
+        ``waiting`` is the :class:`~taskcore.waiting.WaitingCall` of an adapter that waits
+        itself (:func:`taskcore.waiting.wait_async`): an attempt with nothing to answer yet
+        raises :class:`CallPending`. Without it, a call of an operation that ``waits`` blocks
+        this thread until it answers (:func:`taskcore.waiting.wait_blocking`).
         """
         digest = input_digest(raw)
         if admitted is not None and defers_authentication(self.registry.get(name)):
             try:
                 return Response(
-                    self._run(admitted, name, raw, route, door, surfaces, digest, bearer)[1]
+                    self._run(
+                        admitted,
+                        name,
+                        raw,
+                        route,
+                        door,
+                        surfaces,
+                        digest,
+                        bearer,
+                        waiting=waiting,
+                        traceparent=traceparent,
+                    )[1]
                 )
             except Lapsed as lapsed:
                 if bearer:
@@ -396,7 +459,15 @@ class Service:
             self._observe(name, door, err.code.value, 0.0)
             raise
         return self.dispatch(
-            actor, name, raw, route=route, door=door, surfaces=surfaces, _digest=digest
+            actor,
+            name,
+            raw,
+            route=route,
+            door=door,
+            surfaces=surfaces,
+            traceparent=traceparent,
+            _digest=digest,
+            waiting=waiting,
         )
 
     def call_workflow(
@@ -407,9 +478,18 @@ class Service:
         route: Route,
         door: Door = Door.IN_PROCESS,
         operation: str | None = None,
+        traceparent: str | None = None,
     ) -> Response:
         """Run one workflow envelope for ``route`` (:func:`taskcore.envelope.call_workflow`)."""
-        return call_workflow(self, principal, raw, route=route, door=door, operation=operation)
+        return call_workflow(
+            self,
+            principal,
+            raw,
+            route=route,
+            door=door,
+            operation=operation,
+            traceparent=traceparent,
+        )
 
     @staticmethod
     def wrap_workflow(operation: str, result: bytes) -> bytes:
@@ -457,10 +537,23 @@ class Service:
         check_grantable(op)
         request = self._decode(op, raw)
         digest = input_digest(raw)
-        result = op.handler(attrs.evolve(ctx, raw_digest=digest), request)
-        if isinstance(result, CommitThenRefuse):
-            raise result.error
-        self._audit(tx, ctx.actor.token_id, ctx.actor.workspace, op.name, digest, "OK")
+        # The granted call's own event: its own note (status moves), the same trace context.
+        with noting(getattr(current_note(), "traceparent", None), door=ctx.door.value) as note:
+            note.started_ns = time.time_ns()
+            result = op.handler(attrs.evolve(ctx, raw_digest=digest), request)
+            if isinstance(result, CommitThenRefuse):
+                raise result.error
+            self._audit(
+                tx,
+                ctx.actor.token_id,
+                ctx.actor.workspace,
+                op.name,
+                digest,
+                "OK",
+                audit_subject(request, result),
+            )
+            if note.span is not None:
+                note.span.end("OK")
         return json.loads(self._encode(result))
 
     def dispatch(
@@ -472,7 +565,9 @@ class Service:
         route: Route | None = None,
         door: Door = Door.IN_PROCESS,
         surfaces: Iterable[Surface] | None = None,
+        traceparent: str | None = None,
         _digest: str | None = None,
+        waiting: WaitingCall | None = None,
     ) -> Response:
         """Run operation ``name`` for ``actor`` on ``raw`` input; audit exactly once.
 
@@ -480,8 +575,28 @@ class Service:
         serves queue and admin operations only); an operation outside them is unknown there.
         Raises :class:`TaskError` on any refusal; the refusal is audited before it is raised.
         Each observer in :attr:`observers` then sees the call once (:class:`CallObserved`).
+        ``traceparent``: the caller's W3C trace context (:mod:`taskcore.tracing`); ``waiting``
+        as for :meth:`call`.
         """
-        return Response(self._run(actor, name, raw, route, door, surfaces, _digest)[1])
+        return Response(
+            self._run(
+                actor,
+                name,
+                raw,
+                route,
+                door,
+                surfaces,
+                _digest,
+                None,
+                waiting=waiting,
+                traceparent=traceparent,
+            )[1]
+        )
+
+    def _waits(self, name: str) -> bool:
+        """Whether ``name`` is an operation that may wait (see :attr:`Operation.waits`)."""
+        op = self.registry.get(name)
+        return op is not None and op.waits
 
     def invoke(
         self,
@@ -510,22 +625,43 @@ class Service:
         surfaces: Iterable[Surface] | None,
         digest: str | None,
         bearer: str | None = None,
+        waiting: WaitingCall | None = None,
+        traceparent: str | None = None,
     ) -> tuple[Any, bytes]:
+        if waiting is None and self._waits(name):  # an in-process caller: wait in its thread
+            return wait_blocking(
+                self,
+                lambda w: self._run(
+                    actor, name, raw, route, door, surfaces, digest, bearer, w, traceparent
+                ),
+            )
         started = time.perf_counter()
         code: str | None = ErrorCode.INTERNAL.value
-        try:
-            outcome = self._dispatch(actor, name, raw, route, door, surfaces, digest, bearer)
-            code = "OK"
-            return outcome
-        except TaskError as err:
-            code = err.code.value
-            raise
-        except Lapsed:
-            code = None  # observed by ``call``, as a failed authentication
-            raise
-        finally:
-            if code is not None:
-                self._observe(name, door, code, time.perf_counter() - started)
+        incoming = None if traceparent is None else valid_traceparent(traceparent)
+        # The call's note: its task's status moves and its trace (taskcore.callnote).
+        with noting(incoming, door=door.value, started_ns=time.time_ns()) as note:
+            try:
+                outcome = self._dispatch(
+                    actor, name, raw, route, door, surfaces, digest, bearer, waiting
+                )
+                code = "OK"
+                return outcome
+            except TaskError as err:
+                code = err.code.value
+                raise
+            except Lapsed as lapsed:
+                code = None  # observed by ``call``, as a failed authentication
+                if note.span is not None:
+                    note.span.end(lapsed.error.code.value)
+                raise
+            except CallPending:
+                code = None  # observed by the answering attempt
+                raise
+            finally:
+                if code is not None:
+                    self._observe(name, door, code, time.perf_counter() - started)
+                    if note.span is not None:
+                        note.span.end(code)
 
     def _dispatch(
         self,
@@ -537,12 +673,15 @@ class Service:
         surfaces: Iterable[Surface] | None,
         _digest: str | None,
         bearer: str | None = None,
+        waiting: WaitingCall | None = None,
     ) -> tuple[Any, bytes]:
         """Check, decode, run and audit one call (see :meth:`dispatch`).
 
         ``bearer`` is set when ``actor`` was admitted and the bearer is to be authenticated
         in the call's transaction (:meth:`call`); a failure raises
-        :class:`~taskcore.admission.Lapsed`.
+        :class:`~taskcore.admission.Lapsed`. A
+        handler's :class:`Wait` rolls the transaction back and raises :class:`CallPending`
+        (nothing written, nothing audited: the attempt that answers is audited).
         """
         digest = _digest or input_digest(raw)
         wanted = None if surfaces is None else frozenset(surfaces)
@@ -591,13 +730,19 @@ class Service:
                     if bearer is not None:
                         authenticate_in_call(tx, bearer, actor)
                     else:
-                        record = tx.tokens.get(actor.token_id)
-                        if record is not None and record.revoked_at_ms is not None:
-                            raise TaskError(ErrorCode.TOKEN_REVOKED, "the bearer token was revoked")
+                        check_live_in(tx, actor.token_id)
                     ctx = CallContext(
-                        service=self, actor=actor, tx=tx, route=route, door=door, raw_digest=digest
+                        service=self,
+                        actor=actor,
+                        tx=tx,
+                        route=route,
+                        door=door,
+                        raw_digest=digest,
+                        waiting=waiting,
                     )
                     result = op.handler(ctx, prepared)
+                    if isinstance(result, Wait):
+                        raise CallPending(result)  # rolls the attempt back, unaudited
                     if isinstance(result, CommitThenRefuse):
                         refusal = result.error
                         outcome, body = refusal.code.value, b""
@@ -615,7 +760,7 @@ class Service:
         except TaskError as err:
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, err, subject)
             raise
-        except Lapsed:
+        except (Lapsed, CallPending):
             raise
         except Exception as exc:  # a handler bug must not become a traceback
             failure = TaskError(

@@ -2,7 +2,8 @@
 
 attrs only (no cattrs): a module that declares wire types but never decodes them (the done
 gate's ``session_gate``, loaded by the Stop hook) does not load the codec.
-:mod:`taskcore.codec` re-exports every name here and checks the rules while decoding.
+:mod:`taskcore.codec` re-exports every name here and checks the rules while decoding; the
+rules themselves and their checks are :mod:`taskcore.wirerules`.
 
 >>> import attrs
 >>> @attrs.frozen
@@ -20,6 +21,8 @@ from typing import Any
 import attrs
 
 from taskcore.limits import U64_MAX
+from taskcore.wirerules import SCHEMA_VERSION, FieldRules
+from taskcore.wirevalidate import field_validator
 
 __all__ = [
     "FIELD_RULES_KEY",
@@ -30,38 +33,8 @@ __all__ = [
     "wire_name",
 ]
 
-SCHEMA_VERSION = 1
-"""The only wire schema version this implementation speaks."""
-
 FIELD_RULES_KEY = "taskcore.rules"
 """attrs metadata key under which :class:`FieldRules` are stored."""
-
-
-@attrs.frozen(kw_only=True)
-class FieldRules:
-    """Per-field wire rules, checked while decoding and published in JSON Schemas.
-
-    ``max_len``/``min_len`` count characters of a string or items of an array. ``lo``/``hi``
-    bound an integer (default ``0..2^64-1``: the contract's integers are unsigned).
-    ``item_*`` rules apply to each string of a ``tuple[str, ...]``. ``wire`` renames the
-    field on the wire (the queue's camelCase). ``version`` marks the schema-version field.
-    ``omit_none`` (only for a field whose default is ``None``) leaves the key out of the
-    encoded and canonical bytes while the value is ``None``: a field added to an already
-    pinned type keeps every earlier value's bytes (and digest) unchanged.
-    """
-
-    wire: str | None = None
-    min_len: int | None = None
-    max_len: int | None = None
-    pattern: str | None = None
-    lo: int | None = 0
-    hi: int | None = U64_MAX
-    item_min_len: int | None = None
-    item_max_len: int | None = None
-    item_pattern: str | None = None
-    version: bool = False
-    doc: str | None = None
-    omit_none: bool = False
 
 
 def wire_field(
@@ -83,7 +56,9 @@ def wire_field(
 ) -> Any:
     """Declare an attrs field with wire rules (see :class:`FieldRules`).
 
-    A field without ``default``/``factory`` is required on the wire, even when its type
+    Decoding checks the rules on the JSON value; the field's attrs validator
+    (:mod:`taskcore.wirevalidate`) checks them, and the declared type, on a value passed to
+    the constructor, with the same error. A field without ``default``/``factory`` is required on the wire, even when its type
     admits ``None``: strict decoding wants ``"x": null`` spelled out. ``omit_none`` needs
     ``default=None``.
     """
@@ -104,9 +79,10 @@ def wire_field(
         omit_none=omit_none,
     )
     metadata = {FIELD_RULES_KEY: rules}
+    validator = field_validator(rules)
     if factory is not None:
-        return attrs.field(factory=factory, metadata=metadata)
-    return attrs.field(default=default, metadata=metadata)
+        return attrs.field(factory=factory, metadata=metadata, validator=validator)
+    return attrs.field(default=default, metadata=metadata, validator=validator)
 
 
 def field_rules(field: attrs.Attribute[Any]) -> FieldRules:

@@ -10,6 +10,7 @@ route                                                                  what
 ``POST /mcp``                                                          MCP: queue tools
 ``POST /v1/hub/workspace/mcp?repository=R&profile=P``                  MCP: workflow tools
 ``GET /v1/hub/health`` (also ``/health``, ``/healthz``)                storage ping, backend, schema
+``GET /v1/events``                                                     the event stream (SSE)
 ``GET /openapi.json``                                                  every route and body
 =====================================================================  ========================
 
@@ -30,6 +31,7 @@ lone surrogates, depth) before the MCP SDK, which is lenient about all of these,
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -45,17 +47,33 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from taskboard import BOARD_PATH, create_board
-from taskcore import Door, ErrorCode, Service, TaskError
+from taskcore import Actor, Door, ErrorCode, Service, TaskError
+from taskcore import Response as TaskResponse
 from taskcore import Route as TaskRoute
 from taskcore.auth import bearer_from_header
 from taskcore.codec import dumps, parse_json
 from taskcore.limits import COLLECTOR_ENVELOPE_MAX_BYTES, JSON_MAX_DEPTH, REQUEST_BODY_MAX_BYTES
+from taskcore.oauth_tokens import is_access_token
 from taskcore.service import WORKFLOW_PREFIX, Surface
-from taskmcp.family import Family, error_response, max_body
+from taskcore.waiting import WaitingCall, wait_async
+from taskmcp.family import (
+    SCOPE_CHALLENGE_KEY,
+    SCOPE_RESOURCE_KEY,
+    SCOPE_STREAM_KEY,
+    Family,
+    error_response,
+    max_body,
+    wants_stream,
+)
+from taskmcp.jsonrpc import INVALID_REQUEST, PARSE_ERROR, invalid, message_id
+from taskmcp.jsonrpc import error_response as rpc_error_response
+from taskmcp.site import AS_PATHS, PROTECTED_RESOURCE_PATH, check_site, public_base
 
 from taskhttp.body import JSON, OCTET_STREAM, declared_length, read_body, require_media_type
+from taskhttp.events import EVENTS_PATH, EventsEndpoint
 from taskhttp.limits import BodyBudget, Reservation, TransportLimits
 from taskhttp.metrics import METRICS_PATH, Metrics
+from taskhttp.oauth import LazyOAuth, challenge, challenged, step_up
 from taskhttp.openapi import (
     HEALTH_ALIASES,
     HEALTH_PATH,
@@ -176,6 +194,25 @@ class LazyMcp:
         return endpoints
 
 
+class _SiteGuard:
+    """Refuse a request whose ``Host`` or ``Origin`` is not this server's (DNS rebinding).
+
+    :func:`taskmcp.site.check_site` decides; the answer is the ``{error, code}`` body with
+    403 (``HOST_NOT_ALLOWED`` / ``ORIGIN_NOT_ALLOWED``). In front of the board.
+    """
+
+    def __init__(self, app: ASGIApp, public_url: str | None) -> None:
+        self.app = app
+        self.public_url = public_url
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        refusal = check_site(scope, self.public_url) if scope["type"] == "http" else None
+        if refusal is not None:
+            await error_response(refusal)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 class _AdmittedMcp:
     """An MCP endpoint behind the same admission, body budget and strict parse as the rest."""
 
@@ -186,10 +223,15 @@ class _AdmittedMcp:
         family: Family,
         budget: BodyBudget,
         pool: WorkerPool,
+        *,
+        path: str,
+        public_url: str | None = None,
     ) -> None:
         self.service = service
         self.mcp = mcp
         self.family = family
+        self.path = path
+        self.public_url = public_url
         self.max_body = max_body(service.registry, family)
         self.budget = budget
         self.pool = pool
@@ -201,40 +243,101 @@ class _AdmittedMcp:
         await self.pool.run(self.service.refuse, bearer, self.name, err)
         await error_response(err)(scope, receive, send)
 
+    async def refuse_rpc(
+        self,
+        bearer: str | None,
+        code: int,
+        err: TaskError,
+        request_id: str | int | None,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+    ) -> None:
+        """Audit ``err`` and answer it as the JSON-RPC error ``code`` (HTTP 400)."""
+        await self.pool.run(self.service.refuse, bearer, self.name, err)
+        await rpc_error_response(code, err, request_id)(scope, receive, send)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            # DNS rebinding: a Host or Origin that is not this server's, before anything else.
+            site = check_site(scope, self.public_url)
+            if site is not None:
+                bearer = bearer_from_header(Request(scope).headers.get("authorization"))
+                await self.refuse(bearer, site, scope, receive, send)
+                return
         if scope["type"] != "http" or scope["method"] != "POST":
             endpoint = await self.mcp.endpoint(self.family)
             await endpoint(scope, receive, send)  # 405 for GET/DELETE
             return
         request = Request(scope, receive)
         bearer = bearer_from_header(request.headers.get("authorization"))
+        base = public_base(scope, self.public_url)
         try:
             declared_length(request, self.max_body)
         except TaskError as err:
             await self.refuse(bearer, err, scope, receive, send)
             return
-        if self.service.admit_recent(bearer, None, door=Door.MCP) is None:
+        # An OAuth access token is admitted at the resource it was issued for (RFC 8707),
+        # so it is never admitted from memory (which keys on the bearer alone).
+        oauth = is_access_token(bearer)
+        actor = None if oauth else self.service.admit_recent(bearer, None, door=Door.MCP)
+        if actor is None:
             try:
-                await self.pool.run(
-                    self.service.admit,
-                    bearer,
-                    client=_client(scope),
-                    door=Door.MCP,
-                    label=self.name,
+                actor = await self.pool.run(
+                    functools.partial(
+                        self.service.admit,
+                        bearer,
+                        client=_client(scope),
+                        door=Door.MCP,
+                        label=self.name,
+                        resource=base + self.path if oauth and base else None,
+                    )
                 )
             except TaskError as err:
-                await error_response(err)(scope, receive, send)
+                await challenged(err, base=base, path=self.path, bearer=bearer)(
+                    scope, receive, send
+                )
                 return
         async with self.budget.hold() as held:
             try:
                 body = await read_body(request, self.max_body, held)
-                # The SDK accepts NaN, Infinity, 1e400 and duplicate keys (the last wins);
-                # the JSON-RPC envelope adds two levels above the tool arguments.
-                parse_json(body, max_bytes=self.max_body, max_depth=JSON_MAX_DEPTH + 2)
             except TaskError as err:
                 await self.refuse(bearer, err, scope, receive, send)
                 return
+            try:
+                # The SDK accepts NaN, Infinity, 1e400 and duplicate keys (the last wins);
+                # the JSON-RPC envelope adds two levels above the tool arguments.
+                message = parse_json(body, max_bytes=self.max_body, max_depth=JSON_MAX_DEPTH + 2)
+            except TaskError as err:
+                await self.refuse_rpc(bearer, PARSE_ERROR, err, None, scope, receive, send)
+                return
+            refusal = invalid(message)
+            if refusal is not None:
+                request_id = message_id(message)
+                await self.refuse_rpc(
+                    bearer, INVALID_REQUEST, refusal, request_id, scope, receive, send
+                )
+                return
+            stepped = step_up(
+                self.service, self.family, bearer, actor, message, base=base, path=self.path
+            )
+            if stepped is not None:
+                response, refusal = stepped
+                await self.pool.run(self.service.refuse, bearer, self.name, refusal)
+                await response(scope, receive, send)
+                return
+            if wants_stream(message, request.headers.get("accept")):
+                scope.setdefault("state", {})[SCOPE_STREAM_KEY] = True
             endpoint = await self.mcp.endpoint(self.family)
+            # RFC 9110 5.5: a field value excludes the whitespace around it; llhttp keeps
+            # trailing whitespace, and the SDK compares Mcp-Method / Mcp-Name values exactly.
+            scope["headers"] = [(k, bytes(v).strip(b" \t")) for k, v in scope["headers"]]
+            state: dict[str, Any] = scope.setdefault("state", {})
+            # The endpoint authenticates the bearer again (a revocation since is a 401): at
+            # this resource, and with the same challenge.
+            if oauth and base:
+                state[SCOPE_RESOURCE_KEY] = base + self.path
+            state[SCOPE_CHALLENGE_KEY] = challenge(base, self.path)
             await endpoint(scope, _replay(body, receive), send)
 
 
@@ -288,6 +391,9 @@ class _Verb:
             except TaskError as err:
                 await self.pool.run(service.refuse, bearer, name, err)
                 return error_response(err)
+            if op is not None and op.waits:
+                held.release()  # a waiting call holds no share of the body budget
+                return await self.waiting(request, bearer, name, body, actor)
             try:
                 result = await self.pool.run(
                     service.call,
@@ -297,12 +403,52 @@ class _Verb:
                     door=Door.HTTP,
                     surfaces=VERB_SURFACES,
                     admitted=actor,  # authenticated again in the call's own transaction
+                    traceparent=request.headers.get("traceparent"),
                 )
             except TaskError as err:
                 return error_response(err)
         finally:
             held.release()
         return _ok(result.body)
+
+    async def waiting(
+        self, request: Request, bearer: str | None, name: str, body: bytes, actor: Actor
+    ) -> Response:
+        """A call that may wait (``claimNext`` with ``waitMs``), holding no thread meanwhile.
+
+        Each attempt runs in a worker thread, the waits on the event loop
+        (:func:`taskcore.waiting.wait_async`); a client that disconnects ends the wait, and
+        the last attempt takes nothing.
+        """
+        service = self.service
+
+        def attempt(waiting: WaitingCall) -> Awaitable[TaskResponse]:
+            return self.pool.run(
+                service.call,
+                bearer,
+                name,
+                body,
+                door=Door.HTTP,
+                surfaces=VERB_SURFACES,
+                admitted=actor,
+                waiting=waiting,
+            )
+
+        try:
+            result = await wait_async(
+                service,
+                attempt,
+                gone=lambda: _disconnected(request.receive),
+            )
+        except TaskError as err:
+            return error_response(err)
+        return _ok(result.body)
+
+
+async def _disconnected(receive: Receive) -> None:
+    """Return when the client closes the connection (its request body was read already)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 class _App(Starlette):
@@ -386,6 +532,8 @@ def create_app(
     log_format: str = "text",
     board_secure: bool | None = None,
     limits: TransportLimits | None = None,
+    public_url: str | None = None,
+    oauth_allow_private_client_urls: bool = False,
 ) -> Starlette:
     """Build the HTTP application over ``service``.
 
@@ -393,14 +541,26 @@ def create_app(
     baseline). ``limits`` bound the request body bytes held at once (the server applies the
     rest of them, see :func:`taskhttp.serve`). ``log_format`` (``text`` or ``json``) shapes
     the one log line per request; ``board_secure`` forces the board's ``Secure`` cookies
-    (``None``: when over TLS). The caller owns ``service`` and closes it after the server
-    stops.
+    (``None``: when over TLS). ``public_url`` is where clients reach this server
+    (``https://host``; :func:`taskmcp.site.public_base`): the OAuth issuer and the MCP
+    resources are named from it; without it OAuth is offered on loopback hosts only.
+    ``oauth_allow_private_client_urls`` lets client ID metadata documents be fetched from
+    private addresses. The caller owns ``service`` and closes it after the server stops.
     """
     transport = limits or TransportLimits()
     budget = BodyBudget(transport.body_bytes_in_flight)
     openapi_cache: dict[tuple[int, str], bytes] = {}
     pool = WorkerPool()  # the journal is synchronous: keep the event loop free while it works
     mcp = LazyMcp(service, pool)
+    oauth = LazyOAuth(
+        service,
+        pool,
+        public_url=public_url,
+        resource_paths=(MCP_PATH, WORKSPACE_MCP_PATH),
+        consent_path=BOARD_PATH + "/oauth",
+        allow_private_client_urls=oauth_allow_private_client_urls,
+    )
+    mcp_door = functools.partial(_AdmittedMcp, service, mcp, budget=budget, pool=pool)
 
     async def refuse(bearer: str | None, name: str, err: TaskError) -> Response:
         await pool.run(service.refuse, bearer, name, err)
@@ -440,10 +600,16 @@ def create_app(
                 body = await read_body(request, limit, held)
             except TaskError as err:
                 return await refuse(bearer, name, err)
-            return await run_workflow(bearer, body, route, upload)
+            return await run_workflow(
+                bearer, body, route, upload, request.headers.get("traceparent")
+            )
 
     async def run_workflow(
-        bearer: str | None, body: bytes, route: TaskRoute, upload: bool
+        bearer: str | None,
+        body: bytes,
+        route: TaskRoute,
+        upload: bool,
+        traceparent: str | None,
     ) -> Response:
         try:
             result = await pool.run(
@@ -453,6 +619,7 @@ def create_app(
                 route=route,
                 door=Door.HTTP,
                 operation=UPLOAD_OPERATION if upload else None,
+                traceparent=traceparent,
             )
         except TaskError as err:
             return error_response(err)
@@ -508,12 +675,29 @@ def create_app(
     table: list[BaseRoute] = [
         Route("/v/{verb}", verb, methods=["POST"]),
         Route(_REPOSITORIES + "{rest:path}", workflow, methods=["POST"]),
-        Route(MCP_PATH, _AdmittedMcp(service, mcp, Family.QUEUE, budget, pool)),
-        Route(WORKSPACE_MCP_PATH, _AdmittedMcp(service, mcp, Family.WORKSPACE, budget, pool)),
+        Route(MCP_PATH, mcp_door(Family.QUEUE, path=MCP_PATH, public_url=public_url)),
+        Route(
+            WORKSPACE_MCP_PATH,
+            mcp_door(Family.WORKSPACE, path=WORKSPACE_MCP_PATH, public_url=public_url),
+        ),
+        *(
+            Route(path, oauth)
+            for path in (
+                *AS_PATHS,
+                PROTECTED_RESOURCE_PATH,
+                PROTECTED_RESOURCE_PATH + MCP_PATH,
+                PROTECTED_RESOURCE_PATH + WORKSPACE_MCP_PATH,
+            )
+        ),
         *(Route(path, health, methods=["GET"]) for path in (HEALTH_PATH, *HEALTH_ALIASES)),
+        Route(
+            EVENTS_PATH,
+            EventsEndpoint(service, pool, write_timeout=transport.events_write_timeout),
+            methods=["GET"],
+        ),
         Route(OPENAPI_PATH, openapi, methods=["GET"]),
         Route(METRICS_PATH, Metrics(service).endpoint, methods=["GET"]),
-        Mount(BOARD_PATH, app=create_board(service, secure=board_secure)),
+        Mount(BOARD_PATH, app=_SiteGuard(create_board(service, secure=board_secure), public_url)),
         *routes,
     ]
     return _App(

@@ -96,6 +96,8 @@ class AsgiApp:
                 log_format=settings.log_format,
                 board_secure=settings.board_secure_cookies or None,
                 limits=limits,
+                public_url=settings.public_url,
+                oauth_allow_private_client_urls=settings.oauth_allow_private_client_urls,
             )
         except BaseException:
             host.stop()

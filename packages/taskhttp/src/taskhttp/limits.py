@@ -46,6 +46,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from taskcore import ErrorCode, TaskError
 from taskcore.limits import (
     COLLECTOR_ENVELOPE_MAX_BYTES,
+    EVENTS_WRITE_TIMEOUT_SECONDS,
     HTTP_BODY_BYTES_IN_FLIGHT_MAX,
     HTTP_BODY_TIMEOUT_SECONDS,
     HTTP_CONNECTIONS_MAX,
@@ -124,6 +125,10 @@ class TransportLimits:
     )
     header_bytes: int = attrs.field(default=HTTP_HEADER_MAX_BYTES, validator=_positive)
     target_bytes: int = attrs.field(default=HTTP_REQUEST_TARGET_MAX_BYTES, validator=_positive)
+    events_write_timeout: float = attrs.field(
+        default=float(EVENTS_WRITE_TIMEOUT_SECONDS), converter=float, validator=_positive
+    )
+    """How long an event stream's send may wait for a reader that stopped reading."""
 
     @classmethod
     def from_settings(cls, settings: HostSettings) -> TransportLimits:

@@ -33,6 +33,7 @@ from taskcore.service import WORKFLOW_OPERATION_PATTERN
 __all__ = [
     "COLLECTOR_UPLOAD_PATH",
     "DEFAULT_SERVER",
+    "EVENTS_PATH",
     "HEALTH_ALIASES",
     "HEALTH_PATH",
     "MCP_PATH",
@@ -46,6 +47,7 @@ __all__ = [
 HEALTH_PATH = "/v1/hub/health"
 HEALTH_ALIASES = ("/health", "/healthz")
 """Paths that answer exactly as :data:`HEALTH_PATH` (what probes and newcomers try first)."""
+EVENTS_PATH = "/v1/events"
 OPENAPI_PATH = "/openapi.json"
 MCP_PATH = "/mcp"
 WORKSPACE_MCP_PATH = "/v1/hub/workspace/mcp"
@@ -293,6 +295,36 @@ def _service_paths() -> dict[str, Any]:
     return {
         HEALTH_PATH: {"get": health},
         **aliases,
+        EVENTS_PATH: {
+            "get": {
+                "operationId": "events",
+                "summary": "The workspace's events as server-sent events (observe.events opens it).",
+                "description": "Each message: id (the event id), event (the operation), data "
+                "(JSON: id, operation, workspace, actor, at, atMs, taskId, statusBefore, "
+                "statusAfter, outcome, errorCode, calls, traceparent). Resume with the "
+                "Last-Event-ID header (or lastEventId); a comment every 15 s when idle.",
+                "parameters": [
+                    {"name": "Last-Event-ID", "in": "header", "schema": {"type": "string"}},
+                    {"name": "lastEventId", "in": "query", "schema": {"type": "string"}},
+                    {
+                        "name": "operation",
+                        "in": "query",
+                        "schema": {"type": "array", "items": {"type": "string"}},
+                        "style": "form",
+                        "explode": True,
+                    },
+                    {"name": "task", "in": "query", "schema": {"type": "string"}},
+                ],
+                "responses": {
+                    "200": {
+                        "description": "the stream",
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    },
+                    **_errors({400, 401, 403, 404, 410, 422, 429, 503}),
+                    **_MALFORMED_HTTP,
+                },
+            }
+        },
         OPENAPI_PATH: {
             "get": {
                 "operationId": "openapi",

@@ -5,7 +5,10 @@ for the workspace family, reads ``repository`` and ``profile`` from the query st
 the SDK sees the request, answering ``{error, code}`` with the error's HTTP status otherwise,
 and leaves the actor and route in the request scope for :func:`~taskmcp.server.scope_principal`.
 The SDK's session manager runs stateless with JSON responses: every POST stands alone, so
-every POST is authenticated and a revoked token is refused on its next request. GET (a
+every POST is authenticated and a revoked token is refused on its next request. A request
+that asks for progress (``_meta.progressToken``; a waiting ``agenttask_claimNext``) is
+answered as an event stream instead, so its ``notifications/progress`` reach the client
+before the answer (:func:`wants_stream`, decided by the HTTP app, which has parsed the body). GET (a
 standalone event stream) and DELETE (ending a session) have nothing to serve and answer 405.
 """
 
@@ -22,7 +25,14 @@ from starlette.types import Receive, Scope, Send
 from taskcore import Actor, ErrorCode, Route, Service, TaskError
 from taskcore.auth import bearer_from_header
 
-from taskmcp.family import MCP_ENVELOPE_OVERHEAD_BYTES, Family, error_response
+from taskmcp.family import (
+    MCP_ENVELOPE_OVERHEAD_BYTES,
+    SCOPE_CHALLENGE_KEY,
+    SCOPE_RESOURCE_KEY,
+    SCOPE_STREAM_KEY,
+    Family,
+    error_response,
+)
 from taskmcp.family import max_body as default_max_body
 from taskmcp.server import SCOPE_ACTOR_KEY, SCOPE_ROUTE_KEY, build_server, scope_principal
 
@@ -69,16 +79,25 @@ class McpEndpoint:
             json_response=True,
             max_request_body_size=self.max_body,
         )
+        self.streaming = StreamableHTTPSessionManager(
+            app=self.server,
+            stateless=True,
+            json_response=False,
+            max_request_body_size=self.max_body,
+        )
+        """Answers as an event stream: for a call whose client asked for progress."""
 
     @contextlib.asynccontextmanager
     async def run(self) -> AsyncIterator[None]:
-        """Run the SDK session manager (once per endpoint, inside the app lifespan)."""
-        async with self.manager.run():
+        """Run the SDK session managers (once per endpoint, inside the app lifespan)."""
+        async with self.manager.run(), self.streaming.run():
             yield
 
     def _principal(self, bearer: str | None, scope: Scope) -> tuple[Actor, Route | None]:
         route = _route_from_query(scope) if self.family is Family.WORKSPACE else None
-        return self.service.authenticate(bearer), route
+        resource = scope.get("state", {}).get(SCOPE_RESOURCE_KEY)
+        resource = resource if isinstance(resource, str) else None
+        return self.service.authenticate(bearer, resource=resource), route
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Authenticate, then hand the request to the SDK's streamable HTTP transport."""
@@ -93,14 +112,19 @@ class McpEndpoint:
             await response(scope, receive, send)
             return
         bearer = bearer_from_header(_header(scope, b"authorization"))
+        state: dict[str, Any] = scope.setdefault("state", {})
         try:
             actor, route = await anyio.to_thread.run_sync(self._principal, bearer, scope)
         except TaskError as err:
             name = f"mcp.{self.family.value}"
             await anyio.to_thread.run_sync(self.service.refuse, bearer, name, err)
-            await error_response(err)(scope, receive, send)
+            response = error_response(err)
+            challenge = state.get(SCOPE_CHALLENGE_KEY)
+            if response.status_code == 401 and isinstance(challenge, str):
+                response.headers["WWW-Authenticate"] = challenge
+            await response(scope, receive, send)
             return
-        state: dict[str, Any] = scope.setdefault("state", {})
         state[SCOPE_ACTOR_KEY] = actor
         state[SCOPE_ROUTE_KEY] = route
-        await self.manager.handle_request(scope, receive, send)
+        manager = self.streaming if state.get(SCOPE_STREAM_KEY) else self.manager
+        await manager.handle_request(scope, receive, send)

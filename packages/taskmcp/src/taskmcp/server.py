@@ -18,8 +18,9 @@ local actor the command was started with. A refused call is an MCP tool error
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -30,7 +31,13 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from taskcore import Actor, Door, Response, Route, Service, TaskError, __version__
 from taskcore.service import WORKFLOW_PREFIX
+from taskcore.waiting import WaitingCall, wait_async
 
+from taskmcp import calltime
+from taskmcp.calltime import capped
+from taskmcp.clientlog import on_set_level
+from taskmcp.family import SCOPE_ACTOR_KEY, traceparent_of
+from taskmcp.stdio import ScreenedStream
 from taskmcp.tasks import QueueTasks, apply_extension
 from taskmcp.tools import Family, operation_for_tool, tools
 
@@ -44,8 +51,6 @@ __all__ = [
     "scope_principal",
 ]
 
-SCOPE_ACTOR_KEY = "agent_task.actor"
-"""Key under the ASGI scope's ``state`` where the HTTP endpoint leaves the authenticated actor."""
 SCOPE_ROUTE_KEY = "agent_task.route"
 """Key under the ASGI scope's ``state`` where the workspace endpoint leaves the route."""
 
@@ -110,7 +115,14 @@ def _failure(err: TaskError) -> types.CallToolResult:
 
 
 def _call(
-    service: Service, family: Family, actor: Actor, route: Route | None, tool: str, args: Any
+    service: Service,
+    family: Family,
+    actor: Actor,
+    route: Route | None,
+    tool: str,
+    args: Any,
+    waiting: WaitingCall | None = None,
+    traceparent: str | None = None,
 ) -> Response:
     arguments = args if args is not None else {}
     name = operation_for_tool(service.registry, family, tool)
@@ -120,12 +132,75 @@ def _call(
 
             raise TaskError(ErrorCode.BAD_INPUT, "the workspace MCP endpoint needs a route")
         envelope = {"operation": name.removeprefix(WORKFLOW_PREFIX), "request": arguments}
-        return service.call_workflow(actor, envelope, route=route, door=Door.MCP)
-    return service.dispatch(actor, name, arguments, door=Door.MCP, surfaces=family.surfaces)
+        return service.call_workflow(
+            actor, envelope, route=route, door=Door.MCP, traceparent=traceparent
+        )
+    return service.dispatch(
+        actor,
+        name,
+        arguments,
+        door=Door.MCP,
+        surfaces=family.surfaces,
+        waiting=waiting,
+        traceparent=traceparent,
+    )
 
 
-def build_server(service: Service, family: Family, principal: Principal) -> Server[Any]:
+async def _waiting_call(
+    ctx: ServerRequestContext[Any, Any],
+    service: Service,
+    actor: Actor,
+    params: types.CallToolRequestParams,
+) -> Response:
+    """A tool call that may wait (``agenttask_claimNext`` with ``waitMs``).
+
+    Each attempt runs in a worker thread; between them the call awaits a wake-up on the
+    event loop (:func:`taskcore.waiting.wait_async`), holding no thread, and reports
+    progress (``notifications/progress``) at least every
+    :data:`~taskcore.limits.MCP_PROGRESS_INTERVAL_MS` to a client that sent a progress
+    token. ``waitMs`` is at most 30 s, so no tool call holds longer than that plus one
+    attempt.
+    """
+
+    def attempt(waiting: WaitingCall) -> Awaitable[Response]:
+        return anyio.to_thread.run_sync(
+            _call,
+            service,
+            Family.QUEUE,
+            actor,
+            None,
+            params.name,
+            params.arguments,
+            waiting,
+            traceparent_of(ctx),
+        )
+
+    async def progress(waited: float, allowed: float) -> None:
+        with contextlib.suppress(Exception):  # a client that stopped reading is no error
+            await ctx.session.report_progress(
+                round(waited, 3), round(allowed, 3), "waiting for a claimable task"
+            )
+
+    return await wait_async(service, attempt, progress=progress)
+
+
+def _waits(service: Service, tool: str) -> bool:
+    op = service.registry.for_tool(tool, Family.QUEUE.surfaces)
+    return op is not None and op.waits
+
+
+def build_server(
+    service: Service,
+    family: Family,
+    principal: Principal,
+    *,
+    call_seconds: float | None = None,
+) -> Server[Any]:
     """Build the MCP server of ``family`` over ``service``.
+
+    A tool call answers within ``call_seconds`` (default
+    :data:`taskmcp.calltime.TOOL_CALL_MAX_SECONDS`, 45 s); the server
+    answers ``logging/setLevel`` on the 2025-11-25 wire (:mod:`taskmcp.clientlog`).
 
     The queue family also serves the MCP Tasks extension (:mod:`taskmcp.tasks`): durable
     task handles backed by the queue, for clients that declare it. Tools are listed from the
@@ -142,16 +217,28 @@ def build_server(service: Service, family: Family, principal: Principal) -> Serv
             actor, _ = principal(ctx)
         except TaskError:
             return types.ListToolsResult(tools=[])
-        return types.ListToolsResult(tools=tools(service.registry, family, actor))
+        return types.ListToolsResult(tools=tools(service.registry, family, actor, service=service))
 
     async def on_call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
     ) -> types.CallToolResult:
         try:
             actor, route = principal(ctx)
-            response = await anyio.to_thread.run_sync(
-                _call, service, family, actor, route, params.name, params.arguments
-            )
+            if family is Family.QUEUE and _waits(service, params.name):
+                response = await _waiting_call(ctx, service, actor, params)
+            else:
+                response = await anyio.to_thread.run_sync(
+                    _call,
+                    service,
+                    family,
+                    actor,
+                    route,
+                    params.name,
+                    params.arguments,
+                    None,
+                    traceparent_of(ctx),
+                    abandon_on_cancel=True,  # the time limit answers; the call finishes alone
+                )
         except TaskError as err:
             return _failure(err)
         return _success(response)
@@ -166,11 +253,25 @@ def build_server(service: Service, family: Family, principal: Principal) -> Serv
     )
     if family is Family.QUEUE:
         apply_extension(server, QueueTasks(service, principal, _failure), on_call_tool)
+    # Every tools/call (the Tasks extension's included) answers within the time limit.
+    entry = server.get_request_handler("tools/call")
+    assert entry is not None
+    server.add_request_handler(
+        "tools/call",
+        types.CallToolRequestParams,
+        capped(entry.handler, _failure, call_seconds or calltime.TOOL_CALL_MAX_SECONDS),
+    )
+    server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, on_set_level)
     return server
 
 
 async def run_stdio(service: Service, family: Family, actor: Actor, route: Route | None) -> None:
-    """Serve ``family`` on stdin/stdout for one local client, as ``actor``, until EOF."""
+    """Serve ``family`` on stdin/stdout for one local client, as ``actor``, until EOF.
+
+    A line that is not JSON is answered ``-32700`` and one that is not a JSON-RPC message
+    ``-32600`` (:class:`~taskmcp.stdio.ScreenedStream`); the SDK alone would drop both.
+    """
     server = build_server(service, family, fixed_principal(actor, route))
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        screened = ScreenedStream(read_stream, write_stream)
+        await server.run(screened, write_stream, server.create_initialization_options())

@@ -44,6 +44,7 @@ from mcp_types import (
     MissingRequiredClientCapabilityErrorData,
     RequestParams,
     Result,
+    SubscriptionsListenRequestParams,
 )
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from taskcore import Actor, Door, Route, Service, TaskError
@@ -56,6 +57,9 @@ from taskcore.queue.handles import (
     create_handle,
     read_handle,
 )
+
+from taskmcp.family import traceparent_of
+from taskmcp.listen import listen
 
 __all__ = [
     "GATE_META_KEY",
@@ -173,6 +177,22 @@ def _declared(ctx: ServerRequestContext[Any, Any]) -> bool:
     return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
 
 
+def _missing_capability() -> MCPError:
+    data = MissingRequiredClientCapabilityErrorData(
+        required_capabilities=ClientCapabilities(extensions={TASKS_EXTENSION: {}})
+    )
+    return MCPError(
+        code=MISSING_REQUIRED_CLIENT_CAPABILITY,
+        message=f"declare the {TASKS_EXTENSION} extension on this request",
+        data=data.model_dump(by_alias=True, mode="json", exclude_none=True),
+    )
+
+
+def _notified(service: Service, handle: TaskHandle) -> dict[str, Any]:
+    """A ``notifications/tasks/status`` payload: the DetailedTask ``tasks/get`` answers."""
+    return {k: v for k, v in _detailed(service, handle).items() if k != "resultType"}
+
+
 def _rpc_error(err: TaskError) -> MCPError:
     return MCPError(code=err.code.kind.jsonrpc_code, message=err.describe(), data=err.to_json())
 
@@ -193,12 +213,38 @@ class QueueTasks(Extension):
         self.failure = failure
 
     def methods(self) -> Sequence[MethodBinding]:
-        """``tasks/get``, ``tasks/update`` and ``tasks/cancel`` (2026-07-28 wire only)."""
+        """``tasks/get``, ``tasks/update``, ``tasks/cancel`` (2026-07-28 wire only).
+
+        The extension's ``subscriptions/listen`` with ``tasksStatus`` is a spec method the
+        SDK will not bind for an extension: :func:`apply_extension` serves it
+        (:meth:`listen`, :mod:`taskmcp.listen`).
+        """
         modern = frozenset(MODERN_PROTOCOL_VERSIONS)
         return (
             MethodBinding("tasks/get", GetTaskRequestParams, self._get, modern),
             MethodBinding("tasks/update", UpdateTaskRequestParams, self._update, modern),
             MethodBinding("tasks/cancel", CancelTaskRequestParams, self._cancel, modern),
+        )
+
+    async def listen(
+        self, ctx: ServerRequestContext[Any, Any], params: SubscriptionsListenRequestParams
+    ) -> HandlerResult:
+        """``subscriptions/listen`` (2026-07-28): ``notifications/tasks/status`` of handles."""
+        if ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            raise MCPError(code=METHOD_NOT_FOUND, message="Method not found", data=ctx.method)
+        try:
+            actor, _ = self.principal(ctx)
+        except TaskError as err:
+            raise _rpc_error(err) from None
+        return await listen(
+            ctx,
+            params,
+            service=self.service,
+            actor=actor,
+            declared=_declared(ctx),
+            detailed=_notified,
+            missing_capability=_missing_capability,
+            rpc_error=_rpc_error,
         )
 
     async def intercept_tool_call(
@@ -214,7 +260,13 @@ class QueueTasks(Extension):
         try:
             actor, _ = self.principal(ctx)
             handle = await anyio.to_thread.run_sync(
-                lambda: create_handle(self.service, actor, params.arguments or {}, door=Door.MCP)
+                lambda: create_handle(
+                    self.service,
+                    actor,
+                    params.arguments or {},
+                    door=Door.MCP,
+                    traceparent=traceparent_of(ctx),
+                )
             )
         except TaskError as err:
             return self.failure(err)
@@ -222,14 +274,7 @@ class QueueTasks(Extension):
 
     def _caller(self, ctx: ServerRequestContext[Any, Any]) -> Actor:
         if not _declared(ctx):
-            data = MissingRequiredClientCapabilityErrorData(
-                required_capabilities=ClientCapabilities(extensions={TASKS_EXTENSION: {}})
-            )
-            raise MCPError(
-                code=MISSING_REQUIRED_CLIENT_CAPABILITY,
-                message=f"declare the {TASKS_EXTENSION} extension on this request",
-                data=data.model_dump(by_alias=True, mode="json", exclude_none=True),
-            )
+            raise _missing_capability()
         try:
             actor, _ = self.principal(ctx)
         except TaskError as err:
@@ -283,6 +328,10 @@ def apply_extension(server: Server[Any], extension: Extension, call_tool: Any) -
         if server.get_request_handler(binding.method) is not None:
             raise ValueError(f"{binding.method!r} is already served")
         server.add_request_handler(binding.method, binding.params_type, _gated(binding))
+    if isinstance(extension, QueueTasks):
+        server.add_request_handler(
+            "subscriptions/listen", SubscriptionsListenRequestParams, extension.listen
+        )
     server.extensions[extension.identifier] = extension.settings()
     server.add_request_handler(
         "tools/call",

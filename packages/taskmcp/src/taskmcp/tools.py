@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 import mcp.types as types
-from taskcore import CAPABILITY, SCHEMA_VERSION, Actor, Operation, Registry, RiskClass
-from taskcore.schema import SchemaBuilder, input_schema
+from taskcore import CAPABILITY, SCHEMA_VERSION, Actor, Operation, Registry, RiskClass, Service
+from taskcore.schema import SchemaBuilder, input_schema, plain_text
 from taskcore.service import WORKFLOW_PREFIX
 
 from taskmcp.family import Family, tool_operations
@@ -74,7 +74,7 @@ def _tool(op: Operation[Any, Any], family: Family) -> types.Tool:
     read_only = op.risk is RiskClass.READ
     return types.Tool(
         name=op.tool_name,
-        description=op.description_text,
+        description=plain_text(op.description_text),
         input_schema=input_schema(op.input_type),
         output_schema=_output_schema(op, family),
         annotations=types.ToolAnnotations(
@@ -86,6 +86,17 @@ def _tool(op: Operation[Any, Any], family: Family) -> types.Tool:
     )
 
 
-def tools(registry: Registry, family: Family, actor: Actor | None = None) -> list[types.Tool]:
-    """Return the MCP tool list of ``family`` (as ``actor`` may call it, when given)."""
-    return [_tool(op, family) for op in tool_operations(registry, family, actor)]
+def tools(
+    registry: Registry,
+    family: Family,
+    actor: Actor | None = None,
+    *,
+    service: Service | None = None,
+) -> list[types.Tool]:
+    """Return the MCP tool list of ``family`` (as ``actor`` may call it, when given).
+
+    With ``service``, a tool the service would refuse ``actor`` whatever the arguments is
+    left out too (``session_gate`` on a server that answers no network caller about its
+    sessions).
+    """
+    return [_tool(op, family) for op in tool_operations(registry, family, actor, service=service)]

@@ -1,19 +1,26 @@
 // agent-task board: progressive enhancement only. Every page works without this file.
-// While the tab is visible, re-fetch the page's live region (#live) every few seconds and
-// swap it in when it changed, unless the operator is typing in it. The server renders and
-// escapes everything; this file never builds HTML from data.
+// A page whose live region (#live) names the events it shows (data-events, a query string for
+// /board/events) listens to the event stream and re-fetches the region when one arrives; any
+// other page (or one whose stream is refused or lost for good) re-fetches it every few
+// seconds while the tab is visible. The region is swapped in when it changed, unless the
+// operator is typing in it. The server renders and escapes everything; this file never
+// builds HTML from data.
 (function () {
   "use strict";
-  var INTERVAL_MS = 3000;
+  var POLL_MS = 3000;
+  var QUIET_MS = 250;    // events that come together refresh once
   var live = document.getElementById("live");
   if (!live || !window.fetch) { return; }
-  var busy = false;
+  var main = document.querySelector("main");
+  var base = main ? (main.getAttribute("data-base") || "") : "";
+  var busy = false, again = false, timer = null, poller = null;
   function editing() {
     var a = document.activeElement;
     return a && live.contains(a) && (a.tagName === "INPUT" || a.tagName === "TEXTAREA" || a.tagName === "SELECT");
   }
   function refresh() {
-    if (busy || document.hidden || editing()) { return; }
+    if (busy) { again = true; return; }
+    if (document.hidden || editing()) { return; }
     busy = true;
     fetch(window.location.href, { headers: { "X-Board-Live": "1" }, credentials: "same-origin", cache: "no-store" })
       .then(function (response) {
@@ -26,9 +33,31 @@
           live.setAttribute("data-refreshed", String(Date.now()));
         }
       })
-      .catch(function () { /* the next tick tries again */ })
-      .then(function () { busy = false; });
+      .catch(function () { /* the next event or tick tries again */ })
+      .then(function () {
+        busy = false;
+        if (again) { again = false; soon(); }
+      });
   }
-  window.setInterval(refresh, INTERVAL_MS);
-  document.addEventListener("visibilitychange", refresh);
+  function soon() {
+    if (timer !== null) { return; }
+    timer = window.setTimeout(function () { timer = null; refresh(); }, QUIET_MS);
+  }
+  function poll() {
+    if (poller === null) { poller = window.setInterval(refresh, POLL_MS); }
+    live.setAttribute("data-live-mode", "poll");
+  }
+  var wanted = live.getAttribute("data-events");
+  if (wanted === null || !window.EventSource) {
+    poll();
+  } else {
+    var source = new EventSource(base + "/events" + (wanted ? "?" + wanted : ""));
+    source.onopen = function () { live.setAttribute("data-live-mode", "stream"); };
+    source.onmessage = soon;
+    source.onerror = function () {
+      // The browser reconnects by itself (with Last-Event-ID); a refused stream is closed.
+      if (source.readyState === EventSource.CLOSED) { poll(); }
+    };
+  }
+  document.addEventListener("visibilitychange", function () { if (!document.hidden) { refresh(); } });
 })();

@@ -65,14 +65,15 @@ JOURNAL_NAME = "journal.sqlite"
 """The SQLite journal in a data dir (``taskcore.store.storage.JOURNAL_FILENAME``)."""
 
 JOURNAL_VERSIONS = {
-    "audit": 4,
+    "audit": 5,
     "tokens": 1,
-    "queue": 3,
+    "queue": 4,
     "authority": 3,
     "journal": 2,
     "collector": 2,
     "retention": 1,
     "forge": 1,
+    "webhooks": 1,
 }
 """The schema version of each journal component this code reads.
 

@@ -29,7 +29,7 @@ import attrs
 from taskcore.canonical import canonical_json_replacing
 from taskcore.contract.assertion import ExecutorProvenance, TaskResultAssertion
 from taskcore.contract.common import TrustClass
-from taskcore.digest import OBSERVATION_DOMAIN, domain_digest
+from taskcore.digest import OBSERVATION_DOMAIN, domain_digest, is_hex64
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.signing import sign_digest, verify_digest
 
@@ -67,8 +67,11 @@ def sign_observation(assertion: TaskResultAssertion, secret_key_seed: str) -> Ta
 def verify_observation(assertion: TaskResultAssertion, public_key: str) -> None:
     """Verify a registered observation against ``public_key``; return nothing or raise.
 
-    Fails closed with ``INVALID_SIGNATURE`` when the provenance is absent, its digest is not
-    the recomputed digest, or the signature does not verify.
+    Fails closed with ``INVALID_SIGNATURE`` when the provenance is absent
+    (``$.executor_provenance``), its digest is not the recomputed digest
+    (``$.executor_provenance.observation_digest``), or the signature does not verify under
+    ``public_key`` (``$.executor_provenance.signature``: a wrong, non-canonical or
+    small-order key's signature alike); a malformed ``public_key`` has no path.
     """
     provenance = assertion.executor_provenance
     if assertion.trust_class is not TrustClass.REGISTERED_EXECUTOR_OBSERVATION or (
@@ -86,4 +89,9 @@ def verify_observation(assertion: TaskResultAssertion, public_key: str) -> None:
             "observation_digest is not the digest of the signing bytes",
             path="$.executor_provenance.observation_digest",
         )
-    verify_digest(public_key, digest, provenance.signature)
+    try:
+        verify_digest(public_key, digest, provenance.signature)
+    except TaskError as err:
+        if not is_hex64(public_key):
+            raise  # the key is the caller's, not the document's: no path into it
+        raise err.at("$.executor_provenance.signature") from None

@@ -82,8 +82,14 @@ def run(
     )
     stop_hook_active = data.get("stop_hook_active") is True
     last_message = _str(data, "last_assistant_message")
-    transcript = _str(data, "agent_transcript_path") if event == "SubagentStop" else None
-    transcript = transcript or (None if event == "SubagentStop" else _str(data, "transcript_path"))
+    by_agent = event == "SubagentStop"
+    if by_agent:
+        # The subagent's own transcript, never the main session's: without one, its
+        # agent_id names its session in the index (a Codex subagent is a thread of its own).
+        transcript = _str(data, "agent_transcript_path")
+        codex_without_rollout = harness == CODEX and transcript is None
+    else:
+        transcript = _str(data, "transcript_path")
     config = config or GateConfig.from_env()
     try:
         index = GateIndex(config, busy_timeout_ms=GATE_INDEX_BUSY_MS)
@@ -96,6 +102,14 @@ def run(
                 raise _FailOpenError("the transcript file does not exist")
             read = refresh_session(index, path)
             ans = answer(index, read, last_message=last_message)
+        elif by_agent:
+            agent = _str(data, "agent_id")
+            if agent is None:
+                if codex_without_rollout:
+                    return ""
+                raise _FailOpenError("the SubagentStop payload names no agent transcript")
+            request = SessionGateIn(session_id=agent)
+            ans = session_gate(request, config=config, index=index, last_message=last_message)
         else:
             sid, cwd = _str(data, "session_id"), _str(data, "cwd")
             if sid is None and cwd is None:

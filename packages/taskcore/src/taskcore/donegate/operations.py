@@ -15,12 +15,13 @@ operator of a single-user host names the workspace its sessions belong to
 
 from __future__ import annotations
 
-from taskcore.actors import RiskClass, Tier
+from taskcore.actors import Actor, RiskClass, Tier
 from taskcore.donegate.session_gate import SessionGateIn, SessionGateResult, session_gate
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.registry import FrontDoor
 from taskcore.service import CallContext, Door, Operation, Registry, Surface, TxMode
 
-__all__ = ["SESSION_GATE", "register"]
+__all__ = ["SESSION_GATE", "answers", "register"]
 
 SESSION_GATE = "session_gate"
 
@@ -28,9 +29,14 @@ SESSION_GATE = "session_gate"
 _NETWORK_DOORS = frozenset({Door.HTTP, Door.MCP})
 
 
+def answers(service: FrontDoor, actor: Actor, door: Door) -> bool:
+    """Whether ``session_gate`` answers ``actor`` through ``door`` (the listing asks too)."""
+    allowed = service.config.session_gate_workspaces
+    return door not in _NETWORK_DOORS or allowed is None or actor.workspace in allowed
+
+
 def _handle(ctx: CallContext, request: SessionGateIn) -> SessionGateResult:
-    allowed = ctx.service.config.session_gate_workspaces
-    if ctx.door in _NETWORK_DOORS and allowed is not None and ctx.actor.workspace not in allowed:
+    if not answers(ctx.service, ctx.actor, ctx.door):
         raise TaskError(
             ErrorCode.FORBIDDEN,
             "session_gate answers about the coding-agent sessions of the service host, which "
@@ -64,5 +70,6 @@ def register(registry: Registry) -> None:
             surface=Surface.GATE,
             handler=_handle,
             tx=TxMode.OWN,
+            offered_to=answers,
         )
     )

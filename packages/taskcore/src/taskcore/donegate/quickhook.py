@@ -128,8 +128,11 @@ def answer(
         event = _text(data, "hook_event_name") or "Stop"
         if event == "SubagentStop" and not subagent:
             return ""
-        transcript = _text(data, "transcript_path")
-        if event != "Stop" or transcript is None:
+        # A subagent's stop is judged on the subagent's own transcript, with Stop's budget.
+        transcript = _text(
+            data, "agent_transcript_path" if event == "SubagentStop" else "transcript_path"
+        )
+        if event not in ("Stop", "SubagentStop") or transcript is None:
             return None
         path = os.path.expanduser(transcript)
         index, claude_root, codex_root, dsh_root = env_locations(index_path)

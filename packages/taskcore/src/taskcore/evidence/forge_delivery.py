@@ -15,8 +15,9 @@ The request shapes (``docs/operator.md`` has them with their sources):
   "target_url"?, "description"}`` with ``state`` in pending|running|success|failed|canceled|
   skipped.
 
-:class:`ForgeDelivery` is the worker ``agent-task serve`` runs. Each round it leases the due
-rows (so a second worker on the same journal leaves them alone), sends them outside any
+:class:`ForgeDelivery` is the worker ``agent-task serve`` runs: an outbox worker
+(:mod:`taskcore.outbox`, the pattern the webhooks share) over the ``forge_outbox`` table. Each
+round it leases the due rows (so a second worker on the same journal leaves them alone), sends them outside any
 transaction, then records the outcome: 2xx ``delivered``; 429, 5xx, a network failure, a
 timeout or an unreadable token file retried after ``min(cap, base * 2**(attempts-1))`` (a
 429's ``Retry-After`` is honoured up to the cap); any other 4xx ``refused`` and never
@@ -51,15 +52,11 @@ from taskcore.canonical import canonical_json
 from taskcore.clock import Clock, SystemClock
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
 from taskcore.errors import TaskError
-from taskcore.limits import (
-    FORGE_ATTEMPTS_MAX,
-    FORGE_BACKOFF_BASE_MS,
-    FORGE_BACKOFF_CAP_MS,
-    FORGE_REQUEST_TIMEOUT_SECONDS,
-)
+from taskcore.limits import FORGE_REQUEST_TIMEOUT_SECONDS
+from taskcore.outbox import Attempt, BackoffPolicy, OutboxWorker, Sent
 from taskcore.store.audit_api import AuditEvent
 from taskcore.store.forge_api import OutboxRecord
-from taskcore.store.storage import Storage
+from taskcore.store.storage import Storage, Transaction
 
 if TYPE_CHECKING:
     from taskcore.service import Service
@@ -69,6 +66,7 @@ __all__ = [
     "GITHUB_API_VERSION",
     "GITHUB_STATES",
     "GITLAB_STATES",
+    "Attempt",
     "BackoffPolicy",
     "ForgeDelivery",
     "ForgeReply",
@@ -227,19 +225,6 @@ def build_request(row: OutboxRecord, token: str) -> ForgeRequest:
     )
 
 
-@attrs.frozen(kw_only=True)
-class BackoffPolicy:
-    """Retry delays: ``min(cap_ms, base_ms * 2**(attempts-1))``; at most ``attempts_max``."""
-
-    base_ms: int = FORGE_BACKOFF_BASE_MS
-    cap_ms: int = FORGE_BACKOFF_CAP_MS
-    attempts_max: int = FORGE_ATTEMPTS_MAX
-
-    def delay_ms(self, attempts: int) -> int:
-        """The delay after the ``attempts``-th failed attempt."""
-        return int(min(self.cap_ms, self.base_ms * 2 ** max(0, min(attempts - 1, 40))))
-
-
 def _read_token(path: str) -> str | None:
     try:
         with open(path, encoding="utf-8") as handle:
@@ -257,18 +242,14 @@ def _retry_after_ms(value: str | None) -> int | None:
     return int(value.strip()) * 1000
 
 
-@attrs.frozen(kw_only=True)
-class Attempt:
-    """What one attempt of one row came to."""
+class ForgeDelivery(OutboxWorker[OutboxRecord]):
+    """The forge-status outbox worker (see the module docstring); ``deliver_due`` is one round.
 
-    seq: int
-    status: str
-    last_error: str | None
-    http_status: int | None
+    The loop, leases and back-off are :class:`taskcore.outbox.OutboxWorker`'s; this class
+    gives it the ``forge_outbox`` table, the token read and the forge request.
+    """
 
-
-class ForgeDelivery:
-    """The outbox worker (see the module docstring). ``deliver_due`` is one round."""
+    thread_name = "forge-delivery"
 
     def __init__(
         self,
@@ -282,146 +263,111 @@ class ForgeDelivery:
         timeout_s: float = FORGE_REQUEST_TIMEOUT_SECONDS,
         poll_ms: int = 1_000,
     ) -> None:
-        self.storage = storage
-        self.clock: Clock = clock or SystemClock()
+        super().__init__(
+            storage,
+            clock=clock or SystemClock(),
+            policy=policy or BackoffPolicy(),
+            lease_ms=lease_ms,
+            batch=batch,
+            poll_ms=poll_ms,
+        )
         self.transport: Transport = transport or UrllibTransport()
-        self.policy = policy or BackoffPolicy()
-        self.lease_ms = lease_ms
-        self.batch = batch
         self.timeout_s = timeout_s
-        self.poll_ms = poll_ms
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
-    # -- one round ----------------------------------------------------------------------
-    def _lease_due(self) -> tuple[OutboxRecord, ...]:
-        now = self.clock.now_ms()
-        with self.storage.read() as tx:
-            next_due = tx.forge.next_due_at()
-        if next_due is None or next_due > now:
-            return ()
-        with self.storage.write() as tx:
-            rows = tx.forge.due(now, self.batch)
-            for row in rows:
-                tx.forge.update_delivery(
-                    row.seq,
-                    status="queued",
-                    attempts=row.attempts,
-                    next_attempt_at_ms=now + self.lease_ms,
-                    last_error=row.last_error,
-                    now_ms=now,
-                )
-        return rows
+    def next_due(self, tx: Transaction) -> int | None:
+        """The earliest next attempt of a queued status."""
+        return tx.forge.next_due_at()
 
-    def _send(self, row: OutboxRecord) -> tuple[str | None, int | None, int | None]:
-        """``(error category or None, HTTP status, retry-after ms)`` of one attempt."""
+    def due(self, tx: Transaction, now_ms: int, limit: int) -> tuple[OutboxRecord, ...]:
+        """Queued statuses due now, oldest first."""
+        return tx.forge.due(now_ms, limit)
+
+    def hold(self, tx: Transaction, row: OutboxRecord, until_ms: int, now_ms: int) -> None:
+        """Lease a status while it is sent."""
+        tx.forge.update_delivery(
+            row.seq,
+            status="queued",
+            attempts=row.attempts,
+            next_attempt_at_ms=until_ms,
+            last_error=row.last_error,
+            now_ms=now_ms,
+        )
+
+    def send(self, row: OutboxRecord) -> Sent:
+        """One attempt: the token read from its file, the request to the forge."""
         token = _read_token(row.token_file)
         if token is None:
-            return "token_unreadable", None, None
+            return Sent(error="token_unreadable")
         try:
             reply = self.transport.send(build_request(row, token), self.timeout_s)
         except TimeoutError:
-            return "timeout", None, None
+            return Sent(error="timeout")
         except OSError as exc:
             reason = getattr(exc, "reason", None)
-            return ("timeout" if isinstance(reason, TimeoutError) else "unreachable"), None, None
+            return Sent(error="timeout" if isinstance(reason, TimeoutError) else "unreachable")
         if 200 <= reply.status < 300:
-            return None, reply.status, None
-        return f"http_{reply.status}", reply.status, _retry_after_ms(reply.retry_after)
+            return Sent(error=None, http_status=reply.status)
+        return Sent(
+            error=f"http_{reply.status}",
+            http_status=reply.status,
+            retry_after_ms=_retry_after_ms(reply.retry_after),
+        )
 
-    def _record(
-        self, row: OutboxRecord, error: str | None, http: int | None, wait: int | None
-    ) -> Attempt:
-        now = self.clock.now_ms()
-        attempts = row.attempts + 1
-        if error is None:
-            status, next_at = "delivered", now
-        elif http is not None and 400 <= http < 500 and http != 429:
-            status, next_at = "refused", now
-        elif attempts >= self.policy.attempts_max:
-            status, next_at = "given_up", now
-        else:
-            delay = self.policy.delay_ms(attempts)
-            if wait is not None:
-                delay = max(delay, min(wait, self.policy.cap_ms))
-            status, next_at = "queued", now + delay
-        with self.storage.write() as tx:
-            current = tx.forge.get(row.seq)
-            if current is None:
-                return Attempt(seq=row.seq, status="missing", last_error=error, http_status=http)
-            # A row superseded while it was in flight stays superseded; the attempt counts.
-            final_status = "superseded" if current.status == "superseded" else status
-            tx.forge.update_delivery(
-                row.seq,
-                status=final_status,
-                attempts=attempts,
-                next_attempt_at_ms=next_at,
-                last_error=error,
-                now_ms=now,
-            )
-            if final_status in ("delivered", "refused", "given_up"):
-                write_event(
-                    tx,
-                    AuditEvent(
-                        at_ms=now,
-                        actor=DELIVERY_ACTOR,
-                        workspace="",
-                        operation="forge.status",
-                        input_digest=domain_digest(
-                            AUDIT_INPUT_DOMAIN,
-                            canonical_json(
-                                {
-                                    "seq": row.seq,
-                                    "commit": row.commit,
-                                    "context": row.context,
-                                    "state": row.state,
-                                }
-                            ),
+    def age_ms(self, row: OutboxRecord, now_ms: int) -> int:
+        """Forge statuses give up by attempts only."""
+        return 0
+
+    def settle(
+        self,
+        tx: Transaction,
+        row: OutboxRecord,
+        status: str,
+        sent: Sent,
+        next_at_ms: int,
+        now_ms: int,
+    ) -> str | None:
+        """Record the attempt; a final outcome is audited once (actor ``forge-delivery``)."""
+        current = tx.forge.get(row.seq)
+        if current is None:
+            return None
+        # A row superseded while it was in flight stays superseded; the attempt counts.
+        final_status = "superseded" if current.status == "superseded" else status
+        tx.forge.update_delivery(
+            row.seq,
+            status=final_status,
+            attempts=row.attempts + 1,
+            next_attempt_at_ms=next_at_ms,
+            last_error=sent.error,
+            now_ms=now_ms,
+        )
+        if final_status in ("delivered", "refused", "given_up"):
+            write_event(
+                tx,
+                AuditEvent(
+                    at_ms=now_ms,
+                    actor=DELIVERY_ACTOR,
+                    workspace="",
+                    operation="forge.status",
+                    input_digest=domain_digest(
+                        AUDIT_INPUT_DOMAIN,
+                        canonical_json(
+                            {
+                                "seq": row.seq,
+                                "commit": row.commit,
+                                "context": row.context,
+                                "state": row.state,
+                            }
                         ),
-                        outcome="OK" if final_status == "delivered" else (error or final_status),
                     ),
-                )
-        return Attempt(seq=row.seq, status=final_status, last_error=error, http_status=http)
-
-    def deliver_due(self) -> list[Attempt]:
-        """Lease the due rows, send each once, record each outcome; return what happened."""
-        out = []
-        for row in self._lease_due():
-            error, http, wait = self._send(row)
-            out.append(self._record(row, error, http, wait))
-        return out
-
-    # -- the background thread ----------------------------------------------------------
-    def _loop(self, on_error: Callable[[TaskError], None]) -> None:
-        while not self._stop.is_set():
-            try:
-                self.deliver_due()
-                with self.storage.read() as tx:
-                    next_due = tx.forge.next_due_at()
-            except TaskError as err:  # busy or unavailable storage: try again later
-                on_error(err)
-                next_due = None
-            wait = self.poll_ms
-            if next_due is not None:
-                wait = max(0, min(wait, next_due - self.clock.now_ms()))
-            self._stop.wait(wait / 1000)
+                    outcome="OK" if final_status == "delivered" else (sent.error or final_status),
+                ),
+            )
+        return final_status
 
     def start(self, on_error: Callable[[TaskError], None] = lambda err: None) -> ForgeDelivery:
         """Run rounds in a daemon thread until :meth:`stop`."""
-        if self._thread is None:
-            self._stop.clear()
-            self._thread = threading.Thread(
-                target=self._loop, args=(on_error,), daemon=True, name="forge-delivery"
-            )
-            self._thread.start()
+        super().start(on_error)
         return self
-
-    def stop(self, timeout_s: float = 30.0) -> None:
-        """Stop after the current round (an in-flight request ends within its timeout)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
-            self._thread = None
 
 
 def start_forge_delivery(

@@ -23,6 +23,7 @@ from typing import Any
 import attrs
 
 from taskcore.actors import Actor, Tier
+from taskcore.callnote import note_status
 from taskcore.codec import dumps
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.queue.transitions import TaskAction, next_status
@@ -34,6 +35,7 @@ __all__ = [
     "QueueCall",
     "cleared_lease",
     "effective_status",
+    "insert_task",
     "is_admin",
     "json_text",
     "lease_cleared",
@@ -119,12 +121,28 @@ def write_task(call: QueueCall, task: TaskRecord, **changes: Any) -> TaskRecord:
     the columns that differ from ``task`` are written. A lost compare-and-set (another writer
     changed the row) is a ``CONFLICT`` and the caller's transaction is rolled back, so
     nothing of the call is kept.
+
+    Every queue transition writes its task here, so this is where the call's status move is
+    noted for its audit event (:mod:`taskcore.callnote`): the status as observed before
+    (an expired lease reads ``QUEUED``) and the status stored.
     """
     stored = attrs.evolve(task, version=task.version + 1, **changes)
     if not call.tx.queue.update_task(stored, before=task):
         raise TaskError(
             ErrorCode.CONFLICT, "the task changed while this call ran; read it and retry"
         )
+    note_status(task.task_id, effective_status(task, call.now_ms).value, stored.status)
+    return stored
+
+
+def insert_task(call: QueueCall, record: TaskRecord) -> TaskRecord:
+    """Insert a new task row; return it as stored (its ``seq`` assigned).
+
+    Every queue task is created here, so its creation is noted for the call's audit event
+    (no status before, its first status after), as :func:`write_task` notes every move.
+    """
+    stored = call.tx.queue.insert_task(record)
+    note_status(stored.task_id, None, stored.status)
     return stored
 
 

@@ -142,10 +142,17 @@ def _view(service: Service, body: bytes) -> TaskView:
 
 
 def create_handle(
-    service: Service, actor: Actor, arguments: Mapping[str, Any], *, door: Door
+    service: Service,
+    actor: Actor,
+    arguments: Mapping[str, Any],
+    *,
+    door: Door,
+    traceparent: str | None = None,
 ) -> TaskHandle:
     """Queue a task (``agenttask.create`` as ``actor``) and return its handle."""
-    response = service.dispatch(actor, "agenttask.create", arguments, door=door)
+    response = service.dispatch(
+        actor, "agenttask.create", arguments, door=door, traceparent=traceparent
+    )
     return TaskHandle(task=_view(service, response.body))
 
 

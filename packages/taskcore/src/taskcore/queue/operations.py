@@ -74,8 +74,17 @@ from taskcore.queue.types import (
     VerbList,
     VerbRegistered,
 )
-from taskcore.service import CallContext, CommitThenRefuse, Operation, Registry, Surface, TxMode
+from taskcore.service import (
+    CallContext,
+    CommitThenRefuse,
+    Operation,
+    Registry,
+    Surface,
+    TxMode,
+    Wait,
+)
 from taskcore.store.storage import Transaction
+from taskcore.store.wakeup import queue_topic
 
 __all__ = ["QUEUE_VERBS", "ROW_SAFE_VERBS", "register"]
 
@@ -171,9 +180,32 @@ def _escalate_handler(ctx: CallContext, request: EscalateIn) -> EscalateResult:
     return leases.escalate(_call(ctx, ctx.transaction()), request)
 
 
-def _claim_next_handler(ctx: CallContext, request: ClaimNextIn) -> ClaimResult | dict[str, bool]:
-    result = leases.claim_next(_call(ctx, ctx.transaction()), request)
-    return result if result.claimed else {"claimed": False}
+def _claim_next_handler(
+    ctx: CallContext, request: ClaimNextIn
+) -> ClaimResult | dict[str, bool] | Wait:
+    call = _call(ctx, ctx.transaction())
+    waiting = ctx.waiting
+    if waiting is not None and waiting.abandoned:
+        return {"claimed": False}  # the caller went away: hand nothing to nobody
+    topic = queue_topic(call.workspace)
+    generation = ctx.service.storage.wakeup.generation(topic)  # before looking: nothing lost
+    result = leases.claim_next(call, request)
+    if result.claimed:
+        if waiting is not None:
+            waiting.found = True  # there may be more: the next waiter looks too
+        return result
+    if waiting is not None and waiting.begin(ctx.actor.token_id, request.wait_ms):
+        # Nothing yet: wait (this attempt rolls back unaudited) for a commit that may free a
+        # task, or for the time one becomes due. Claimers of one verb and autonomy would all
+        # find the same: they are one group, woken one at a time.
+        due = call.tx.queue.next_due(call.workspace, call.now_ms)
+        return Wait(
+            topic=topic,
+            group=(request.verb, ctx.actor.autonomy),
+            generation=generation,
+            due_in_ms=None if due is None else max(0, due - call.now_ms),
+        )
+    return {"claimed": False}
 
 
 _FENCE_NOTE = (
@@ -197,6 +229,7 @@ def _spec(
     surface: Surface = Surface.QUEUE,
     tx: TxMode = TxMode.WRITE,
     max_input_bytes: int | None = None,
+    waits: bool = False,
 ) -> Operation[Any, Any]:
     extra: dict[str, Any] = {}
     if max_input_bytes is not None:
@@ -215,6 +248,7 @@ def _spec(
         tx=tx,
         description=description,
         row_safe=name in ROW_SAFE_VERBS,
+        waits=waits,
         **extra,
     )
 
@@ -284,10 +318,13 @@ def _queue_operations() -> tuple[Operation[Any, Any], ...]:
             idempotent=False,
             mcp=True,
             handler=_claim_next_handler,
+            waits=True,
             description="The highest priority first, then the oldest, among QUEUED tasks and "
             "expired leases "
             "whose autonomy ceiling admits the caller; optionally one carrier verb. Concurrent "
-            "callers each win a different task.",
+            "callers each win a different task. waitMs (up to 30000): when nothing is "
+            "claimable, wait that long for a task before answering {claimed:false}; the "
+            "call holds no lock while it waits and is audited once.",
         ),
         _spec(
             "agenttask.checkpoint",

@@ -22,6 +22,7 @@ from taskcore.codec import wire_field
 from taskcore.limits import (
     CHECKPOINT_PRUNE_DEFAULT_DAYS,
     CHECKPOINT_PRUNE_MAX_DAYS,
+    CLAIM_WAIT_MAX_MS,
     EXT_CHILD_KEYS_MAX,
     EXT_PROMPT_MAX_CHARS,
     EXT_TITLE_MAX_CHARS,
@@ -137,10 +138,18 @@ class ClaimIn:
 
 @attrs.frozen(kw_only=True)
 class ClaimNextIn:
-    """``agenttask.claimNext``: optionally only tasks of one carrier verb."""
+    """``agenttask.claimNext``: optionally only tasks of one carrier verb; optionally wait."""
 
     verb: str | None = wire_field(default=None, pattern=VERB_PATTERN)
     lease_ms: int | None = _lease_ms()
+    wait_ms: int | None = wire_field(
+        default=None,
+        wire="waitMs",
+        lo=0,
+        hi=CLAIM_WAIT_MAX_MS,
+        doc="when nothing is claimable, wait up to this many ms for a task (default 0: "
+        "answer at once)",
+    )
 
 
 @attrs.frozen(kw_only=True)

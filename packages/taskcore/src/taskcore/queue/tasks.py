@@ -17,6 +17,7 @@ from taskcore.queue.approval import void_open_gate
 from taskcore.queue.common import (
     QueueCall,
     effective_status,
+    insert_task,
     is_admin,
     json_text,
     lease_cleared,
@@ -102,7 +103,7 @@ def create(call: QueueCall, request: CreateIn) -> TaskView:
         created_at_ms=call.now_ms,
         updated_at_ms=call.now_ms,
     )
-    return task_view(call.tx.queue.insert_task(record), call.now_ms)
+    return task_view(insert_task(call, record), call.now_ms)
 
 
 def get(call: QueueCall, request: TaskRef) -> TaskView:

@@ -19,6 +19,13 @@ class AuditEvent:
     one, so a task's audit trail is one indexed read. ``calls`` is how many calls the event
     stands for: 1, except for refusals the service aggregates (anonymous and rate-limited
     ones, see :mod:`taskcore.ratelimit`), where ``at_ms`` is the time of the flush.
+
+    ``status_before`` / ``status_after`` are how the call moved ``subject``'s status (the
+    queue's ``QUEUED``/``LEASED``/..., the workflow's ``pending``/``claimed``/...; ``before``
+    is ``None`` for a task the call created), written only when the call wrote that task
+    (:mod:`taskcore.callnote`). ``traceparent`` is the W3C trace context of the call: its
+    own span's when tracing is on (:mod:`taskcore.tracing`), else the one it was handed.
+    ``seq`` is the event id the event stream and the webhooks publish.
     """
 
     at_ms: int
@@ -29,6 +36,9 @@ class AuditEvent:
     outcome: str
     subject: str | None = None
     calls: int = 1
+    status_before: str | None = None
+    status_after: str | None = None
+    traceparent: str | None = None
     seq: int = 0
 
 
@@ -50,10 +60,45 @@ class AuditQuery:
 
 
 class AuditStore(Protocol):
-    """Append-only audit events."""
+    """Append-only audit events, read back in order by the event stream and the webhooks."""
 
     def append(self, event: AuditEvent) -> int:
         """Append ``event``; return its sequence number."""
+        ...
+
+    def after(
+        self, after_seq: int, *, up_to: int, limit: int, workspace: str | None = None
+    ) -> tuple[AuditEvent, ...]:
+        """Events with ``after_seq < seq <= up_to``, oldest first, at most ``limit``.
+
+        ``workspace`` keeps one workspace's events (``None``: every workspace's).
+        """
+        ...
+
+    def newest_seq(self) -> int:
+        """The highest ``seq`` of any committed event (0 when none was ever written)."""
+        ...
+
+    def oldest_seq(self) -> int | None:
+        """The lowest ``seq`` still held (``None`` when the log is empty)."""
+        ...
+
+    def settled(self, after_seq: int, limit: int) -> tuple[tuple[int, ...], int, int]:
+        """Visible ``seq`` values after ``after_seq`` and the snapshot's ``(xmin, xmax)``.
+
+        Ascending, at most ``limit``; ``(xmin, xmax)`` is the reading snapshot's transaction
+        horizon. What :class:`taskcore.events.log.Horizon` needs to tell a gap that an uncommitted
+        writer may still fill from one that will never be filled. A backend whose event
+        ids are assigned in commit order (SQLite: one writer) answers ``(0, 0)``.
+        """
+        ...
+
+    def task_trace(self, workspace: str, task_id: str) -> str | None:
+        """The ``traceparent`` recorded for a task (its trace), or ``None``."""
+        ...
+
+    def put_task_trace(self, workspace: str, task_id: str, traceparent: str, at_ms: int) -> None:
+        """Record a task's trace unless it has one (the first call that names it wins)."""
         ...
 
     def count(self, *, workspace: str | None = None, operation: str | None = None) -> int:
@@ -71,6 +116,9 @@ class AuditStore(Protocol):
     def prune(self, before_ms: int, *, limit: int) -> int:
         """Delete up to ``limit`` of the oldest events (every workspace) before ``before_ms``.
 
-        Return how many were deleted (retention; the platform-wide sweep).
+        Return how many were deleted (retention; the platform-wide sweep). The newest event
+        is always kept, so event ids are never reused and a stream client's ``Last-Event-ID``
+        is always comparable with what is held. Task traces recorded before ``before_ms``
+        go with them.
         """
         ...

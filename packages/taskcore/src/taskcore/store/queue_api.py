@@ -238,6 +238,14 @@ class QueueStore(Protocol):
         """
         ...
 
+    def next_due(self, workspace: str, now_ms: int) -> int | None:
+        """The earliest time after ``now_ms`` a task may become claimable by time alone.
+
+        A live lease that will expire, a task whose ``run_at_ms`` is ahead (``None``: none).
+        A waiting ``claimNext`` is woken then (nothing commits when time passes).
+        """
+        ...
+
     def list_tasks(
         self,
         workspace: str,

@@ -53,6 +53,26 @@ COMPONENT = Component(
             # oldest rows in the order they were written (seq, the table's own key).
             "DROP INDEX audit_event_at",
         ),
+        Migration(
+            5,
+            # Issue 25 (events): the audit table is the event log. An event says how the call
+            # moved its task's status and carries its W3C trace context; a task's trace (the
+            # traceparent of the first call that named it with one) is kept beside the log so
+            # the task's later calls join that trace.
+            """
+            ALTER TABLE audit_event ADD COLUMN status_before TEXT;
+            ALTER TABLE audit_event ADD COLUMN status_after TEXT;
+            ALTER TABLE audit_event ADD COLUMN traceparent TEXT;
+            CREATE TABLE audit_task_trace (
+                workspace TEXT NOT NULL,
+                task_id TEXT NOT NULL,
+                traceparent TEXT NOT NULL,
+                at_ms INTEGER NOT NULL,
+                PRIMARY KEY (workspace, task_id)
+            ) STRICT, WITHOUT ROWID;
+            CREATE INDEX audit_task_trace_at ON audit_task_trace(at_ms);
+            """,
+        ),
     ),
 )
 
@@ -69,6 +89,56 @@ class SqliteAuditStore:
         """Append ``event``; return its sequence number."""
         self._conn.execute(*EVENTS.insert(event))
         return int(self._conn.last_insert_rowid())
+
+    def after(
+        self, after_seq: int, *, up_to: int, limit: int, workspace: str | None = None
+    ) -> tuple[AuditEvent, ...]:
+        """Events with ``after_seq < seq <= up_to``, oldest first, at most ``limit``."""
+        if workspace is None:
+            rows = self._conn.execute(
+                f"{EVENTS.select()} WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+                (after_seq, up_to, limit),
+            )
+        else:
+            rows = self._conn.execute(
+                f"{EVENTS.select()} WHERE workspace = ? AND seq > ? AND seq <= ? "
+                "ORDER BY seq LIMIT ?",
+                (workspace, after_seq, up_to, limit),
+            )
+        return tuple(EVENTS.from_row(r) for r in rows)
+
+    def newest_seq(self) -> int:
+        """The highest committed ``seq`` (0 when none)."""
+        row = self._conn.execute("SELECT max(seq) FROM audit_event").fetchone()
+        return 0 if row is None or row[0] is None else int(row[0])
+
+    def oldest_seq(self) -> int | None:
+        """The lowest ``seq`` still held, or ``None``."""
+        row = self._conn.execute("SELECT min(seq) FROM audit_event").fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def settled(self, after_seq: int, limit: int) -> tuple[tuple[int, ...], int, int]:
+        """Visible seqs after ``after_seq``; SQLite's single writer commits them in order."""
+        rows = self._conn.execute(
+            "SELECT seq FROM audit_event WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, limit)
+        )
+        return tuple(int(r[0]) for r in rows), 0, 0
+
+    def task_trace(self, workspace: str, task_id: str) -> str | None:
+        """The trace recorded for a task, or ``None``."""
+        row = self._conn.execute(
+            "SELECT traceparent FROM audit_task_trace WHERE workspace = ? AND task_id = ?",
+            (workspace, task_id),
+        ).fetchone()
+        return None if row is None else str(row[0])
+
+    def put_task_trace(self, workspace: str, task_id: str, traceparent: str, at_ms: int) -> None:
+        """Record a task's trace unless it has one."""
+        self._conn.execute(
+            "INSERT INTO audit_task_trace (workspace, task_id, traceparent, at_ms) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (workspace, task_id) DO NOTHING",
+            (workspace, task_id, traceparent, at_ms),
+        )
 
     def count(self, *, workspace: str | None = None, operation: str | None = None) -> int:
         """Count the calls events stand for (the sum of ``calls``), optionally filtered."""
@@ -120,14 +190,23 @@ class SqliteAuditStore:
         the first not older than ``before_ms``. Rows are written with the clock's time, so
         this is the same set unless the clock stepped back; then older rows behind a newer one
         wait for it (never is a row at or after ``before_ms`` deleted). Each batch reads at
-        most ``limit`` rows, by the table's own key.
+        most ``limit`` rows, by the table's own key. The newest event is never deleted: an
+        ``INTEGER PRIMARY KEY`` would hand its id out again, and event ids (the stream's
+        ``Last-Event-ID``) must only grow. Task traces older than ``before_ms`` go too.
         """
         self._conn.execute(
             "DELETE FROM audit_event WHERE seq IN (SELECT seq FROM "
             "(SELECT seq, at_ms FROM audit_event ORDER BY seq LIMIT ?) AS head "
             "WHERE at_ms < ? AND seq < coalesce((SELECT min(seq) FROM "
             "(SELECT seq, at_ms FROM audit_event ORDER BY seq LIMIT ?) AS head2 "
-            "WHERE at_ms >= ?), 9223372036854775807))",
+            "WHERE at_ms >= ?), 9223372036854775807) "
+            "AND seq < (SELECT max(seq) FROM audit_event))",
             (limit, before_ms, limit, before_ms),
         )
-        return int(self._conn.changes())
+        deleted = int(self._conn.changes())
+        self._conn.execute(
+            "DELETE FROM audit_task_trace WHERE (workspace, task_id) IN (SELECT workspace, "
+            "task_id FROM audit_task_trace WHERE at_ms < ? LIMIT ?)",
+            (before_ms, limit),
+        )
+        return deleted

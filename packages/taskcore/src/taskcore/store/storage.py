@@ -20,6 +20,7 @@ from __future__ import annotations
 import fcntl
 import importlib
 import os
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -30,11 +31,14 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 import apsw
 
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.paths import default_data_dir
 from taskcore.store.datadir import JOURNAL_NAME, check_new_journal
 from taskcore.store.groupcommit import GroupCommit
 from taskcore.store.journal_file import hold_shared, release
 from taskcore.store.rowcache import CommittedRows
 from taskcore.store.sqlite import Component, SqliteDatabase
+from taskcore.store.sqlite_wakeup import BUMP_SQL, SqliteWatch
+from taskcore.store.wakeup import JOURNAL_TOPIC, Wakeup, workspace_of
 
 if TYPE_CHECKING:
     from taskcore.store.audit_api import AuditStore
@@ -43,10 +47,12 @@ if TYPE_CHECKING:
     from taskcore.store.collector_api import CollectorStore
     from taskcore.store.forge_api import ForgeStore
     from taskcore.store.journal_api import JournalStore
+    from taskcore.store.oauth_api import OAuthStore
     from taskcore.store.postgres.storage import PostgresStorage
     from taskcore.store.queue_api import QueueStore
     from taskcore.store.retention_api import RetentionStore
     from taskcore.store.tokens_api import TokenStore
+    from taskcore.store.webhooks_api import WebhookStore
 
 __all__ = [
     "DATABASE_ENV",
@@ -79,6 +85,8 @@ _COMPONENT_MODULES: tuple[str, ...] = (
     "collector",
     "retention",
     "forge",
+    "oauth",
+    "webhooks",
 )
 
 
@@ -134,11 +142,29 @@ class Transaction(Protocol):
         """Forge settings and the commit-status outbox."""
         ...
 
+    @property
+    def oauth(self) -> OAuthStore:
+        """OAuth clients, authorization requests, grants and tokens (hashes only)."""
+        ...
+
+    @property
+    def webhooks(self) -> WebhookStore:
+        """Webhook endpoints, their deliveries (the outbox) and the fan-out cursor."""
+        ...
+
     def prefetch(self, keys: CallKeys) -> None:
         """Read the rows one workflow call looks up in one go (:mod:`taskcore.store.callrows`).
 
         Nothing changes for the caller but the number of statements: the stores answer their
         usual lookups from what was read, for the rest of the transaction.
+        """
+        ...
+
+    def signal(self, topic: str) -> None:
+        """Wake the waiters of ``topic`` once this transaction commits (:mod:`.wakeup`).
+
+        Nothing is signalled if it rolls back. Every write transaction signals
+        :data:`~taskcore.store.wakeup.JOURNAL_TOPIC` without asking.
         """
         ...
 
@@ -148,6 +174,9 @@ class Storage(Protocol):
 
     backend: str
     """``"sqlite"`` or ``"postgresql"``."""
+
+    wakeup: Wakeup
+    """Where commits are announced to waiters, in this process and others (:mod:`.wakeup`)."""
 
     def write(self) -> AbstractContextManager[Transaction]:
         """A serialized write transaction, durable when the block exits cleanly."""
@@ -198,9 +227,13 @@ class JoinedStorage:
     ``write()`` on a read-only transaction is a programming error (``INTERNAL``).
     """
 
-    def __init__(self, tx: Transaction, *, writable: bool = True) -> None:
+    def __init__(
+        self, tx: Transaction, *, writable: bool = True, wakeup: Wakeup | None = None
+    ) -> None:
         self.tx = tx
         self.writable = writable
+        self.wakeup = wakeup if wakeup is not None else Wakeup()
+        """The opener's wake-ups, if given (signals go through the joined transaction)."""
 
     @contextmanager
     def write(self) -> Iterator[Transaction]:
@@ -249,12 +282,33 @@ class SqliteTransaction:
         self.conn = conn
         self.writable = writable
         self._committed = committed
+        self.signals: set[str] = set()
+        """The topics this transaction signals when it commits (reset by :meth:`begin`)."""
 
     def begin(self) -> None:
-        """Start a new transaction: forget what the last one memoised."""
+        """Start a new transaction: forget what the last one memoised and signalled."""
         for name in _MEMOISING:
             if name in self.__dict__:
                 self.__dict__[name].reset()
+        self.signals = set()
+
+    def signal(self, topic: str) -> None:
+        """Wake the waiters of ``topic`` once this transaction commits."""
+        self.signals.add(topic)
+
+    def flush_signals(self) -> dict[str, int]:
+        """Bump the change counter of every workspace signalled (inside the transaction).
+
+        Other processes notice a moved counter (:mod:`taskcore.store.sqlite_wakeup`); returns
+        the new counter per workspace.
+        """
+        counters: dict[str, int] = {}
+        for topic in sorted(self.signals):
+            ws = workspace_of(topic)
+            if ws is not None:
+                row: Any = self.conn.execute(BUMP_SQL, (ws,)).fetchone()
+                counters[ws] = int(row[0])
+        return counters
 
     def prefetch(self, keys: CallKeys) -> None:
         """Read the rows of one workflow call at once (:mod:`taskcore.store.callrows`)."""
@@ -294,7 +348,7 @@ class SqliteTransaction:
         """The agent task queue (tasks, verbs, matters, approval gates, checkpoints, ext)."""
         from taskcore.store.sqlite_queue import SqliteQueueStore
 
-        return SqliteQueueStore(self.conn)
+        return SqliteQueueStore(self.conn, self.signal)
 
     @cached_property
     def authority(self) -> AuthorityStore:
@@ -331,6 +385,20 @@ class SqliteTransaction:
 
         return SqliteForgeStore(self.conn)
 
+    @cached_property
+    def oauth(self) -> OAuthStore:
+        """OAuth clients, authorization requests, grants and tokens (hashes only)."""
+        from taskcore.store.sqlite_oauth import SqliteOAuthStore
+
+        return SqliteOAuthStore(self.conn)
+
+    @cached_property
+    def webhooks(self) -> WebhookStore:
+        """Webhook endpoints, their deliveries and the fan-out cursor."""
+        from taskcore.store.sqlite_webhooks import SqliteWebhookStore
+
+        return SqliteWebhookStore(self.conn)
+
 
 class SqliteStorage:
     """The embedded default: ``DATA_DIR/journal.sqlite``.
@@ -358,6 +426,9 @@ class SqliteStorage:
         """Immutable authority rows known committed, shared by every transaction."""
         self._transactions: dict[apsw.Connection, SqliteTransaction] = {}
         self._transactions_lock = threading.Lock()
+        self.watch = SqliteWatch(db)
+        """The cheap check that hears other processes' commits while someone waits."""
+        self.wakeup = Wakeup(self.watch)
         self.set_aside = set_aside
         """Files of an earlier journal moved aside when this one was initialised."""
 
@@ -382,12 +453,26 @@ class SqliteStorage:
 
         The block runs in its own savepoint of a ``BEGIN IMMEDIATE`` transaction that other
         threads' blocks may share (group commit); an exception rolls back this block only.
+        Once durable, the topics it signalled (and the journal's) are notified.
         """
-        with self.writer.write() as conn:
-            tx = self._transaction(conn, writable=True)
-            yield tx
-            learned = tx.learned()  # taken while this call still holds the connection
+        counters: dict[str, int] = {}
+        try:
+            with self.writer.write() as conn:
+                tx = self._transaction(conn, writable=True)
+                yield tx
+                learned = tx.learned()  # taken while this call still holds the connection
+                if tx.signals:
+                    counters = tx.flush_signals()
+                    self.watch.expect(counters)
+                topics = (JOURNAL_TOPIC, *tx.signals)
+        except BaseException:
+            if counters:
+                self.watch.settled(counters, committed=False)
+            raise
         self.committed.learn(learned)  # durable now
+        if counters:
+            self.watch.settled(counters, committed=True)
+        self.wakeup.notify(topics)
 
     @contextmanager
     def read(self) -> Iterator[SqliteTransaction]:
@@ -408,6 +493,7 @@ class SqliteStorage:
 
     def close(self) -> None:
         """Release every connection."""
+        self.wakeup.close()
         self.writer.close()
         with self._transactions_lock:
             self._transactions.clear()
@@ -425,6 +511,45 @@ def database_url(database: str | None = None) -> str | None:
     return chosen.strip() or None
 
 
+_URL_LIKE = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+:/")
+
+
+def journal_data_dir(data_dir: Path | str | None) -> Path:
+    """The data directory a library caller names (default: ``default_data_dir()``).
+
+    A value that looks like a URL (``postgresql://...``, or any ``scheme:/`` that a
+    :class:`~pathlib.Path` made of one) is refused, typed, instead of becoming a directory
+    named after its scheme: a database is named by ``database=``. The message never repeats
+    the value (a URL may hold a password).
+
+    >>> journal_data_dir("postgresql://app@db.internal/tasks")
+    Traceback (most recent call last):
+    taskcore.errors.TaskError: the data directory looks like a URL (postgresql://...); a PostgreSQL journal is opened with database='postgresql://...' (agent-task: --database), and data_dir names a local directory
+    """
+    if data_dir is None:
+        return default_data_dir()
+    text = str(data_dir)
+    if "://" in text or _URL_LIKE.match(text):
+        scheme = text.split(":", 1)[0]
+        raise TaskError(
+            ErrorCode.INVALID_PATH,
+            f"the data directory looks like a URL ({scheme}://...); a PostgreSQL journal is "
+            "opened with database='postgresql://...' (agent-task: --database), and data_dir "
+            "names a local directory",
+        )
+    return Path(data_dir)
+
+
+def check_database_url(database: str) -> None:
+    """Refuse a ``database`` that is not a ``postgresql://`` (or ``postgres://``) URL."""
+    if not database.strip().startswith(("postgresql://", "postgres://")):
+        raise TaskError(
+            ErrorCode.INVALID_VALUE,
+            "database must be a PostgreSQL URL, postgresql://USER@HOST/DB (or empty for the "
+            "SQLite journal in the data dir)",
+        )
+
+
 def open_storage(
     data_dir: Path | str,
     *,
@@ -436,7 +561,9 @@ def open_storage(
 ) -> SqliteStorage | PostgresStorage:
     """Open the journal: the PostgreSQL ``database`` if one is named, else the one in ``data_dir``.
 
-    This is the one place storage is opened. ``database`` (default ``$AGENT_TASK_DATABASE``,
+    This is the one place storage is opened. A ``data_dir`` that looks like a URL is refused
+    (:func:`journal_data_dir`), and so is a ``database`` that is not a PostgreSQL URL.
+    ``database`` (default ``$AGENT_TASK_DATABASE``,
     what every command's ``--database`` sets) is a ``postgresql://`` URL: that database is
     the journal, migrated on open under an advisory lock unless ``readonly`` (which refuses a
     schema that is behind instead), and ``data_dir`` keeps only the files a replica keeps
@@ -449,6 +576,9 @@ def open_storage(
     earlier one (:func:`taskcore.store.datadir.check_new_journal`: ``JOURNAL_MISSING``
     otherwise); ``init=True`` moves such state aside first (``agent-task serve --init``).
     """
+    data_dir = journal_data_dir(data_dir)
+    if database and database.strip():
+        check_database_url(database)
     url = database_url(database)
     if url is not None:
         backend = postgres_storage()
@@ -456,7 +586,6 @@ def open_storage(
             # The replica's own files (the authority key, the first admin token) live here.
             _make_data_dir(Path(data_dir))
         return backend(url, migrate_on_open=not readonly, busy_timeout_ms=busy_timeout_ms)
-    data_dir = Path(data_dir)
     if create and not readonly:
         _make_data_dir(data_dir)
         if _fresh(data_dir / JOURNAL_FILENAME):

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import attrs
 
+from taskcore.callnote import note_status
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.journal_api import AttemptRecord, TaskRecord, TransitionRecord
 from taskcore.store.storage import Transaction
@@ -73,13 +74,18 @@ class Effects:
         return AttemptState(self.attempt.state)
 
     def write(self, tx: Transaction) -> None:
-        """Write the effects in ``tx`` (changed columns only); return nothing."""
+        """Write the effects in ``tx`` (changed columns only); return nothing.
+
+        Every workflow transition is written here, so the task's state move is noted here
+        for the call's audit event (:mod:`taskcore.callnote`).
+        """
         if self.attempt_before is None:
             tx.journal.insert_attempt(self.attempt)
         else:
             tx.journal.update_attempt(self.attempt, before=self.attempt_before)
         tx.journal.update_task(self.task, before=self.task_before)
         tx.journal.append_transition(self.log)
+        note_status(self.task.task_id, self.task_before.state, self.task.state)
 
 
 def check(event: Event, task: TaskRecord, attempt: AttemptRecord | None = None) -> None:

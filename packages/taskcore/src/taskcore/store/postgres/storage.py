@@ -24,6 +24,10 @@ journal's, kept across processes and hosts:
 * **Durable when acknowledged.** ``COMMIT`` returns after the WAL is flushed
   (``synchronous_commit`` is left at its default, ``on``).
 * **Reads see one snapshot.** ``read()`` is ``REPEATABLE READ READ ONLY``.
+* **Commits wake waiters everywhere.** A write transaction's signalled topics (and the
+  journal's) are sent with one ``NOTIFY`` in its ``COMMIT``'s round trip; every replica's
+  listening connection hears it (:mod:`taskcore.store.postgres.listen`), and this replica
+  notifies its own waiters right after the commit.
 * **Nothing cached across requests.** Tokens, enrollments, revocations and queue verbs are
   read from the database by each call, so a token revoked through one replica is refused by
   every other at its next request (``docs/deploy.md``, "Caches").
@@ -51,7 +55,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.postgres.connection import PgConnection, pg_error
+from taskcore.store.postgres.listen import PgListen, new_origin, notify_sql
 from taskcore.store.postgres.migrations import COMPONENTS, migrate, schema_versions
+from taskcore.store.wakeup import JOURNAL_TOPIC, Wakeup
 
 if TYPE_CHECKING:
     from taskcore.store.audit_api import AuditStore
@@ -60,9 +66,11 @@ if TYPE_CHECKING:
     from taskcore.store.collector_api import CollectorStore
     from taskcore.store.forge_api import ForgeStore
     from taskcore.store.journal_api import JournalStore
+    from taskcore.store.oauth_api import OAuthStore
     from taskcore.store.queue_api import QueueStore
     from taskcore.store.retention_api import RetentionStore
     from taskcore.store.tokens_api import TokenStore
+    from taskcore.store.webhooks_api import WebhookStore
 
 __all__ = ["WRITER_LOCK", "PgTransaction", "PostgresStorage", "redact", "split_url"]
 
@@ -129,6 +137,12 @@ class PgTransaction:
         self.writable = writable
         self.shared = shared
         """Whether this write transaction holds the writer lock in its shared form."""
+        self.signals: set[str] = set()
+        """The topics this transaction signals when it commits."""
+
+    def signal(self, topic: str) -> None:
+        """Wake the waiters of ``topic`` (on every replica) once this transaction commits."""
+        self.signals.add(topic)
 
     # The SQLite stores are typed against apsw.Connection; PgConnection provides the three
     # calls they make (execute, changes, last_insert_rowid), hence the casts.
@@ -155,7 +169,7 @@ class PgTransaction:
         """The agent task queue."""
         from taskcore.store.postgres.stores import PgQueueStore
 
-        return PgQueueStore(self._apsw)
+        return PgQueueStore(self._apsw, self.signal)
 
     @cached_property
     def authority(self) -> AuthorityStore:
@@ -191,6 +205,20 @@ class PgTransaction:
         from taskcore.store.postgres.stores import PgForgeStore
 
         return PgForgeStore(self._apsw)
+
+    @cached_property
+    def oauth(self) -> OAuthStore:
+        """OAuth clients, authorization requests, grants and tokens (hashes only)."""
+        from taskcore.store.postgres.stores import PgOAuthStore
+
+        return PgOAuthStore(self._apsw)
+
+    @cached_property
+    def webhooks(self) -> WebhookStore:
+        """Webhook endpoints, their deliveries and the fan-out cursor."""
+        from taskcore.store.postgres.stores import PgWebhookStore
+
+        return PgWebhookStore(self._apsw)
 
     def prefetch(self, keys: CallKeys) -> None:
         """Read the rows of one workflow call at once (:mod:`taskcore.store.callrows`).
@@ -284,6 +312,9 @@ class PostgresStorage:
             name="agent-task",
         )
         self.pool.open(wait=True, timeout=30.0)
+        self.origin = new_origin()
+        """Names this storage in the notifications it sends (its own are not heard twice)."""
+        self.wakeup = Wakeup(PgListen(conninfo, self.origin))
 
     @contextmanager
     def _transaction(
@@ -292,14 +323,16 @@ class PostgresStorage:
         if getattr(self._local, "busy", False):
             raise TaskError(ErrorCode.INTERNAL, "nested transactions are not supported")
         self._local.busy = True
+        topics: tuple[str, ...] = ()
         try:
             with self.pool.connection() as raw:
                 try:
                     raw.execute(begin)
                 except psycopg.Error as exc:
                     raise _typed(exc) or _unavailable(exc) from None
+                tx = PgTransaction(PgConnection(raw), writable=writable, shared=shared)
                 try:
-                    yield PgTransaction(PgConnection(raw), writable=writable, shared=shared)
+                    yield tx
                 except BaseException as exc:
                     _rollback(raw)
                     cause = exc.__cause__ if isinstance(exc, apsw.Error | OverflowError) else exc
@@ -307,8 +340,13 @@ class PostgresStorage:
                     if typed is None:
                         raise
                     raise typed from None
+                failed = raw.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
+                topics = (JOURNAL_TOPIC, *tx.signals) if writable and not failed else ()
                 try:
-                    raw.execute("COMMIT")
+                    if topics:
+                        raw.execute(f"{notify_sql(raw, self.origin, topics)}; COMMIT")
+                    else:
+                        raw.execute("COMMIT")
                 except psycopg.Error as exc:
                     _rollback(raw)
                     mapped = pg_error(exc)
@@ -325,6 +363,8 @@ class PostgresStorage:
             raise _typed(exc) or _unavailable(exc) from None
         finally:
             self._local.busy = False
+        if topics:
+            self.wakeup.notify(topics)
 
     @contextmanager
     def write(self) -> Iterator[PgTransaction]:
@@ -370,7 +410,8 @@ class PostgresStorage:
             raise TaskError(ErrorCode.STORAGE_UNAVAILABLE, "storage does not answer") from None
 
     def close(self) -> None:
-        """Close the pool."""
+        """Stop listening and close the pool."""
+        self.wakeup.close()
         self.pool.close()
 
 

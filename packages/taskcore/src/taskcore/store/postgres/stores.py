@@ -22,15 +22,18 @@ from typing import Any
 
 import apsw
 
+from taskcore.store.audit_api import AuditEvent
 from taskcore.store.queue_api import TaskRecord
-from taskcore.store.sqlite_audit import SqliteAuditStore
+from taskcore.store.sqlite_audit import EVENTS, SqliteAuditStore
 from taskcore.store.sqlite_authority import SqliteAuthorityStore
 from taskcore.store.sqlite_collector import SqliteCollectorStore
 from taskcore.store.sqlite_forge import SqliteForgeStore
 from taskcore.store.sqlite_journal import SqliteJournalStore
+from taskcore.store.sqlite_oauth import SqliteOAuthStore
 from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
 from taskcore.store.sqlite_retention import SqliteRetentionStore
 from taskcore.store.sqlite_tokens import TOKENS, SqliteTokenStore
+from taskcore.store.sqlite_webhooks import SqliteWebhookStore
 from taskcore.store.tokens_api import TokenRecord
 
 __all__ = [
@@ -39,6 +42,7 @@ __all__ = [
     "PgCollectorStore",
     "PgForgeStore",
     "PgJournalStore",
+    "PgOAuthStore",
     "PgQueueStore",
     "PgRetentionStore",
     "PgTokenStore",
@@ -63,8 +67,41 @@ _CLAIM_ANY = _CLAIM.format(verb="")
 _CLAIM_VERB = _CLAIM.format(verb="AND verb = ? ")
 
 
+# An event's seq comes from a sequence, so concurrent writers (the shared writer lock) can
+# commit seqs out of order. The reader (taskcore.events.log.Horizon) tells a gap an open
+# transaction may still fill from a dead one by transaction ids, which needs every writer to
+# hold its xid *before* it draws its seq: the CASE takes pg_current_xact_id() first.
+_SEQ_AFTER_XID = (
+    "CASE WHEN pg_current_xact_id() IS NOT NULL THEN nextval('audit_event_seq_seq') END"
+)
+_APPEND = (
+    EVENTS.insert(
+        AuditEvent(at_ms=0, actor="", workspace="", operation="", input_digest="", outcome="")
+    )[0]
+    .replace("INSERT INTO audit_event (", "INSERT INTO audit_event (seq, ", 1)
+    .replace("VALUES (", f"VALUES ({_SEQ_AFTER_XID}, ", 1)
+)
+_SETTLED = (
+    "SELECT pg_snapshot_xmin(pg_current_snapshot())::text, "
+    "pg_snapshot_xmax(pg_current_snapshot())::text, "
+    "ARRAY(SELECT seq FROM audit_event WHERE seq > ? ORDER BY seq LIMIT ?)"
+)
+
+
 class PgAuditStore(SqliteAuditStore):
-    """Audit events (same statements)."""
+    """Audit events: the SQLite statements, but the seq is drawn after the xid is held."""
+
+    def append(self, event: AuditEvent) -> int:
+        """Append ``event``; return its sequence number."""
+        self._conn.execute(_APPEND, EVENTS.insert(event)[1])
+        return int(self._conn.last_insert_rowid())
+
+    def settled(self, after_seq: int, limit: int) -> tuple[tuple[int, ...], int, int]:
+        """Visible seqs after ``after_seq`` and the statement snapshot's ``(xmin, xmax)``."""
+        row = self._conn.execute(_SETTLED, (after_seq, limit)).fetchone()
+        if row is None:
+            return (), 0, 0
+        return tuple(int(s) for s in row[2]), int(row[0]), int(row[1])
 
 
 class PgTokenStore(SqliteTokenStore):
@@ -137,3 +174,11 @@ class PgRetentionStore(SqliteRetentionStore):
 
 class PgForgeStore(SqliteForgeStore):
     """Forge settings and the outbox (same statements)."""
+
+
+class PgOAuthStore(SqliteOAuthStore):
+    """OAuth clients, requests, grants and tokens: the SQLite statements as they are."""
+
+
+class PgWebhookStore(SqliteWebhookStore):
+    """Webhook endpoints, deliveries and the fan-out cursor (same statements)."""
