@@ -114,7 +114,15 @@ def test_no_token_is_refused_before_a_byte_of_body_is_sent(served, path, length,
     # The client sends headers only and waits: an answer proves the body was never awaited.
     status, headers, body = headers_only(served.url, path, length, content_type)
     assert status == 401, body
-    assert headers.get("www-authenticate") == "Bearer"
+    challenge = headers.get("www-authenticate", "")
+    if "mcp" in path:
+        # An MCP endpoint is an OAuth protected resource: its 401 points at its metadata
+        # (RFC 9728) and names the scope (the MCP authorization spec).
+        assert challenge.startswith('Bearer resource_metadata="http://'), challenge
+        assert "/.well-known/oauth-protected-resource" in challenge
+        assert ' scope="' in challenge
+    else:
+        assert challenge == "Bearer"
     assert json.loads(body)["code"] == "UNAUTHENTICATED"
 
 

@@ -639,6 +639,20 @@ class ScriptedModel:
         with self._lock:
             return [r for r in self.requests if r.loop]
 
+    def overrun_report(self) -> str:
+        """What the harness sent after the script's end: the tail of each overrun request's
+        last input item, so a failing ``overruns == 0`` says why the harness went on (a Stop
+        hook that held the session, a retried request, ...)."""
+        with self._lock:
+            over = [r for r in self.requests if r.loop and r.turn is None]
+        lines = []
+        for rec in over:
+            body = rec.body if isinstance(rec.body, dict) else {}
+            items = body.get("input") or body.get("messages") or []
+            last = items[-1] if isinstance(items, list) and items else None
+            lines.append(f"{rec.path}: {json.dumps(last)[-600:]}")
+        return "\n".join(lines) or "no overrun request recorded"
+
     def _take(self, request: Recorded) -> tuple[Turn, int | None]:
         answer = self.off_script(request) if self.off_script is not None else None
         if answer is not None:

@@ -90,7 +90,7 @@ def test_a_fresh_session_lists_our_tools_claims_works_and_passes_the_done_gate(
     result = run_claude(claude_bin, "take the next task and do it", cwd=proj, env=env)
     assert result.returncode == 0, result.stderr
     assert model.played == 4
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     first = model.loop_requests[0]
     ours = {n[len(SERVER) :] for n in first.tool_names if n.startswith(SERVER)}
     assert ours == _offered(queue)
@@ -158,7 +158,7 @@ def test_a_compacted_then_resumed_session_is_told_its_task_and_continues_with_it
     assert "(this session was resumed)" in text
     assert lease_in_context(asked) == (task_id, 3)
     assert 'goal (from its payload): "fix the login bug"' in text
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     task = queue.call("agent1", "agenttask.get", {"taskId": task_id})
     assert task["fence"] == 3
     assert task["lease"]["extensions"] == 1  # the heartbeat renewed the lease under fence 3
@@ -193,7 +193,7 @@ def test_a_subagent_that_stops_below_the_line_is_held_once_by_subagent_stop(
     result = run_claude(claude_bin, "add calc.py", cwd=proj, env=env)
     assert result.returncode == 0, result.stderr
     assert model.played == 6
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     sub_prompt = "Write calc.py with add()."
     requests = model.loop_requests
     is_sub = [sub_prompt in json.dumps(r.body.get("messages", [])[:1]) for r in requests]

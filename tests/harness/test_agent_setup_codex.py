@@ -115,7 +115,7 @@ def test_a_fresh_session_lists_our_tools_claims_works_and_passes_the_done_gate(
     )
     assert result.returncode == 0, result.stderr
     assert model.played == 4
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     first = model.loop_requests[0]
     assert set(first.namespace(NAMESPACE)) == _offered(queue)
     assert "agent-task: you hold" not in first.text()
@@ -168,7 +168,7 @@ def test_a_compacted_then_resumed_session_is_told_its_task_and_continues_with_it
     asked = model.loop_requests[-2]
     assert "(this session was resumed)" in asked.text()
     assert lease_in_context(asked) == (task_id, 3)
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     task = queue.call("agent1", "agenttask.get", {"taskId": task_id})
     assert task["lease"]["extensions"] == 1  # renewed under fence 3
 

@@ -91,7 +91,7 @@ def test_an_unchecked_edit_is_held_once_with_the_evidence_question(
     result = run.json()
     assert result["is_error"] is False
     assert result["result"].startswith("There is no test suite")
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     assert model.played == 3
     # Held once: the receipt comes back in the request after "Done", as Stop hook context.
     assert _count(model, RECEIPT_HEAD) == [0, 0, 1]
@@ -136,7 +136,7 @@ def test_a_passing_pytest_run_stops_silently(claude_bin, model, proxy, home, tmp
     result = run.json()
     assert result["result"] == "Done: add() is in calc.py and its test passes."
     assert model.played == 4
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     # pytest really ran, in the agent's shell, and passed.
     assert "1 passed" in model.loop_requests[3].text()
     assert _count(model, "rung ") == [0, 0, 0, 0]
@@ -179,7 +179,7 @@ def test_the_budget_of_three_holds_when_the_harness_does_not_flag_the_chain(
     )
     assert run.returncode == 0, run.stderr
     assert model.played == 5
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     # Three holds, each visible in the next request; the fourth stop is let through.
     assert _count(model, RECEIPT_HEAD) == [0, 0, 1, 2, 3]
     lines = out.read_text().splitlines()
@@ -212,7 +212,7 @@ def test_a_broken_hook_input_still_lets_the_session_stop(claude_bin, model, prox
     assert run.returncode == 0, run.stderr
     assert run.json()["result"] == "Done: calc.py is written."
     assert model.played == 2
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     assert json.loads(out.read_text()) == {
         "systemMessage": "done gate: the Stop payload is not JSON; the stop was allowed"
     }
@@ -276,7 +276,7 @@ def test_task_stop_holds_an_unqualified_change_with_the_next_step(
     assert run.returncode == 0, run.stderr
     assert run.json()["result"] == "Done: c1 is collected and qualified."
     assert model.played == 3
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     held = [r.text() for r in model.loop_requests]
     assert "agent-task: this Change is not done yet." not in held[0]
     assert "agent-task: this Change is not done yet." in held[1]
@@ -299,6 +299,6 @@ def test_task_stop_lets_a_qualified_change_stop(claude_bin, model, proxy, home, 
     assert run.returncode == 0, run.stderr
     assert run.json()["result"] == "Done: change c1 is finished."
     assert model.played == 1
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     assert out.exists(), "the task-stop hook did not run"
     assert out.read_text() == ""  # passed: nothing to say

@@ -93,7 +93,7 @@ def test_the_plugin_from_a_local_marketplace_fires_its_hooks_and_lists_its_tools
     result = run_claude(claude_bin, "work on your task", cwd=proj, env=env)
     assert result.returncode == 0, result.stderr
     assert model.played == 3
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     first = model.loop_requests[0]
 
     async def names(client) -> set[str]:

@@ -114,7 +114,7 @@ def test_an_unchecked_edit_is_held_once_with_decision_block(
     run = run_codex(codex_bin, "add calc.py", cwd=proj, env=codex_env(home, codex_home, proxy.url))
     assert run.returncode == 0, run.stderr
     assert model.played == 3
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     assert _messages(run)[-1].startswith("There is no test suite")
     # The tools Codex offers the model include its shell.
     assert "exec_command" in model.loop_requests[0].tool_names
@@ -162,7 +162,7 @@ def test_a_passing_pytest_run_stops_silently(codex_bin, model, proxy, home, tmp_
     run = run_codex(codex_bin, "add calc.py", cwd=proj, env=codex_env(home, codex_home, proxy.url))
     assert run.returncode == 0, run.stderr
     assert model.played == 4
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     assert "1 passed" in model.loop_requests[3].text()
     assert _count(model, "rung ") == [0, 0, 0, 0]
     [stop] = _inputs(stdin_log)
@@ -202,7 +202,7 @@ def test_the_budget_of_three_holds_when_the_harness_does_not_flag_the_chain(
     )
     assert run.returncode == 0, run.stderr
     assert model.played == 5
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     assert _count(model, RECEIPT_HEAD) == [0, 0, 1, 2, 3]
     outputs = [json.loads(line) for line in stdout_log.read_text().splitlines()]
     assert [o.get("decision") for o in outputs] == ["block", "block", "block", None]
@@ -224,7 +224,7 @@ def test_a_broken_hook_input_still_lets_the_session_stop(codex_bin, model, proxy
     )
     assert run.returncode == 0, run.stderr
     assert model.played == 2
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     assert _messages(run) == ["Done: calc.py is written."]
     assert json.loads(stdout_log.read_text()) == {
         "systemMessage": "done gate: the Stop payload is not JSON; the stop was allowed"
@@ -256,7 +256,7 @@ def test_an_ephemeral_session_sends_a_null_transcript_and_is_let_through(
     )
     assert run.returncode == 0, run.stderr
     assert model.played == 2
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     [stop] = _inputs(stdin_log)
     assert stop["transcript_path"] is None
     assert stop["session_id"]
@@ -326,7 +326,7 @@ def test_task_stop_holds_an_unqualified_change_with_the_next_step(
     run = run_codex(codex_bin, "finish change c1", cwd=world.repo, env=env)
     assert run.returncode == 0, run.stderr
     assert model.played == 3
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     held = [r.text() for r in model.loop_requests]
     assert "agent-task: this Change is not done yet." not in held[0]
     assert "agent-task: this Change is not done yet." in held[1]
@@ -349,6 +349,6 @@ def test_task_stop_lets_a_qualified_change_stop(codex_bin, model, proxy, home, w
     run = run_codex(codex_bin, "finish change c1", cwd=world.repo, env=env)
     assert run.returncode == 0, run.stderr
     assert model.played == 1
-    assert model.overruns == 0
+    assert model.overruns == 0, model.overrun_report()
     assert len(_inputs(stdin_log)) == 1
     assert stdout_log.read_text() == ""

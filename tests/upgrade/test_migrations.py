@@ -137,7 +137,12 @@ def test_postgresql_migrates_forward_from_an_earlier_version(
         )
         with psycopg.connect(scratch, autocommit=True) as conn:
             pg_migrations.migrate(conn)
-    assert postgres_schema(scratch) != fresh_postgres  # the component really is behind
+            # The component really is behind: recorded so, and its schema differs unless every
+            # later migration is one with nothing to create on PostgreSQL (queue 4: replicas
+            # hear commits by NOTIFY, where SQLite needs a change counter table).
+            assert pg_migrations.schema_versions(conn).get(component, 0) == version
+    if any(m.sql.strip() != "SELECT 1" for m in _later(component, version)):
+        assert postgres_schema(scratch) != fresh_postgres
     storage = PostgresStorage(scratch)
     try:
         behind = [f"{component} {m.version}" for m in _later(component, version)]

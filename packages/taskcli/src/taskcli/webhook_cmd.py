@@ -24,9 +24,16 @@ from taskcore.events.operations import webhook_registry
 from taskcli.common import data_dir_option, emit, json_option, resolve_data_dir, run
 from taskcli.generate import Call, Shape, command_name, operation_command
 
-__all__ = ["webhook_group"]
+__all__ = ["WEBHOOK_COMMANDS", "webhook_group"]
 
 _PREFIX = "operator.webhook_"
+
+WEBHOOK_COMMANDS: dict[str, str] = {
+    "operator.webhook_add": "add",
+    "operator.webhook_test": "test",
+}
+"""Each ``operator.webhook_*`` act and the name of its ``admin webhook`` command (``add`` and
+``test`` are written by hand, the others generated below)."""
 
 
 @click.group("webhook")
@@ -194,6 +201,7 @@ def _generate(group: click.Group) -> None:
                 options=(data_dir_option,),
             )
         )
+        WEBHOOK_COMMANDS[op.name] = name
 
 
 _generate(webhook_group)

@@ -189,6 +189,23 @@ def _waits(service: Service, tool: str) -> bool:
     return op is not None and op.waits
 
 
+class _Server(Server[Any]):
+    """The SDK's server, declaring no ``tools.listChanged``.
+
+    At 2026-07-28 the SDK derives every ``listChanged`` flag from whether
+    ``subscriptions/listen`` is served; we serve it for task status notifications
+    (:mod:`taskmcp.listen`), but a connection's tool list never changes (it follows from the
+    token, which is immutable), so no ``notifications/tools/list_changed`` is ever sent and the
+    capability would be a promise we do not keep.
+    """
+
+    def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
+        capabilities = super().get_capabilities(*args, **kwargs)
+        if capabilities.tools is not None:
+            capabilities.tools.list_changed = False
+        return capabilities
+
+
 def build_server(
     service: Service,
     family: Family,
@@ -243,7 +260,7 @@ def build_server(
             return _failure(err)
         return _success(response)
 
-    server: Server[Any] = Server(
+    server: Server[Any] = _Server(
         "agent-task",
         version=__version__,
         title="agent-task " + family.value,

@@ -73,6 +73,7 @@ JOURNAL_VERSIONS = {
     "collector": 2,
     "retention": 1,
     "forge": 1,
+    "oauth": 1,
     "webhooks": 1,
 }
 """The schema version of each journal component this code reads.
