@@ -128,11 +128,12 @@ def test_list_shows_every_registered_operation():
 
 
 def test_list_includes_the_operator_surface():
+    from taskcore.events.operations import WEBHOOK_OPERATOR_OPERATIONS
     from taskcore.operator_ops import OPERATOR_OPERATIONS
 
     rows = json.loads(agent_task("call", "--list", "--compact").stdout)
     operator = {r["name"]: r for r in rows if r["surface"] == "operator"}
-    assert set(operator) == set(OPERATOR_OPERATIONS)
+    assert set(operator) == set(OPERATOR_OPERATIONS) | set(WEBHOOK_OPERATOR_OPERATIONS)
     assert all(not r["http"] and not r["mcp_tool"] for r in operator.values())
     assert "operator.register_repository" in agent_task("call", "--list").stdout
 

@@ -56,7 +56,6 @@ from taskcore.contract.collector import check_argv0
 from taskcore.contract.collector_records import runtime_identity_digest
 from taskcore.digest import is_hex64
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.events.operations import WEBHOOK_OPERATOR_OPERATIONS
 from taskcore.evidence.authority_key import ensure_authority_key
 from taskcore.evidence.profiles import install_collector_profile
 from taskcore.oauth.operations import OPERATOR_OAUTH_OPERATIONS, register_operator
@@ -396,12 +395,10 @@ _OPERATIONS: tuple[tuple[str, str, type[Any], type[Any], Callable[..., Any], Ris
 )
 
 OPERATOR_OPERATIONS: tuple[str, ...] = (
-    tuple("operator." + spec[0] for spec in _OPERATIONS)
-    + OPERATOR_OAUTH_OPERATIONS
-    + WEBHOOK_OPERATOR_OPERATIONS
+    tuple("operator." + spec[0] for spec in _OPERATIONS) + OPERATOR_OAUTH_OPERATIONS
 )
-"""The operator's acts: this module's, the OAuth ones (:mod:`taskcore.oauth.operations`) and
-the webhook ones (:mod:`taskcore.events.operations`)."""
+"""The operator's acts: this module's and the OAuth ones (:mod:`taskcore.oauth.operations`);
+the webhook acts are :data:`taskcore.events.operations.WEBHOOK_OPERATOR_OPERATIONS`."""
 
 
 def register(registry: Registry) -> None:
