@@ -25,9 +25,11 @@ per request (``--log-format text|json``) and runs the retention sweep on the sch
 
 from __future__ import annotations
 
+import socket
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
@@ -35,6 +37,9 @@ from taskcore import ErrorCode, TaskError
 from taskcore.hosting import SETTINGS, Host, HostSettings, Setting
 
 from taskcli.common import data_dir_option, fail, require_server_extra, resolve_data_dir
+
+if TYPE_CHECKING:
+    from taskhttp import TransportLimits
 
 __all__ = ["register"]
 
@@ -107,6 +112,15 @@ def _settings_options(f: F) -> F:
     help="Start a new, empty service in a data directory that holds files of an earlier one "
     "whose journal is gone (they are renamed aside with an .orphaned-<time> suffix).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=1,
+    show_default=True,
+    envvar="AGENT_TASK_WORKERS",
+    help="Server processes on the one port, each with its own journal connections "
+    "(docs/deploy.md, 'Workers in one server', says how to size it). [env AGENT_TASK_WORKERS]",
+)
 @_settings_options
 def serve_command(
     data_dir: Path | None,
@@ -114,12 +128,14 @@ def serve_command(
     port: int,
     log_level: str,
     init: bool,
+    workers: int,
     **given: Any,
 ) -> None:
     """Run the service: HTTP routes, MCP endpoints, the board, /metrics, health, /openapi.json."""
     require_server_extra("serve", "taskhttp")
-    from taskhttp import TransportLimits, bind, create_app, serve
+    from taskhttp import TransportLimits, bind
     from taskhttp.requestlog import install_request_log
+    from taskhttp.workers import run_host
 
     # Bind first: a port in use must fail before anything is written (a data dir, a journal,
     # an admin token nobody will use).
@@ -143,7 +159,11 @@ def serve_command(
     }
     try:
         settings = HostSettings.load(data_dir=resolve_data_dir(data_dir), **flags)
-        hosted = Host(settings, first_admin_token=True, init=init).start()
+        hosted = Host(settings, first_admin_token=True, init=init)
+        if workers > 1:
+            hosted.prepare()
+        else:
+            hosted.start()
     except TaskError as err:
         sock.close()
         fail(err, False)
@@ -161,6 +181,9 @@ def serve_command(
             err=True,
         )
     limits = TransportLimits.from_settings(settings)
+    if workers > 1:
+        _supervise(sock, settings, workers=workers, log_level=log_level, limits=limits)
+        return
     try:
 
         def ready(url: str) -> None:
@@ -171,23 +194,7 @@ def serve_command(
             )
 
         try:
-            app = create_app(
-                hosted.service,
-                log_format=settings.log_format,
-                board_secure=settings.board_secure_cookies or None,
-                limits=limits,
-                public_url=settings.public_url,
-                oauth_allow_private_client_urls=settings.oauth_allow_private_client_urls,
-            )
-            serve(
-                app,
-                host=host,
-                port=port,
-                on_ready=ready,
-                log_level=log_level,
-                limits=limits,
-                sock=sock,
-            )
+            run_host(hosted, sock, log_level=log_level, on_ready=ready)
         except OSError as exc:
             fail(
                 TaskError(
@@ -198,6 +205,41 @@ def serve_command(
             )
     finally:
         hosted.stop()
+    click.echo("agent-task: stopped", err=True)
+
+
+def _supervise(
+    sock: socket.socket,
+    settings: HostSettings,
+    *,
+    workers: int,
+    log_level: str,
+    limits: TransportLimits,
+) -> None:
+    """``--workers N``: N worker processes on ``sock`` (:mod:`taskhttp.workers`)."""
+    from taskhttp import address_of
+    from taskhttp.workers import Supervisor
+
+    url = address_of(sock)
+
+    def ready() -> None:
+        click.echo(
+            f"agent-task: serving {url} (data dir {settings.data_dir}; {workers} workers, up "
+            f"to {limits.connections()} connections each)",
+            err=True,
+        )
+
+    def say(line: str) -> None:
+        click.echo(line, err=True)
+
+    try:
+        status = Supervisor(
+            sock, settings, workers=workers, log_level=log_level, say=say
+        ).run(ready)
+    finally:
+        sock.close()
+    if status:
+        sys.exit(status)
     click.echo("agent-task: stopped", err=True)
 
 

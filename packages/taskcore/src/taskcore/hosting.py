@@ -439,10 +439,13 @@ class Host:
             raise TaskError(ErrorCode.BUSY, "the service is not running")
         return self._service
 
-    def start(self) -> Host:
-        """Open the journal and the service; start the retention sweep and forge delivery."""
-        directory = self.settings.data_dir
-        with TokenAdmin(directory, create=True, init=self.init) as admin:
+    def prepare(self) -> Host:
+        """Open (creating, migrating) the journal, write the first admin token, close it again.
+
+        :meth:`start` does this first; ``serve --workers N`` does it once in the supervisor,
+        before its workers start (each then starts a host of its own).
+        """
+        with TokenAdmin(self.settings.data_dir, create=True, init=self.init) as admin:
             self.set_aside = admin.set_aside
             if self.first_admin_token:
                 self.admin_token_file = admin.first_admin_token()
@@ -450,6 +453,12 @@ class Host:
                 record.tier == Tier.ADMIN.wire and record.revoked_at_ms is None
                 for record in admin.list()
             )
+        return self
+
+    def start(self) -> Host:
+        """Open the journal and the service; start the retention sweep and forge delivery."""
+        directory = self.settings.data_dir
+        self.prepare()
         retention = load_retention_config(directory)
         self._tracer = tracer_from_env()  # None without the [otel] extra: nothing imported
         service = Service.open(
