@@ -250,6 +250,46 @@ def test_a_writer_waits_for_its_turn_no_longer_than_the_busy_timeout(tmp_path: P
         database.close()
 
 
+def test_another_connections_write_lock_is_waited_for_in_short_looks(tmp_path: Path) -> None:
+    """Another process's writer (here: another connection) holds the lock for 30 ms: the group
+    writer gets in within a few milliseconds of its release, not SQLite's up-to-100 ms sleeps;
+    held past ``busy_timeout_ms`` it gives up with ``BUSY``."""
+    database = SqliteDatabase(tmp_path / "n.sqlite", (NOTES,), create=True, busy_timeout_ms=300)
+    writer = GroupCommit(database)
+    other = database.open_connection()
+    released: list[float] = []
+    entered: list[float] = []
+
+    def hold(seconds: float) -> None:
+        time.sleep(seconds)
+        released.append(time.monotonic())
+        other.execute("COMMIT")
+
+    try:
+        for _ in range(3):
+            other.execute("BEGIN IMMEDIATE")
+            holder = threading.Thread(target=hold, args=(0.03,))
+            holder.start()
+            with writer.write() as conn:
+                entered.append(time.monotonic())
+                conn.execute("INSERT INTO note(body) VALUES ('x')")
+            holder.join()
+        waits = sorted(e - r for e, r in zip(entered, released, strict=True))
+        assert waits[0] >= 0
+        assert waits[1] < 0.02  # the median wait after the release: a look every <= 1 ms
+        other.execute("BEGIN IMMEDIATE")
+        started = time.monotonic()
+        with pytest.raises(TaskError) as raised, writer.write():
+            pass
+        assert raised.value.code is ErrorCode.BUSY
+        assert 0.3 <= time.monotonic() - started < 5
+        other.execute("ROLLBACK")
+        assert len(_committed(database)) == 3
+    finally:
+        other.close()
+        database.close()
+
+
 def test_turns_go_in_arrival_order(db: SqliteDatabase) -> None:
     writer = GroupCommit(db)
     order: list[int] = []
