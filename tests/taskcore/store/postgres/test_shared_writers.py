@@ -76,7 +76,8 @@ def test_row_safe_calls_run_beside_a_shared_writer_and_exclusive_ones_wait(postg
                 outcomes[name] = err.code.value
 
         assert getattr(service.storage, "shares_writers", False)
-        with service.storage.write_shared():  # type: ignore[attr-defined]
+        with service.storage.write_shared() as held:  # type: ignore[attr-defined]
+            held.conn.execute("SELECT 1")  # the lock comes with the first statement's BEGIN
             for name, body in (
                 ("agenttask.create", {"verb": "agent.run"}),
                 ("agenttask.cancel", {"taskId": created["taskId"]}),

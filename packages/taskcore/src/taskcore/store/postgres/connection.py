@@ -20,6 +20,23 @@ The translation is small and total:
 A statement that fails aborts the PostgreSQL transaction; every store turns a constraint
 error into a refusal (a ``TaskError``), so the transaction ends there, as it must.
 
+The call path, in round trips (issue 30):
+
+* **The transaction's first statement carries its ``BEGIN``.** A transaction opened with
+  ``begin`` statements sends them with its first statement in one pipeline (one round trip):
+  the writer lock and the call's token re-check arrive together.
+* **No savepoint where no statement needs rolling back.** A one-row ``INSERT ... VALUES``
+  into a table with no foreign key (:class:`InsertFacts`, read once per storage) is sent as
+  ``INSERT ... ON CONFLICT DO NOTHING``: a duplicate key inserts nothing and is reported as
+  the ``apsw.ConstraintError`` SQLite raises, with the transaction still usable, so no
+  savepoint is needed. Other inserts (foreign keys, several rows, ``INSERT ... SELECT``,
+  upserts) keep their savepoint, sent with the insert in one pipeline.
+* **The identity comes back with the insert.** Such an insert into a table with an identity
+  column returns it (``RETURNING``), so ``last_insert_rowid()`` needs no ``lastval()`` round
+  trip.
+* **Prepared statements.** Statements outside a pipeline are prepared by psycopg once seen
+  five times on a connection (its ``prepare_threshold``); pooled connections keep them.
+
 >>> translate("SELECT a FROM t INDEXED BY t_a WHERE a = ? AND b LIKE '%?' AND rowid = ?")
 "SELECT a FROM t WHERE a = %s AND b LIKE '%%?' AND ctid = %s"
 >>> translate("UPDATE t SET b = x'' WHERE c = x'0aFF'")
@@ -34,12 +51,13 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import apsw
+import attrs
 import psycopg
 from psycopg import errors as pg_errors
 
 from taskcore.errors import ErrorCode, TaskError
 
-__all__ = ["PgConnection", "PgCursor", "pg_error", "translate"]
+__all__ = ["InsertFacts", "PgConnection", "PgCursor", "guarded_insert", "pg_error", "translate"]
 
 _BLOB = re.compile(r"\b[xX]'([0-9a-fA-F]*)'")
 _INDEXED_BY = re.compile(r"\s+INDEXED\s+BY\s+\w+", re.IGNORECASE)
@@ -83,6 +101,87 @@ def pg_error(exc: psycopg.Error) -> BaseException:
     return exc
 
 
+_INSERT_INTO = re.compile(r"^\s*INSERT\s+INTO\s+(\w+)", re.IGNORECASE)
+_VALUES = re.compile(r"\bVALUES\s*\(", re.IGNORECASE)
+_RETURNING = re.compile(r"\bRETURNING\b", re.IGNORECASE)
+_CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)
+
+
+@attrs.frozen
+class InsertFacts:
+    """What the call path needs to know of the schema: read once when a storage opens."""
+
+    with_foreign_keys: frozenset[str] = frozenset()
+    """Tables with a foreign key (an insert may fail in a way ``ON CONFLICT`` cannot catch)."""
+    identities: tuple[tuple[str, str], ...] = ()
+    """``(table, identity column)`` pairs."""
+
+    @classmethod
+    def read(cls, conn: psycopg.Connection[Any]) -> InsertFacts:
+        """Read them from the database ``conn`` is connected to (its ``public`` tables)."""
+        fks = conn.execute(
+            "SELECT DISTINCT c.relname FROM pg_constraint k JOIN pg_class c ON c.oid = k.conrelid"
+            " JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " WHERE k.contype = 'f' AND n.nspname = current_schema()"
+        ).fetchall()
+        identities = conn.execute(
+            "SELECT table_name, column_name FROM information_schema.columns"
+            " WHERE table_schema = current_schema() AND is_identity = 'YES'"
+        ).fetchall()
+        return cls(
+            with_foreign_keys=frozenset(str(row[0]) for row in fks),
+            identities=tuple(sorted((str(t), str(c)) for t, c in identities)),
+        )
+
+
+@functools.lru_cache(maxsize=1024)
+def guarded_insert(sql: str, facts: InsertFacts) -> tuple[str, bool] | None:
+    """``sql`` (PostgreSQL text) as an insert that cannot fail on a duplicate, or ``None``.
+
+    The statement becomes ``INSERT ... ON CONFLICT DO NOTHING`` and, for a table with an
+    identity column, ``RETURNING`` it; the flag says whether it returns the identity. ``None``
+    for an insert that keeps its savepoint (see the module).
+
+    >>> facts = InsertFacts(identities=(("t", "seq"),), with_foreign_keys=frozenset({"c"}))
+    >>> guarded_insert("INSERT INTO t (a, b) VALUES (%s, (%s))", facts)
+    ('INSERT INTO t (a, b) VALUES (%s, (%s)) ON CONFLICT DO NOTHING RETURNING seq', True)
+    >>> guarded_insert("INSERT INTO u (a) VALUES (%s) RETURNING a", facts)
+    ('INSERT INTO u (a) VALUES (%s) ON CONFLICT DO NOTHING RETURNING a', False)
+    >>> guarded_insert("INSERT INTO c (a) VALUES (%s)", facts) is None
+    True
+    >>> guarded_insert("INSERT INTO u (a) VALUES (%s), (%s)", facts) is None
+    True
+    >>> guarded_insert("INSERT INTO u (a) SELECT a FROM v", facts) is None
+    True
+    """
+    table = _INSERT_INTO.match(sql)
+    values = _VALUES.search(sql)
+    if table is None or values is None or _CONFLICT.search(sql) or "'" in sql:
+        return None
+    if table.group(1) in facts.with_foreign_keys:
+        return None
+    depth, end = 0, -1
+    for i in range(values.end() - 1, len(sql)):
+        if sql[i] == "(":
+            depth += 1
+        elif sql[i] == ")":
+            depth -= 1
+            if depth == 0:
+                end = i + 1
+                break
+    if end < 0:
+        return None
+    head, tail = sql[:end], sql[end:].strip().rstrip(";").strip()
+    if tail and not _RETURNING.match(tail):
+        return None  # several rows, or something after the row: keep the savepoint
+    identity = dict(facts.identities).get(table.group(1))
+    if tail:
+        return f"{head} ON CONFLICT DO NOTHING {tail}", False
+    if identity is None:
+        return f"{head} ON CONFLICT DO NOTHING", False
+    return f"{head} ON CONFLICT DO NOTHING RETURNING {identity}", True
+
+
 class PgCursor:
     """The rows of one executed statement (an iterator of tuples, like apsw's cursor)."""
 
@@ -104,11 +203,37 @@ class PgCursor:
 
 
 class PgConnection:
-    """A psycopg connection inside one open transaction, with apsw's three calls."""
+    """A psycopg connection inside one open transaction, with apsw's three calls.
 
-    def __init__(self, conn: psycopg.Connection[Any]) -> None:
+    ``begin`` are the statements that open the transaction: sent with the first statement
+    (:meth:`execute`) in one pipeline, or alone by :meth:`start`.
+    """
+
+    def __init__(
+        self,
+        conn: psycopg.Connection[Any],
+        *,
+        facts: InsertFacts | None = None,
+        begin: tuple[str, ...] = (),
+    ) -> None:
         self.raw = conn
         self._changes = 0
+        self._facts = facts
+        self._begin = begin
+        self._rowid: int | None = None
+
+    @property
+    def started(self) -> bool:
+        """Whether the transaction's ``BEGIN`` has been sent."""
+        return not self._begin
+
+    def start(self) -> None:
+        """Send the ``BEGIN`` statements now, if no statement has carried them yet."""
+        begin, self._begin = self._begin, ()
+        if begin:
+            with self.raw.pipeline():
+                for statement in begin:
+                    self.raw.execute(statement, prepare=False)
 
     def execute(self, sql: str, args: Sequence[Any] | None = None) -> PgCursor:
         """Run one statement (SQLite dialect); return its rows."""
@@ -120,9 +245,17 @@ class PgConnection:
                 for a in args
             ]
         query = translate(sql)
+        self._rowid = None
+        guarded = None
+        if _is_insert(sql) and self._facts is not None:
+            guarded = guarded_insert(query, self._facts)
         try:
+            if guarded is not None:
+                return self._guarded(sql, guarded, args)
             if _is_insert(sql):
                 cur = self._insert(query, args)
+            elif self._begin:
+                cur = self._with_begin(query, args)
             else:
                 cur = self.raw.execute(query, args, prepare=None)
         except psycopg.Error as exc:
@@ -134,6 +267,40 @@ class PgConnection:
         rows = cur.fetchall() if cur.description is not None else []
         return PgCursor(rows)
 
+    def _with_begin(self, query: str, args: Sequence[Any] | None) -> psycopg.Cursor[Any]:
+        """The first statement, sent with the transaction's ``BEGIN`` in one round trip.
+
+        Nothing in a pipeline is a prepared statement: a statement skipped after an error
+        (the writer lock's timeout) would leave psycopg believing it prepared one the server
+        never saw.
+        """
+        begin, self._begin = self._begin, ()
+        with self.raw.pipeline():
+            for statement in begin:
+                self.raw.execute(statement, prepare=False)
+            cur = self.raw.execute(query, args, prepare=False)
+        return cur
+
+    def _guarded(
+        self, sql: str, guarded: tuple[str, bool], args: Sequence[Any] | None
+    ) -> PgCursor:
+        query, returns_identity = guarded
+        if self._begin:
+            cur = self._with_begin(query, args)
+        else:
+            cur = self.raw.execute(query, args, prepare=None)
+        rows = cur.fetchall() if cur.description is not None else []
+        if cur.rowcount == 0:
+            table = _INSERT_INTO.match(sql)
+            raise apsw.ConstraintError(
+                f"UNIQUE constraint failed: {table.group(1) if table else ''}"
+            )
+        self._changes = max(cur.rowcount, 0)
+        if returns_identity:
+            self._rowid = int(rows[0][0])
+            return PgCursor([])
+        return PgCursor(rows)
+
     def _insert(self, query: str, args: Sequence[Any] | None) -> psycopg.Cursor[Any]:
         """Run an INSERT inside a savepoint, sent in one round trip (pipeline mode).
 
@@ -141,8 +308,9 @@ class PgConnection:
         whole transaction. The stores (and their tests) go on after a refused insert (a
         duplicate, a missing parent row), so a failed insert is rolled back to its savepoint.
         """
-        # Nothing in the pipeline is a prepared statement: a statement skipped after an error
-        # would leave psycopg believing it prepared one the server never saw.
+        # Nothing in the pipeline is a prepared statement (see _with_begin). The BEGIN goes
+        # first, alone: a savepoint never set must not be rolled back to.
+        self.start()
         try:
             with self.raw.pipeline():
                 self.raw.execute("SAVEPOINT agent_task_insert", prepare=False)
@@ -159,7 +327,9 @@ class PgConnection:
         return self._changes
 
     def last_insert_rowid(self) -> int:
-        """The identity the last insert assigned (``lastval()``)."""
+        """The identity the last insert assigned (returned with it, else ``lastval()``)."""
+        if self._rowid is not None:
+            return self._rowid
         row = self.raw.execute("SELECT lastval()").fetchone()
         assert row is not None
         return int(row[0])

@@ -7,7 +7,8 @@ journal's, kept across processes and hosts:
   read-modify-write of the domain code (a fence taken from a task row, an idempotency row
   checked then inserted, a gate consumed, a lease renewed) was written against that. A write
   transaction here takes the transaction-scoped advisory lock :data:`WRITER_LOCK` first, in
-  the same round trip as ``BEGIN``, so the same holds for every replica: two replicas racing
+  the same round trip as ``BEGIN`` (and as the transaction's first statement, usually the
+  call's token re-check), so the same holds for every replica: two replicas racing
   a workflow claim take turns, the second sees the first's fence and takes the next one. The
   statements that are hot under contention are also safe without it: ``claimNext`` selects
   ``FOR UPDATE SKIP LOCKED``, the phase index is read under ``pg_advisory_xact_lock`` on the
@@ -54,7 +55,7 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.store.postgres.connection import PgConnection, pg_error
+from taskcore.store.postgres.connection import InsertFacts, PgConnection, pg_error
 from taskcore.store.postgres.listen import PgListen, new_origin, notify_sql
 from taskcore.store.postgres.migrations import COMPONENTS, migrate, schema_versions
 from taskcore.store.wakeup import JOURNAL_TOPIC, Wakeup
@@ -78,14 +79,18 @@ WRITER_LOCK = 0x6167_746B_0000_0002
 """The transaction advisory lock every write transaction holds (one writer at a time)."""
 
 _BEGIN_WRITE = (
-    "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {timeout}; "
-    f"SELECT pg_advisory_xact_lock({WRITER_LOCK})"
+    "BEGIN ISOLATION LEVEL READ COMMITTED",
+    "SET LOCAL lock_timeout = {timeout}",
+    f"SELECT pg_advisory_xact_lock({WRITER_LOCK})",
 )
 _BEGIN_SHARED = (
-    "BEGIN ISOLATION LEVEL READ COMMITTED; SET LOCAL lock_timeout = {timeout}; "
-    f"SELECT pg_advisory_xact_lock_shared({WRITER_LOCK})"
+    "BEGIN ISOLATION LEVEL READ COMMITTED",
+    "SET LOCAL lock_timeout = {timeout}",
+    f"SELECT pg_advisory_xact_lock_shared({WRITER_LOCK})",
 )
-_BEGIN_READ = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+_BEGIN_READ = ("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",)
+"""The statements that open each kind of transaction: sent with its first statement, in one
+round trip (:class:`~taskcore.store.postgres.connection.PgConnection`)."""
 _DEFAULT_POOL = 4
 _MAX_POOL = 64
 
@@ -285,8 +290,11 @@ class PostgresStorage:
         conninfo, size = split_url(url)
         # A writer waits for the writer lock at most this long, then gets BUSY (SQLite's
         # busy timeout); 0 would mean "forever" to PostgreSQL, so it is at least 1 ms.
-        self._begin_write = _BEGIN_WRITE.format(timeout=max(1, int(busy_timeout_ms)))
-        self._begin_shared = _BEGIN_SHARED.format(timeout=max(1, int(busy_timeout_ms)))
+        timeout = max(1, int(busy_timeout_ms))
+        self._begin_write = tuple(part.format(timeout=timeout) for part in _BEGIN_WRITE)
+        self._begin_shared = tuple(part.format(timeout=timeout) for part in _BEGIN_SHARED)
+        self.facts = InsertFacts()
+        """The schema facts the call path uses (read below, once the schema is there)."""
         self.url = redact(url)
         self._local = threading.local()
         self.applied: list[str] = []
@@ -294,6 +302,7 @@ class PostgresStorage:
         try:
             with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
                 self.applied = migrate(conn, apply=migrate_on_open)
+                self.facts = InsertFacts.read(conn)
         except psycopg.OperationalError as exc:
             raise _unavailable(exc) from None
         except psycopg.Error as exc:
@@ -318,7 +327,7 @@ class PostgresStorage:
 
     @contextmanager
     def _transaction(
-        self, begin: str, *, writable: bool, shared: bool = False
+        self, begin: tuple[str, ...], *, writable: bool, shared: bool = False
     ) -> Iterator[PgTransaction]:
         if getattr(self._local, "busy", False):
             raise TaskError(ErrorCode.INTERNAL, "nested transactions are not supported")
@@ -326,13 +335,13 @@ class PostgresStorage:
         topics: tuple[str, ...] = ()
         try:
             with self.pool.connection() as raw:
-                try:
-                    raw.execute(begin)
-                except psycopg.Error as exc:
-                    raise _typed(exc) or _unavailable(exc) from None
-                tx = PgTransaction(PgConnection(raw), writable=writable, shared=shared)
+                # BEGIN travels with the transaction's first statement (one round trip).
+                conn = PgConnection(raw, facts=self.facts, begin=begin)
+                tx = PgTransaction(conn, writable=writable, shared=shared)
                 try:
                     yield tx
+                    if not conn.started and writable:
+                        conn.start()  # nothing ran: commit an empty transaction, as before
                 except BaseException as exc:
                     _rollback(raw)
                     cause = exc.__cause__ if isinstance(exc, apsw.Error | OverflowError) else exc
@@ -343,7 +352,9 @@ class PostgresStorage:
                 failed = raw.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
                 topics = (JOURNAL_TOPIC, *tx.signals) if writable and not failed else ()
                 try:
-                    if topics:
+                    if not conn.started:
+                        pass  # a read that read nothing: no transaction was ever opened
+                    elif topics:
                         raw.execute(f"{notify_sql(raw, self.origin, topics)}; COMMIT")
                     else:
                         raw.execute("COMMIT")
