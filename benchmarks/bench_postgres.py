@@ -294,8 +294,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     )
     parser.add_argument("--cycles", type=int, default=400)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--replicas", default="1,2,3")
+    parser.add_argument("--replicas", default="1,2,3", help="replica counts ('' for none)")
     args = parser.parse_args(argv)
+    load_before = os.getloadavg()[0]
 
     ours_db = Database(args.server, f"bench_agent_task_{os.getpid()}")
     theirs_db = Database(args.server, f"bench_procrastinate_{os.getpid()}")
@@ -333,7 +334,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
                 )
         with psycopg.connect(ours_db.url, autocommit=True) as conn:
             conn.execute("DROP SCHEMA public CASCADE; CREATE SCHEMA public")
-        for n in (int(x) for x in args.replicas.split(",")):
+        for n in (int(x) for x in args.replicas.split(",") if x.strip()):
             cluster = Replicas(ours_db.url, n)
             try:
                 values = [cluster.rate(8, args.cycles) for _ in range(args.rounds)]
@@ -349,6 +350,8 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     finally:
         ours_db.drop()
         theirs_db.drop()
+    print(f"load average (1 min) {load_before:.2f} at start, {os.getloadavg()[0]:.2f} at end, "
+          f"{os.cpu_count()} cores")
     print(f"{'case':52} {'cycles/s':>10} {'vs Procrastinate':>17}")
     for row in rows:
         ratio = row["vs_procrastinate"]

@@ -105,6 +105,7 @@ _INSERT_INTO = re.compile(r"^\s*INSERT\s+INTO\s+(\w+)", re.IGNORECASE)
 _VALUES = re.compile(r"\bVALUES\s*\(", re.IGNORECASE)
 _RETURNING = re.compile(r"\bRETURNING\b", re.IGNORECASE)
 _CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)
+_LITERAL = re.compile(r"'(?:[^']|'')*'")
 
 
 @attrs.frozen
@@ -153,18 +154,23 @@ def guarded_insert(sql: str, facts: InsertFacts) -> tuple[str, bool] | None:
     True
     >>> guarded_insert("INSERT INTO u (a) SELECT a FROM v", facts) is None
     True
+    >>> guarded_insert("INSERT INTO t (a) VALUES (nextval('s)'))", facts)[0]
+    "INSERT INTO t (a) VALUES (nextval('s)')) ON CONFLICT DO NOTHING RETURNING seq"
     """
-    table = _INSERT_INTO.match(sql)
-    values = _VALUES.search(sql)
-    if table is None or values is None or _CONFLICT.search(sql) or "'" in sql:
+    # Parentheses and keywords inside string literals are not the statement's: look at a copy
+    # with every literal's text blanked (same length, so positions carry over).
+    masked = _LITERAL.sub(lambda m: "'" + "_" * (len(m.group()) - 2) + "'", sql)
+    table = _INSERT_INTO.match(masked)
+    values = _VALUES.search(masked)
+    if table is None or values is None or _CONFLICT.search(masked):
         return None
     if table.group(1) in facts.with_foreign_keys:
         return None
     depth, end = 0, -1
-    for i in range(values.end() - 1, len(sql)):
-        if sql[i] == "(":
+    for i in range(values.end() - 1, len(masked)):
+        if masked[i] == "(":
             depth += 1
-        elif sql[i] == ")":
+        elif masked[i] == ")":
             depth -= 1
             if depth == 0:
                 end = i + 1
@@ -172,7 +178,7 @@ def guarded_insert(sql: str, facts: InsertFacts) -> tuple[str, bool] | None:
     if end < 0:
         return None
     head, tail = sql[:end], sql[end:].strip().rstrip(";").strip()
-    if tail and not _RETURNING.match(tail):
+    if tail and not _RETURNING.match(masked[end:].strip()):
         return None  # several rows, or something after the row: keep the savepoint
     identity = dict(facts.identities).get(table.group(1))
     if tail:
