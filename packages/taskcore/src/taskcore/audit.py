@@ -49,6 +49,7 @@ __all__ = [
     "ANONYMOUS",
     "AuditLog",
     "append",
+    "event_of",
     "input_digest",
     "write_event",
 ]
@@ -86,6 +87,36 @@ def write_event(tx: Transaction, event: AuditEvent) -> int:
     return tx.audit.append(event)
 
 
+def event_of(
+    *,
+    at_ms: int,
+    actor: str,
+    workspace: str,
+    operation: str,
+    input_digest: str,
+    outcome: str,
+    subject: str | None = None,
+    calls: int = 1,
+    status_before: str | None = None,
+    status_after: str | None = None,
+    traceparent: str | None = None,
+) -> AuditEvent:
+    """One audit event: ``operation`` cut to the audit bound; ``outcome`` ``"OK"`` or a code."""
+    return AuditEvent(
+        at_ms=at_ms,
+        actor=actor,
+        workspace=workspace,
+        operation=operation[:AUDIT_VERB_MAX_CHARS],
+        input_digest=input_digest,
+        outcome=outcome,
+        subject=subject,
+        calls=calls,
+        status_before=status_before,
+        status_after=status_after,
+        traceparent=traceparent,
+    )
+
+
 def append(
     tx: Transaction,
     *,
@@ -101,17 +132,14 @@ def append(
     status_after: str | None = None,
     traceparent: str | None = None,
 ) -> int:
-    """Write one audit event in ``tx``; return its sequence number.
-
-    ``operation`` is cut to the audit bound; ``outcome`` is ``"OK"`` or an error's wire code.
-    """
+    """Write one audit event in ``tx``; return its sequence number (see :func:`event_of`)."""
     return write_event(
         tx,
-        AuditEvent(
+        event_of(
             at_ms=at_ms,
             actor=actor,
             workspace=workspace,
-            operation=operation[:AUDIT_VERB_MAX_CHARS],
+            operation=operation,
             input_digest=input_digest,
             outcome=outcome,
             subject=subject,
@@ -187,18 +215,21 @@ class AuditLog:
                 if moved is not None:
                     before, after = moved
             traceparent = self._trace(tx, note, name, workspace, subject, now)
-        append(
-            tx,
-            at_ms=now,
-            actor=actor,
-            workspace=workspace,
-            operation=name,
-            input_digest=digest,
-            outcome=outcome,
-            subject=subject,
-            status_before=before,
-            status_after=after,
-            traceparent=traceparent,
+        # The call's event is its transaction's last write and its seq is not read: the store
+        # may send it with the COMMIT (AuditStore.append_last).
+        tx.audit.append_last(
+            event_of(
+                at_ms=now,
+                actor=actor,
+                workspace=workspace,
+                operation=name,
+                input_digest=digest,
+                outcome=outcome,
+                subject=subject,
+                status_before=before,
+                status_after=after,
+                traceparent=traceparent,
+            )
         )
 
     def _trace(

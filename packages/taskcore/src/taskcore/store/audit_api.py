@@ -66,6 +66,13 @@ class AuditStore(Protocol):
         """Append ``event``; return its sequence number."""
         ...
 
+    def append_last(self, event: AuditEvent) -> None:
+        """Append ``event`` as its transaction's last write, its sequence number not read.
+
+        A store may send it with the ``COMMIT`` (PostgreSQL: one round trip fewer per call).
+        """
+        ...
+
     def after(
         self, after_seq: int, *, up_to: int, limit: int, workspace: str | None = None
     ) -> tuple[AuditEvent, ...]:

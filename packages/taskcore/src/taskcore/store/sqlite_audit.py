@@ -90,6 +90,10 @@ class SqliteAuditStore:
         self._conn.execute(*EVENTS.insert(event))
         return int(self._conn.last_insert_rowid())
 
+    def append_last(self, event: AuditEvent) -> None:
+        """Append ``event`` as the transaction's last write (here: at once)."""
+        self._conn.execute(*EVENTS.insert(event))
+
     def after(
         self, after_seq: int, *, up_to: int, limit: int, workspace: str | None = None
     ) -> tuple[AuditEvent, ...]:

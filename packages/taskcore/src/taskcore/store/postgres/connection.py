@@ -34,6 +34,8 @@ The call path, in round trips (issue 30):
 * **The identity comes back with the insert.** Such an insert into a table with an identity
   column returns it (``RETURNING``), so ``last_insert_rowid()`` needs no ``lastval()`` round
   trip.
+* **The call's audit event travels with the ``COMMIT``** (:meth:`PgConnection.defer`): its
+  sequence number is not read back, and a failure fails the commit.
 * **Prepared statements.** Statements outside a pipeline are prepared by psycopg once seen
   five times on a connection (its ``prepare_threshold``); pooled connections keep them.
 
@@ -226,6 +228,7 @@ class PgConnection:
         self._changes = 0
         self._facts = facts
         self._begin = begin
+        self._deferred: list[tuple[str, Sequence[Any] | None]] = []
         self._rowid: int | None = None
 
     @property
@@ -233,23 +236,52 @@ class PgConnection:
         """Whether the transaction's ``BEGIN`` has been sent."""
         return not self._begin
 
+    def _prefix(self) -> list[tuple[str, Sequence[Any] | None]]:
+        """What must go before the next statement: the ``BEGIN``, then deferred writes."""
+        prefix: list[tuple[str, Sequence[Any] | None]] = [(b, None) for b in self._begin]
+        prefix.extend(self._deferred)
+        self._begin = ()
+        self._deferred = []
+        return prefix
+
     def start(self) -> None:
-        """Send the ``BEGIN`` statements now, if no statement has carried them yet."""
-        begin, self._begin = self._begin, ()
-        if begin:
+        """Send the ``BEGIN`` statements (and deferred writes) now, if nothing carried them."""
+        prefix = self._prefix()
+        if prefix:
             with self.raw.pipeline():
-                for statement in begin:
-                    self.raw.execute(statement, prepare=False)
+                for statement, args in prefix:
+                    self.raw.execute(statement, args, prepare=False)
+
+    def defer(self, sql: str, args: Sequence[Any]) -> None:
+        """Run a write whose result nobody reads with the next statement or the ``COMMIT``.
+
+        The call's own audit event is the last write of its transaction: it travels with the
+        ``COMMIT`` (one round trip). A failure fails the commit: nothing is written.
+        """
+        if "\x00" in sql:
+            raise TaskError(ErrorCode.BAD_INPUT, "a statement holds a NUL character")
+        self._deferred.append((translate(sql), _clean(args)))
+
+    def commit(self, tail: tuple[str, ...]) -> None:
+        """End the transaction with ``tail`` (``COMMIT``, maybe a ``NOTIFY`` first).
+
+        Deferred writes (and a ``BEGIN`` not yet sent) go in the same round trip.
+        """
+        prefix = self._prefix()
+        if not prefix:
+            self.raw.execute("; ".join(tail))
+            return
+        with self.raw.pipeline():
+            for statement, args in prefix:
+                self.raw.execute(statement, args, prepare=False)
+            for statement in tail:
+                self.raw.execute(statement, prepare=False)
 
     def execute(self, sql: str, args: Sequence[Any] | None = None) -> PgCursor:
         """Run one statement (SQLite dialect); return its rows."""
         if "\x00" in sql:
             raise TaskError(ErrorCode.BAD_INPUT, "a statement holds a NUL character")
-        if args is not None:
-            args = [
-                _no_nul(a) if isinstance(a, str) else (bytes(a) if isinstance(a, memoryview) else a)
-                for a in args
-            ]
+        args = _clean(args)
         query = translate(sql)
         self._rowid = None
         guarded = None
@@ -260,8 +292,8 @@ class PgConnection:
                 return self._guarded(sql, guarded, args)
             if _is_insert(sql):
                 cur = self._insert(query, args)
-            elif self._begin:
-                cur = self._with_begin(query, args)
+            elif self._begin or self._deferred:
+                cur = self._with_prefix(query, args)
             else:
                 cur = self.raw.execute(query, args, prepare=None)
         except psycopg.Error as exc:
@@ -273,17 +305,17 @@ class PgConnection:
         rows = cur.fetchall() if cur.description is not None else []
         return PgCursor(rows)
 
-    def _with_begin(self, query: str, args: Sequence[Any] | None) -> psycopg.Cursor[Any]:
-        """The first statement, sent with the transaction's ``BEGIN`` in one round trip.
+    def _with_prefix(self, query: str, args: Sequence[Any] | None) -> psycopg.Cursor[Any]:
+        """A statement sent with the ``BEGIN`` and deferred writes before it, in one round trip.
 
         Nothing in a pipeline is a prepared statement: a statement skipped after an error
         (the writer lock's timeout) would leave psycopg believing it prepared one the server
         never saw.
         """
-        begin, self._begin = self._begin, ()
+        prefix = self._prefix()
         with self.raw.pipeline():
-            for statement in begin:
-                self.raw.execute(statement, prepare=False)
+            for statement, values in prefix:
+                self.raw.execute(statement, values, prepare=False)
             cur = self.raw.execute(query, args, prepare=False)
         return cur
 
@@ -291,8 +323,8 @@ class PgConnection:
         self, sql: str, guarded: tuple[str, bool], args: Sequence[Any] | None
     ) -> PgCursor:
         query, returns_identity = guarded
-        if self._begin:
-            cur = self._with_begin(query, args)
+        if self._begin or self._deferred:
+            cur = self._with_prefix(query, args)
         else:
             cur = self.raw.execute(query, args, prepare=None)
         rows = cur.fetchall() if cur.description is not None else []
@@ -314,7 +346,7 @@ class PgConnection:
         whole transaction. The stores (and their tests) go on after a refused insert (a
         duplicate, a missing parent row), so a failed insert is rolled back to its savepoint.
         """
-        # Nothing in the pipeline is a prepared statement (see _with_begin). The BEGIN goes
+        # Nothing in the pipeline is a prepared statement (see _with_prefix). The BEGIN goes
         # first, alone: a savepoint never set must not be rolled back to.
         self.start()
         try:
@@ -339,6 +371,16 @@ class PgConnection:
         row = self.raw.execute("SELECT lastval()").fetchone()
         assert row is not None
         return int(row[0])
+
+
+def _clean(args: Sequence[Any] | None) -> list[Any] | None:
+    """Arguments as psycopg takes them: no NUL in a string, bytes for a memoryview."""
+    if args is None:
+        return None
+    return [
+        _no_nul(a) if isinstance(a, str) else (bytes(a) if isinstance(a, memoryview) else a)
+        for a in args
+    ]
 
 
 def _is_insert(sql: str) -> bool:

@@ -352,12 +352,9 @@ class PostgresStorage:
                 failed = raw.info.transaction_status == psycopg.pq.TransactionStatus.INERROR
                 topics = (JOURNAL_TOPIC, *tx.signals) if writable and not failed else ()
                 try:
-                    if not conn.started:
-                        pass  # a read that read nothing: no transaction was ever opened
-                    elif topics:
-                        raw.execute(f"{notify_sql(raw, self.origin, topics)}; COMMIT")
-                    else:
-                        raw.execute("COMMIT")
+                    if conn.started:  # else a read that read nothing: nothing was opened
+                        tail = (notify_sql(raw, self.origin, topics),) if topics else ()
+                        conn.commit((*tail, "COMMIT"))
                 except psycopg.Error as exc:
                     _rollback(raw)
                     mapped = pg_error(exc)

@@ -18,7 +18,7 @@ placeholders and errors). What is PostgreSQL's own:
 from __future__ import annotations
 
 import zlib
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import apsw
 
@@ -35,6 +35,9 @@ from taskcore.store.sqlite_retention import SqliteRetentionStore
 from taskcore.store.sqlite_tokens import TOKENS, SqliteTokenStore
 from taskcore.store.sqlite_webhooks import SqliteWebhookStore
 from taskcore.store.tokens_api import TokenRecord
+
+if TYPE_CHECKING:
+    from taskcore.store.postgres.connection import PgConnection
 
 __all__ = [
     "PgAuditStore",
@@ -95,6 +98,10 @@ class PgAuditStore(SqliteAuditStore):
         """Append ``event``; return its sequence number."""
         self._conn.execute(_APPEND, EVENTS.insert(event)[1])
         return int(self._conn.last_insert_rowid())
+
+    def append_last(self, event: AuditEvent) -> None:
+        """Append ``event`` with the transaction's ``COMMIT`` (one round trip for both)."""
+        cast("PgConnection", self._conn).defer(_APPEND, EVENTS.insert(event)[1])
 
     def settled(self, after_seq: int, limit: int) -> tuple[tuple[int, ...], int, int]:
         """Visible seqs after ``after_seq`` and the statement snapshot's ``(xmin, xmax)``."""
