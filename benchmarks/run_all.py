@@ -62,6 +62,7 @@ FIXTURES = ROOT / "tests" / "taskcore" / "donegate" / "fixtures"
 Row = dict[str, Any]
 
 
+
 # -- measuring ------------------------------------------------------------------------------
 
 
@@ -82,14 +83,51 @@ def spread(values: list[float]) -> tuple[float, float, float]:
     return statistics.median(values), q[0], q[2]
 
 
-def process_ms(argv: list[str], stdin: bytes = b"", env: dict[str, str] | None = None) -> float:
-    """Wall time of one process, start to exit, in ms (its output is checked by the caller)."""
+def process_ms(
+    argv: list[str],
+    stdin: bytes = b"",
+    env: dict[str, str] | None = None,
+    *,
+    expect: Callable[[bytes], bool],
+    what: str,
+) -> float:
+    """Wall time of one process, start to exit, in ms; its output must be what was timed.
+
+    ``expect`` checks the process's stdout (``what`` says what it must be): a timed command
+    that exits non-zero or answers something else stops the run, so no row times a hook
+    that did not do the thing its row names.
+    """
     started = time.perf_counter()
     done = subprocess.run(argv, input=stdin, capture_output=True, env=env, check=False)
     elapsed = (time.perf_counter() - started) * 1000
     if done.returncode != 0:
         raise RuntimeError(f"{argv[:3]} exited {done.returncode}: {done.stderr[-500:]!r}")
+    if not expect(done.stdout):
+        raise RuntimeError(f"{argv[:3]} did not answer {what}: {done.stdout[:300]!r}")
     return elapsed
+
+
+def silent(out: bytes) -> bool:
+    """Nothing on stdout (a hook that lets the agent stop)."""
+    return not out.strip()
+
+
+def blocked(out: bytes) -> bool:
+    """A Stop hook's block on stdout (``taskcore.donegate.light.hook_output``'s ``block``).
+
+    Codex: ``{"decision": "block", ...}``; Claude Code: the receipt as the event's
+    ``additionalContext``. Not a receipt (``systemMessage``), not silence.
+    """
+    try:
+        answer = json.loads(out)
+    except ValueError:
+        return False
+    if not isinstance(answer, dict):
+        return False
+    specific = answer.get("hookSpecificOutput")
+    return answer.get("decision") == "block" or (
+        isinstance(specific, dict) and bool(specific.get("additionalContext"))
+    )
 
 
 def row(
@@ -245,14 +283,14 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
     grown = below.read_bytes().splitlines()[-1] + b"\n"
     turn = _failing_turn(below.stem)
 
-    def silent() -> float:
-        return process_ms(gate, _stop_payload(above), env)
+    def quiet() -> float:
+        return process_ms(gate, _stop_payload(above), env, expect=silent, what="nothing")
 
     def block() -> float:
         conn = apsw.Connection(index)  # a fresh budget each time: the hook blocks and writes
         conn.execute("DELETE FROM gate_budget")
         conn.close()
-        return process_ms(gate, _stop_payload(below), env)
+        return process_ms(gate, _stop_payload(below), env, expect=blocked, what="a block")
 
     subagent = subprocess.run(
         ["find", str(tmp / "claude"), "-path", "*/subagents/*.jsonl"],
@@ -275,7 +313,9 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
         conn = apsw.Connection(index)  # a fresh budget each time, as for "block"
         conn.execute("DELETE FROM gate_budget")
         conn.close()
-        return process_ms([*gate, "--subagent"], sub_payload, env)
+        return process_ms(
+            [*gate, "--subagent"], sub_payload, env, expect=silent, what="nothing"
+        )
 
     def grew() -> float:
         with open(below, "ab") as f:  # one more line since the last stop: the full hook
@@ -283,7 +323,7 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
         conn = apsw.Connection(index)
         conn.execute("DELETE FROM gate_budget")
         conn.close()
-        return process_ms(gate, _stop_payload(below), env)
+        return process_ms(gate, _stop_payload(below), env, expect=blocked, what="a block")
 
     def grew_turn() -> float:
         with open(below, "ab") as f:  # a turn with a shell command: the classifier loads too
@@ -291,7 +331,7 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
         conn = apsw.Connection(index)
         conn.execute("DELETE FROM gate_budget")
         conn.close()
-        return process_ms(gate, _stop_payload(below), env)
+        return process_ms(gate, _stop_payload(below), env, expect=blocked, what="a block")
 
     data = tmp / "service"
     with TokenAdmin(data, create=True) as admin:
@@ -352,16 +392,22 @@ def hooks_and_cli(rounds: int, with_task_stop: bool) -> list[Row]:
         json.dumps({"taskId": created["taskId"]}),
     ]
     cases: dict[str, Callable[[], float]] = {
-        "pass": lambda: process_ms([PY, "-c", "pass"]),
-        "gate-stop silent": silent,
+        "pass": lambda: process_ms([PY, "-c", "pass"], expect=silent, what="nothing"),
+        "gate-stop silent": quiet,
         "gate-stop block": block,
         "gate-stop grew": grew,
         "gate-stop grew turn": grew_turn,
         "gate-stop subagent": sub_stop,
         "session-start silent": lambda: session_start("idle", False),
         "session-start held": lambda: session_start("busy", True),
-        "help": lambda: process_ms([AGENT_TASK, "--help"]),
-        "call": lambda: process_ms(get),
+        "help": lambda: process_ms(
+            [AGENT_TASK, "--help"], expect=lambda out: b"Usage:" in out, what="the usage"
+        ),
+        "call": lambda: process_ms(
+            get,
+            expect=lambda out: json.loads(out).get("taskId") == created["taskId"],
+            what="the task",
+        ),
     }
     task_stop: Any = None
     if with_task_stop:
