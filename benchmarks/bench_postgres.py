@@ -350,8 +350,10 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     finally:
         ours_db.drop()
         theirs_db.drop()
-    print(f"load average (1 min) {load_before:.2f} at start, {os.getloadavg()[0]:.2f} at end, "
-          f"{os.cpu_count()} cores")
+    print(
+        f"load average (1 min) {load_before:.2f} at start, {os.getloadavg()[0]:.2f} at end, "
+        f"{os.cpu_count()} cores"
+    )
     print(f"{'case':52} {'cycles/s':>10} {'vs Procrastinate':>17}")
     for row in rows:
         ratio = row["vs_procrastinate"]

@@ -60,8 +60,20 @@ class Server:
             env.pop("AGENT_TASK_DATABASE", None)
         self.env = env
         self.proc = subprocess.Popen(
-            [AGENT_TASK, "serve", "--data-dir", str(self.data), "--port", "0",
-             "--workers", str(workers), "--token-rate", "0", "--log-level", "error"],
+            [
+                AGENT_TASK,
+                "serve",
+                "--data-dir",
+                str(self.data),
+                "--port",
+                "0",
+                "--workers",
+                str(workers),
+                "--token-rate",
+                "0",
+                "--log-level",
+                "error",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
@@ -80,9 +92,24 @@ class Server:
         # The request log goes to stderr: drain it so the server never blocks on the pipe.
         threading.Thread(target=self._drain, daemon=True).start()
         done = subprocess.run(
-            [AGENT_TASK, "admin", "token", "create", "--data-dir", str(self.data),
-             "--workspace", self.workspace, "--tier", "member", "--autonomy", "3"],
-            capture_output=True, text=True, check=True, env=env,
+            [
+                AGENT_TASK,
+                "admin",
+                "token",
+                "create",
+                "--data-dir",
+                str(self.data),
+                "--workspace",
+                self.workspace,
+                "--tier",
+                "member",
+                "--autonomy",
+                "3",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=env,
         )
         self.token = done.stdout.strip()
         host, port = self.url.removeprefix("http://").rsplit(":", 1)
@@ -148,7 +175,9 @@ class _Database:
 
 def _post(conn: http.client.HTTPConnection, path: str, body: bytes, token: str) -> Any:
     conn.request(
-        "POST", path, body,
+        "POST",
+        path,
+        body,
         {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )
     response = conn.getresponse()
@@ -164,9 +193,12 @@ def fill(server: Server, n: int, clients: int) -> None:
     def create(i: int) -> None:
         conn = http.client.HTTPConnection(*server.address, timeout=60)
         for k in range(per[i]):
-            _post(conn, "/v/agenttask.create",
-                  json.dumps({"verb": "agent.run", "payload": {"k": k}}).encode(),
-                  server.token)
+            _post(
+                conn,
+                "/v/agenttask.create",
+                json.dumps({"verb": "agent.run", "payload": {"k": k}}).encode(),
+                server.token,
+            )
         conn.close()
 
     _threads(clients, create)
@@ -195,8 +227,9 @@ def drain(server: Server, clients: int, expected: int) -> tuple[float, float]:
             if not answer["claimed"]:
                 break
             lease = answer["lease"]
-            body = json.dumps({"taskId": lease["taskId"], "status": "DONE",
-                               "fence": lease["fence"]}).encode()
+            body = json.dumps(
+                {"taskId": lease["taskId"], "status": "DONE", "fence": lease["fence"]}
+            ).encode()
             result = _post(conn, "/v/agenttask.checkpoint", body, server.token)
             if result.get("status", "DONE") != "DONE":
                 raise SystemExit(f"checkpoint did not record DONE: {result}")
@@ -234,14 +267,18 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     many = Server(args.workers, url)
     try:
         backend = "postgresql" if args.database else "sqlite"
-        print(f"backend {backend}, {args.clients} clients, {args.cycles} cycles per round, "
-              f"{args.rounds} rounds, {os.cpu_count()} cores")
+        print(
+            f"backend {backend}, {args.clients} clients, {args.cycles} cycles per round, "
+            f"{args.rounds} rounds, {os.cpu_count()} cores"
+        )
         fill(one, args.clients * 2, args.clients)  # warm-up: imports, connections, caches
         fill(many, args.clients * 2, args.clients)
         drain(one, args.clients, args.clients * 2)
         drain(many, args.clients, args.clients * 2)
-        print(f"{'round':>5}  {'1 worker c/s':>12}  {f'{args.workers} workers c/s':>14}  "
-              f"{'ratio':>6}  {'load 1m':>7}  {'cpu ms/cycle 1 / N':>18}")
+        print(
+            f"{'round':>5}  {'1 worker c/s':>12}  {f'{args.workers} workers c/s':>14}  "
+            f"{'ratio':>6}  {'load 1m':>7}  {'cpu ms/cycle 1 / N':>18}"
+        )
         ones, manys = [], []
         for r in range(args.rounds):
             fill(one, args.cycles, args.clients)
@@ -251,16 +288,19 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
             got = {w: run[0] for w, run in runs.items()}
             ones.append(got[1])
             manys.append(got[args.workers])
-            print(f"{r + 1:>5}  {got[1]:>12.1f}  {got[args.workers]:>14.1f}  "
-                  f"{got[args.workers] / got[1]:>5.2f}x  {os.getloadavg()[0]:>7.2f}  "
-                  f"{runs[1][1]:>8.2f} / {runs[args.workers][1]:<7.2f}",
-                  flush=True)
+            print(
+                f"{r + 1:>5}  {got[1]:>12.1f}  {got[args.workers]:>14.1f}  "
+                f"{got[args.workers] / got[1]:>5.2f}x  {os.getloadavg()[0]:>7.2f}  "
+                f"{runs[1][1]:>8.2f} / {runs[args.workers][1]:<7.2f}",
+                flush=True,
+            )
         ratio = statistics.median(manys) / statistics.median(ones)
-        print(f"{'median':>5}  {statistics.median(ones):>12.1f}  "
-              f"{statistics.median(manys):>14.1f}  {ratio:>5.2f}x  "
-              f"(goal >= {GOAL}x: {'met' if ratio >= GOAL else 'not met'})")
-        return {"ratio": ratio, "one": statistics.median(ones),
-                "many": statistics.median(manys)}
+        print(
+            f"{'median':>5}  {statistics.median(ones):>12.1f}  "
+            f"{statistics.median(manys):>14.1f}  {ratio:>5.2f}x  "
+            f"(goal >= {GOAL}x: {'met' if ratio >= GOAL else 'not met'})"
+        )
+        return {"ratio": ratio, "one": statistics.median(ones), "many": statistics.median(manys)}
     finally:
         one.stop()
         many.stop()

@@ -125,7 +125,8 @@ def test_a_killed_worker_is_restarted_and_sigterm_stops_every_worker(tmp_path):
         for _ in range(20):
             assert served.client.get("/healthz").status_code == 200
         again = _pids(served)
-        assert again[2] == first[2] and again[1] != first[1]
+        assert again[2] == first[2]
+        assert again[1] != first[1]
     finally:
         status = served.stop()
     assert status == 0, served.log()

@@ -233,9 +233,9 @@ def _supervise(
         click.echo(line, err=True)
 
     try:
-        status = Supervisor(
-            sock, settings, workers=workers, log_level=log_level, say=say
-        ).run(ready)
+        status = Supervisor(sock, settings, workers=workers, log_level=log_level, say=say).run(
+            ready
+        )
     finally:
         sock.close()
     if status:

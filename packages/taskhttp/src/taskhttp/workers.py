@@ -5,7 +5,7 @@ the journal once (migrations, the first admin token) and starts N worker process
 ``python -m taskhttp.workers``. A worker inherits the listening socket's descriptor (the
 kernel hands each accepted connection to one of the processes waiting on it: no
 ``SO_REUSEPORT`` needed, so it works wherever ``fork``/``exec`` pass descriptors) and reads
-its :class:`WorkerSpec` from its standard input. Each worker is a whole service on the same
+its :class:`WorkerSpec` (JSON) from its standard input. Each worker is a whole service on the same
 journal: its own :class:`taskcore.hosting.Host` (its own SQLite connections or PostgreSQL
 pool, retention schedule, delivery workers) and its own uvicorn, exactly as the replicas of
 ``docs/deploy.md`` are. What is right across them and what holds per worker is in
@@ -30,8 +30,9 @@ second: it watches its parent process.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
-import pickle
 import select
 import signal
 import socket
@@ -41,6 +42,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 
 import attrs
@@ -80,13 +82,38 @@ READY = b"R"
 
 @attrs.frozen(kw_only=True)
 class WorkerSpec:
-    """What a worker process needs: sent pickled on its standard input by its supervisor."""
+    """What a worker process needs: sent as JSON on its standard input by its supervisor."""
 
     settings: HostSettings
     listen_fd: int
     ready_fd: int
     log_level: str
     index: int
+
+    def dumps(self) -> bytes:
+        """The spec as JSON."""
+        settings = attrs.asdict(self.settings, recurse=False)
+        settings["data_dir"] = str(self.settings.data_dir)
+        settings["session_gate_workspaces"] = sorted(self.settings.session_gate_workspaces)
+        spec = attrs.asdict(self, recurse=False)
+        spec["settings"] = settings
+        return json.dumps(spec).encode()
+
+    @classmethod
+    def loads(cls, data: bytes) -> WorkerSpec:
+        """The spec :meth:`dumps` wrote.
+
+        >>> import pathlib
+        >>> settings = HostSettings.load(data_dir=pathlib.Path("/d"), environ={})
+        >>> spec = WorkerSpec(settings=settings, listen_fd=3, ready_fd=4, log_level="info", index=1)
+        >>> WorkerSpec.loads(spec.dumps()) == spec
+        True
+        """
+        spec = json.loads(data)
+        given = spec.pop("settings")
+        given["data_dir"] = Path(given["data_dir"])
+        given["session_gate_workspaces"] = frozenset(given["session_gate_workspaces"])
+        return cls(settings=HostSettings(**given), **spec)
 
 
 def run_host(
@@ -119,7 +146,7 @@ def _watch_parent(parent: int) -> None:
 
 def worker_main() -> int:
     """A worker process: read its spec, open its own host, serve the inherited socket."""
-    spec: WorkerSpec = pickle.load(sys.stdin.buffer)  # written by our own supervisor
+    spec = WorkerSpec.loads(sys.stdin.buffer.read())
     sock = socket.socket(fileno=spec.listen_fd)
     ready = os.fdopen(spec.ready_fd, "wb", buffering=0)
     threading.Thread(
@@ -128,8 +155,11 @@ def worker_main() -> int:
     try:
         host = Host(spec.settings).start()
     except TaskError as err:
-        print(f"agent-task: worker {spec.index}: {err.describe()} [{err.code.value}]",
-              file=sys.stderr, flush=True)
+        print(
+            f"agent-task: worker {spec.index}: {err.describe()} [{err.code.value}]",
+            file=sys.stderr,
+            flush=True,
+        )
         return err.code.kind.exit_status
     install_request_log()
 
@@ -199,17 +229,15 @@ class Supervisor:
         )
         os.close(ready_w)
         assert process.stdin is not None
-        process.stdin.write(pickle.dumps(spec))
+        process.stdin.write(spec.dumps())
         process.stdin.close()
         self.say(f"agent-task: worker {index} started (pid {process.pid})")
         return _Worker(index=index, process=process, ready_fd=ready_r)
 
     def _on_signal(self, _sig: int, _frame: FrameType | None) -> None:
         self._stopping = True
-        try:
+        with contextlib.suppress(OSError):  # the pipe is full: a wake-up is pending anyway
             os.write(self._wake_w, b"x")
-        except OSError:  # the pipe is full: a wake-up is pending anyway
-            pass
 
     def run(self, on_ready: Callable[[], None]) -> int:
         """Run until SIGTERM/SIGINT (0) or a worker that cannot be kept running (its status)."""
@@ -288,10 +316,8 @@ class Supervisor:
     def _stop_all(self) -> None:
         workers = [w for w in self._workers.values() if w.process.poll() is None]
         for worker in workers:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 worker.process.send_signal(signal.SIGTERM)
-            except ProcessLookupError:
-                pass
         deadline = time.monotonic() + STOP_GRACE_SECONDS
         for worker in workers:
             try:

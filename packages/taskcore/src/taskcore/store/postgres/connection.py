@@ -319,9 +319,7 @@ class PgConnection:
             cur = self.raw.execute(query, args, prepare=False)
         return cur
 
-    def _guarded(
-        self, sql: str, guarded: tuple[str, bool], args: Sequence[Any] | None
-    ) -> PgCursor:
+    def _guarded(self, sql: str, guarded: tuple[str, bool], args: Sequence[Any] | None) -> PgCursor:
         query, returns_identity = guarded
         if self._begin or self._deferred:
             cur = self._with_prefix(query, args)
