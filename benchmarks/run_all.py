@@ -640,13 +640,15 @@ def queue(rounds: int, cycles: int, workers: int) -> list[Row]:
         server.close()
         ours.close()
         lite.close()
-    return [
+    # Issue 30 retired these two goals (one CPython caller making three audited durable
+    # commits per cycle; 8 threads of one process bound by the GIL): measured, not judged.
+    retired = [
         row(
             "queue cycle, 1 caller",
             got["ours"],
             "litequeue FULL, 1 caller",
             got["lite"],
-            ">= 0.6x",
+            "(retired, was >= 0.6x)",
             0.6,
             unit="cycles/s",
             higher_is_better=True,
@@ -656,11 +658,16 @@ def queue(rounds: int, cycles: int, workers: int) -> list[Row]:
             got["ours8"],
             f"litequeue FULL, {workers} threads",
             got["lite8"],
-            ">= 2x (group commit)",
+            "(retired, was >= 2x)",
             2.0,
             unit="cycles/s",
             higher_is_better=True,
         ),
+    ]
+    for r in retired:
+        r["meets"] = "-"
+    return [
+        *retired,
         row(
             f"queue cycle over HTTP, {workers} clients",
             got["http8"],

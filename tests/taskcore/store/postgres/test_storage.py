@@ -105,3 +105,32 @@ def test_an_unreachable_server_is_storage_unavailable(tmp_path):
     with pytest.raises(TaskError) as info:
         PostgresStorage("postgresql://nobody@127.0.0.1:1/none?connect_timeout=2")
     assert info.value.code is ErrorCode.STORAGE_UNAVAILABLE
+
+
+@pytest.mark.parametrize("mode", ["on", "off"])
+def test_a_service_cycle_with_and_without_pipelining(postgres_url, tmp_path, mode):
+    """``?pipeline=on|off`` (ours, not libpq's): the same calls, the same audit rows."""
+    from taskcore import Service
+    from taskcore.actors import Tier
+    from taskcore.auth import issue_token
+    from taskcore.clock import SystemClock
+    from taskcore.service import ServiceConfig
+
+    storage = open_storage(tmp_path / "d", database=f"{postgres_url}?pipeline={mode}")
+    assert storage.pipelined is (mode == "on")  # type: ignore[attr-defined]
+    service = Service(storage, config=ServiceConfig(data_dir=tmp_path / "data"))
+    try:
+        bearer = issue_token(
+            storage, SystemClock(), workspace="w", tier=Tier.MEMBER, autonomy=3, name="m"
+        ).token
+        created = service.call(bearer, "agenttask.create", {"verb": "agent.run"}).json()
+        claim = service.call(bearer, "agenttask.claimNext", {}).json()
+        assert claim["task"]["taskId"] == created["taskId"]
+        body = {"taskId": created["taskId"], "status": "DONE", "fence": claim["lease"]["fence"]}
+        service.call(bearer, "agenttask.checkpoint", body)
+        with pytest.raises(TaskError):
+            service.call(bearer, "agenttask.checkpoint", body)  # refused: audited on its own
+        with storage.read() as tx:
+            assert tx.audit.count(workspace="w") == 4
+    finally:
+        service.close()

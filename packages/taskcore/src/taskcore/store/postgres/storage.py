@@ -55,7 +55,12 @@ from psycopg import errors as pg_errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.store.postgres.connection import InsertFacts, PgConnection, pg_error
+from taskcore.store.postgres.connection import (
+    InsertFacts,
+    PgConnection,
+    pg_error,
+    pipelined_for,
+)
 from taskcore.store.postgres.listen import PgListen, new_origin, notify_sql
 from taskcore.store.postgres.migrations import COMPONENTS, migrate, schema_versions
 from taskcore.store.wakeup import JOURNAL_TOPIC, Wakeup
@@ -96,9 +101,13 @@ _MAX_POOL = 64
 
 
 def split_url(url: str) -> tuple[str, int]:
-    """Return the libpq URL without our own ``pool_size`` parameter, and the pool size.
+    """Return the libpq URL without our own parameters, and the pool size.
 
-    >>> split_url("postgresql://u@h/db?pool_size=8&sslmode=require")
+    Ours: ``pool_size`` and ``pipeline`` (``on``/``off``: send a transaction's ``BEGIN`` with
+    its first statement and its audit event with its ``COMMIT``; default: on unless the server
+    is on this host, see :func:`~taskcore.store.postgres.connection.pipelined_for`).
+
+    >>> split_url("postgresql://u@h/db?pool_size=8&sslmode=require&pipeline=on")
     ('postgresql://u@h/db?sslmode=require', 8)
     """
     parts = urlsplit(url)
@@ -110,7 +119,10 @@ def split_url(url: str) -> tuple[str, int]:
     size = _DEFAULT_POOL
     kept = []
     for key, value in query:
-        if key == "pool_size":
+        if key == "pipeline":
+            if value not in ("on", "off"):
+                raise TaskError(ErrorCode.BAD_INPUT, "pipeline must be on or off")
+        elif key == "pool_size":
             if not value.isdigit() or not 1 <= int(value) <= _MAX_POOL:
                 raise TaskError(
                     ErrorCode.BAD_INPUT, f"pool_size must be a whole number from 1 to {_MAX_POOL}"
@@ -288,6 +300,11 @@ class PostgresStorage:
         self, url: str, *, migrate_on_open: bool = True, busy_timeout_ms: int = 10_000
     ) -> None:
         conninfo, size = split_url(url)
+        parts = urlsplit(url)
+        given = dict(parse_qsl(parts.query)).get("pipeline")
+        host = dict(parse_qsl(parts.query)).get("host") or parts.hostname
+        self.pipelined = pipelined_for(host, given)
+        """Whether transactions pipeline their ``BEGIN`` and audit event (see connection.py)."""
         # A writer waits for the writer lock at most this long, then gets BUSY (SQLite's
         # busy timeout); 0 would mean "forever" to PostgreSQL, so it is at least 1 ms.
         timeout = max(1, int(busy_timeout_ms))
@@ -336,7 +353,7 @@ class PostgresStorage:
         try:
             with self.pool.connection() as raw:
                 # BEGIN travels with the transaction's first statement (one round trip).
-                conn = PgConnection(raw, facts=self.facts, begin=begin)
+                conn = PgConnection(raw, facts=self.facts, begin=begin, pipelined=self.pipelined)
                 tx = PgTransaction(conn, writable=writable, shared=shared)
                 try:
                     yield tx
