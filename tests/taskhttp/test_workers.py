@@ -144,3 +144,13 @@ def test_a_worker_that_cannot_start_stops_the_server(tmp_path):
     assert "before it listened; stopping" in log
     assert "retention.json" in log
     _wait_gone([int(pid) for _, pid in PID.findall(log)])
+
+
+@pytest.mark.slow
+def test_workers_stop_themselves_when_the_supervisor_is_killed(tmp_path):
+    served = Served(tmp_path / "data", "--workers", "2")
+    pids = list(_pids(served).values())
+    served.proc.kill()  # SIGKILL: the supervisor cannot stop anyone
+    served.proc.wait(10)
+    _wait_gone(pids, seconds=40)  # each saw its parent go and stopped gracefully
+    served.client.close()
