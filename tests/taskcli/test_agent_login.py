@@ -232,7 +232,8 @@ def test_session_start_with_the_grant_tells_the_lease_after_a_refresh(live, tmp_
     created = _post(live, "agenttask.create", {"verb": "agent.run", "payload": {"goal": "oauth"}})
     access = json.loads(grant.read_text())["accessToken"]
     status, claimed = mcp_call(live.url, access, "agenttask_claimNext")
-    assert status == 200 and claimed["claimed"] is True, claimed
+    assert status == 200
+    assert claimed["claimed"] is True, claimed
     assert claimed["lease"]["owner"] == decided["grantId"]
     task_id, fence = created["taskId"], claimed["lease"]["fence"]
     stale = _expire(grant)
@@ -269,7 +270,8 @@ def test_hooks_starting_together_refresh_once_and_keep_the_grant(live, tmp_path)
     assert [o for o, _ in outs] == [b""] * 6, outs  # nothing held, nothing failed
     access = json.loads(grant.read_text())["accessToken"]
     status, who = mcp_call(live.url, access, "observe_whoami")
-    assert status == 200 and who["tier"] == "agent"  # the grant was not revoked
+    assert status == 200  # the grant was not revoked
+    assert who["tier"] == "agent"
 
 
 def test_session_start_with_a_revoked_grant_says_one_line_naming_login(live, tmp_path):

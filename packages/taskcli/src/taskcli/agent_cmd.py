@@ -240,7 +240,7 @@ def setup_cmd(
                     profile=profile,
                     data_dir=resolve_data_dir(data_dir),
                 )
-            credential, secret, missing = _credential(token_file, oauth, grant_file)
+            credential, secret, missing = _credential(token_file, oauth, grant_file, url)
             options = SetupOptions(
                 harness=harness,
                 scope=scope,
@@ -265,7 +265,7 @@ def setup_cmd(
 
 
 def _credential(
-    token_file: Path | None, oauth: bool, grant_file: Path | None
+    token_file: Path | None, oauth: bool, grant_file: Path | None, url: str
 ) -> tuple[Credential, str | None, str | None]:
     """The credential, its secret if it can be read, and a note when it cannot be yet."""
     if oauth:
@@ -279,7 +279,7 @@ def _credential(
                 OAuthGrant(path),
                 None,
                 f"the hooks' grant {path} does not exist yet: run 'agent-task agent login "
-                f"--grant-file {path} --url URL' before starting the harness",
+                f"--url {normalized_url(url)} --grant-file {path}' before starting the harness",
             )
         return OAuthGrant(path), str(grant["refreshToken"]), None
     assert token_file is not None

@@ -248,22 +248,22 @@ def doctor(
         checks.append(Check(name="setup", status=PASS, detail=where))
     if grant_text is None:
         token = _service_checks(checks, probe, url, token_text, project_dir, fix_setup)
-    elif url is not None and _health(checks, probe, url):
-        token = grant_checks(checks, _make, grant_probe, url, grant_text, project_dir)
-    else:
+    elif url is None:
         token = None
-        if url is None:
-            checks.append(
-                Check(
-                    name="service", status=FAIL, detail="no service URL in the setup", fix=fix_setup
-                )
-            )
+        checks.append(
+            Check(name="service", status=FAIL, detail="no service URL in the setup", fix=fix_setup)
+        )
+    else:
+        reachable = _health(checks, probe, url)
+        token = grant_checks(
+            checks, _make, grant_probe if reachable else None, url, grant_text, project_dir
+        )
     _entry_check(checks, harness, found, url, token_text, fix_setup, oauth=grant_text is not None)
     _hook_checks(checks, harness, ours, url, token_text, fix_setup, grant_text)
     if harness == CODEX:
         _codex_checks(checks, found, project_dir, codex, env)
     elif found.scope == "project":
-        _claude_trust(checks, project_dir, read)
+        _claude_trust(checks, project_dir, read, oauth=grant_text is not None)
     if token is not None:
         _secret_checks(checks, harness, project_dir, token, read, found)
     return checks
@@ -500,8 +500,13 @@ def _hook_checks(
             checks.append(Check(name=name, status=PASS, detail=f"{what}: {command}"))
 
 
-def _claude_trust(checks: list[Check], project_dir: Path, read: Reader) -> None:
-    """Claude Code runs a project's ``headersHelper`` only in a folder whose trust was accepted."""
+def _claude_trust(
+    checks: list[Check], project_dir: Path, read: Reader, *, oauth: bool = False
+) -> None:
+    """Claude Code runs a project's ``headersHelper`` only in a folder whose trust was accepted.
+
+    (And uses a project's ``.mcp.json`` servers at all, OAuth ones included, only there.)
+    """
     config = mcp_path(CLAUDE_CODE, "user", project_dir)
     try:
         projects = jsonedit.load(read(config), str(config)).get("projects")
@@ -518,8 +523,12 @@ def _claude_trust(checks: list[Check], project_dir: Path, read: Reader) -> None:
         Check(
             name="folder trust",
             status=FAIL,
-            detail=f"Claude Code runs the MCP headers helper of {here}/.mcp.json only once the "
-            "folder's trust dialog was accepted",
+            detail=(
+                f"Claude Code uses the MCP servers of {here}/.mcp.json"
+                if oauth
+                else f"Claude Code runs the MCP headers helper of {here}/.mcp.json"
+            )
+            + " only once the folder's trust dialog was accepted",
             fix=f"start claude in {here} once and accept 'trust this folder' (headless runs: "
             f'set projects["{here}"].hasTrustDialogAccepted to true in {config})',
         )

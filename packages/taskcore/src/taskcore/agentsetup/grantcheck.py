@@ -59,6 +59,7 @@ def grant_checks(
 ) -> str | None:
     """Append the grant's checks (``make(name, status, detail, fix)`` builds one).
 
+    ``probe`` is ``None`` when the service did not answer: only the file is checked.
     Returns the grant's refresh token (for the secrets check), or ``None`` when unreadable.
     """
     fix = login_fix(url, path)
@@ -86,8 +87,8 @@ def grant_checks(
                 "grant", "pass", f"{path}: client {grant['clientId'][:40]}, {grant['scope']}", None
             )
         )
-    if probe is None:
-        checks.append(make("refresh", "warn", "not checked (no HTTP here)", None))
+    if probe is None:  # the service did not answer (its check says so)
+        checks.append(make("refresh", "warn", "not checked: the service did not answer", None))
         return str(grant["refreshToken"])
     try:
         token, renewed = probe.grant_token(path, force=True)
