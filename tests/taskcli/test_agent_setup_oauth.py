@@ -123,7 +123,7 @@ def test_setup_says_to_log_in_first_and_how_to_authorize_the_harness(live, world
 
 def test_setup_refuses_oauth_with_a_token_file_and_a_grant_in_the_tree(live, world):
     _, project, _ = world
-    both = _setup(live, world, "--token-file", "/tmp/t", harness="codex")  # noqa: S108
+    both = _setup(live, world, "--token-file", "/tmp/t", harness="codex")
     assert both.exit_code == 3
     assert "not both" in both.stderr
     inside = _setup(live, world, "--grant-file", str(project / "grant.json"), harness="codex")
