@@ -19,13 +19,14 @@ run concurrently, and the server treats a spent refresh token presented again as
 revokes the whole grant), the file is read again and, if still stale, refreshed once at the
 token endpoint (the refresh token rotates) and written back atomically.
 
-Standard library only (the SessionStart hook imports it); the HTTP exchange is the caller's
-(``post``), since taskcore speaks no HTTP.
+Standard library only, and not the ``json`` package on the hook's path (its Python half loads
+``re`` and ``enum``: the file is read with :func:`taskcore.agentsetup.sessionstart.parse`, the
+``_json`` scanner; ``json`` is imported only to write a refreshed grant). The HTTP exchange is
+the caller's (``post``), since taskcore speaks no HTTP.
 """
 
 from __future__ import annotations
 
-import json
 import os
 
 TYPE_CHECKING = False  # not typing's: importing typing alone costs a hook ~5 ms
@@ -97,9 +98,11 @@ def load(path: str) -> dict[str, Any]:
         raise GrantError(f"no grant at {path}: {_relogin(path)}") from None
     except OSError as err:
         raise GrantError(f"the grant {path} cannot be read ({type(err).__name__})") from None
+    from taskcore.agentsetup.sessionstart import parse
+
     try:
-        data = json.loads(raw) if len(raw) <= _MAX_BYTES else None
-    except ValueError:
+        data = parse(raw) if len(raw) <= _MAX_BYTES else None
+    except (ValueError, RecursionError):
         data = None
     if (
         not isinstance(data, dict)
@@ -113,6 +116,8 @@ def load(path: str) -> dict[str, Any]:
 
 def save(path: str, grant: dict[str, Any]) -> None:
     """Write ``grant`` to ``path`` atomically, mode 0600 (its directory 0700 when created)."""
+    import json
+
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, mode=0o700, exist_ok=True)
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
@@ -166,9 +171,11 @@ def refresh(grant: dict[str, Any], post: Post, now_ms: int) -> dict[str, Any]:
             f"the token endpoint {grant['tokenEndpoint'][:200]} did not answer "
             f"({str(failure)[:40]})"
         ) from None
+    from taskcore.agentsetup.sessionstart import parse
+
     try:
-        answer = json.loads(content)
-    except ValueError:
+        answer = parse(content)
+    except (ValueError, RecursionError):
         answer = None
     if status != 200 or not isinstance(answer, dict):
         error = answer.get("error") if isinstance(answer, dict) else None
