@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from taskcli.agent_grant import mcp_call
 
 from tests.taskcli.frontdoor import RealLive, agent_task
 from tests.taskcli.test_agent_login import _expire, _post, logged_in
@@ -240,3 +241,92 @@ def test_an_access_token_is_still_refused_on_the_http_api(live, world):
         timeout=30,
     )
     assert response.status_code == 401
+
+
+def _hook(live: RealLive, grant: Path) -> bytes:
+    done = subprocess.run(
+        [AGENT_TASK, "session-start", "--url", live.url, "--grant-file", str(grant)],
+        input=b'{"source": "resume"}',
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0
+    return done.stdout
+
+
+def test_the_harness_grant_and_the_hooks_grant_are_two_agents(live, world, tmp_path):
+    """Without --share-grant a lease the harness's own grant claims is not the hooks' to see."""
+    home, _, _ = world
+    hooks_grant, _ = logged_in(live, home)
+    harness_grant, harness_decided = logged_in(live, tmp_path / "harness")
+    created = _post(live, "agenttask.create", {"verb": "agent.run", "payload": {"goal": "two"}})
+    access = json.loads(harness_grant.read_text())["accessToken"]
+    status, claimed = mcp_call(live.url, access, "agenttask_claimNext")
+    assert status == 200
+    assert claimed["lease"]["owner"] == harness_decided["grantId"]
+    assert _hook(live, hooks_grant) == b""  # silent: the hooks' grant holds nothing
+    assert created["taskId"] in _hook(live, harness_grant).decode()
+    _post(live, "agenttask.cancel", {"taskId": created["taskId"]})
+
+
+def test_share_grant_puts_the_grant_in_the_headers_helper(live, world):
+    home, project, _ = world
+    grant, decided = logged_in(live, home)
+    result = _setup(
+        live, world, "--grant-file", str(grant), "--share-grant", "--dry-run", harness="claude-code"
+    )
+    assert result.exit_code == 0, result.stderr
+    assert f'"headersHelper": "{AGENT_TASK} agent headers --grant-file {grant}"' in result.stdout
+    assert f"session-start --harness claude-code --url {live.url} --grant-file {grant}" in (
+        result.stdout
+    )
+    written = _setup(live, world, "--grant-file", str(grant), "--share-grant", harness="codex")
+    assert "the harness and the hooks are one agent" in written.stdout
+    assert "codex mcp login" not in written.stdout
+    # What the harness sends (the helper's headers, refreshed when stale) claims as the grant,
+    # and the SessionStart hook, with the same grant, is told the lease.
+    _expire(grant)
+    helper = subprocess.run(
+        [AGENT_TASK, "agent", "headers", "--grant-file", str(grant)],
+        capture_output=True,
+        timeout=60,
+        check=True,
+    )
+    bearer = json.loads(helper.stdout)["Authorization"].removeprefix("Bearer ")
+    assert bearer == json.loads(grant.read_text())["accessToken"]  # refreshed and kept
+    created = _post(live, "agenttask.create", {"verb": "agent.run", "payload": {"goal": "one"}})
+    status, claimed = mcp_call(live.url, bearer, "agenttask_claimNext")
+    assert status == 200
+    assert claimed["lease"]["owner"] == decided["grantId"]
+    told = json.loads(_hook(live, grant))["hookSpecificOutput"]["additionalContext"]
+    assert f'"taskId": "{created["taskId"]}"' in told
+    _post(live, "agenttask.cancel", {"taskId": created["taskId"]})
+    checks = {
+        c["name"]: c
+        for c in json.loads(
+            agent_task(
+                "agent",
+                "doctor",
+                "--harness",
+                "codex",
+                "--project-dir",
+                str(project),
+                "--json",
+                env=world[2],
+            ).stdout
+        )["checks"]
+    }
+    assert checks["mcp entry"]["status"] == "pass", checks
+    assert "with the hooks' grant (one agent)" in checks["mcp entry"]["detail"]
+
+
+def test_headers_with_a_missing_grant_fails_with_the_login_line(tmp_path):
+    done = subprocess.run(
+        [AGENT_TASK, "agent", "headers", "--grant-file", str(tmp_path / "none.json")],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 4
+    assert b"agent-task agent login" in done.stderr

@@ -162,6 +162,12 @@ def _report(plan: Plan, *, dry_run: bool, remove: bool, as_json: bool) -> None:
     help="With --oauth: the hooks' grant (default: $AGENT_TASK_GRANT_FILE, else "
     "~/.config/agent-task/grant.json).",
 )
+@click.option(
+    "--share-grant",
+    is_flag=True,
+    help="With --oauth: the harness connects with the hooks' grant too (headers helper), so "
+    "both are one agent and SessionStart sees what the harness claimed; no harness login.",
+)
 @click.option("--scope", type=click.Choice(SCOPES), required=True)
 @_project
 @click.option("--dry-run", is_flag=True, help="Print the change as a unified diff; write nothing.")
@@ -182,6 +188,7 @@ def setup_cmd(
     token_file: Path | None,
     oauth: bool,
     grant_file: Path | None,
+    share_grant: bool,
     scope: str,
     project_dir: Path | None,
     dry_run: bool,
@@ -218,6 +225,10 @@ def setup_cmd(
                     ErrorCode.BAD_INPUT,
                     f"--url is required: the service's base URL, e.g. {DEFAULT_URL}",
                 )
+            if (share_grant or grant_file is not None) and not oauth:
+                raise TaskError(
+                    ErrorCode.BAD_INPUT, "--grant-file and --share-grant go with --oauth"
+                )
             if oauth and token_file is not None:
                 raise TaskError(ErrorCode.BAD_INPUT, "give --token-file or --oauth, not both")
             if not oauth and token_file is None:
@@ -241,6 +252,8 @@ def setup_cmd(
                     data_dir=resolve_data_dir(data_dir),
                 )
             credential, secret, missing = _credential(token_file, oauth, grant_file, url)
+            if isinstance(credential, OAuthGrant) and share_grant:
+                credential = OAuthGrant(credential.path, share=True)
             options = SetupOptions(
                 harness=harness,
                 scope=scope,

@@ -258,7 +258,16 @@ def doctor(
         token = grant_checks(
             checks, _make, grant_probe if reachable else None, url, grant_text, project_dir
         )
-    _entry_check(checks, harness, found, url, token_text, fix_setup, oauth=grant_text is not None)
+    _entry_check(
+        checks,
+        harness,
+        found,
+        url,
+        token_text,
+        fix_setup,
+        oauth=grant_text is not None,
+        grant_text=grant_text,
+    )
     _hook_checks(checks, harness, ours, url, token_text, fix_setup, grant_text)
     if harness == CODEX:
         _codex_checks(checks, found, project_dir, codex, env)
@@ -394,6 +403,7 @@ def _entry_check(
     fix_setup: str,
     *,
     oauth: bool = False,
+    grant_text: str | None = None,
 ) -> None:
     entry = found.entry
     if not isinstance(entry, dict):
@@ -413,8 +423,15 @@ def _entry_check(
         problems.append(f"url is {entry.get('url')!r}, not {url + '/mcp'!r}")
     helper = _helper_of(harness, entry)
     if oauth:
-        if helper is not None or "headers" in entry or "bearer_token_env_var" in entry:
-            problems.append("it names a credential: with --oauth the harness authorizes itself")
+        helper_grant = _option(helper, "--grant-file") if helper is not None else None
+        if helper_grant is not None and grant_text is not None and helper_grant != grant_text:
+            problems.append(f"its helper reads another grant: {helper_grant}")
+        elif (
+            (helper is not None and helper_grant is None)
+            or "headers" in entry
+            or "bearer_token_env_var" in entry
+        ):
+            problems.append("it names a token: with --oauth the harness authorizes itself")
     elif helper is None:
         problems.append("no headers helper (the token would have to be in the file or the env)")
     elif token_text is not None and _option(helper, "--token-file") != token_text:
@@ -424,6 +441,14 @@ def _entry_check(
     if problems:
         checks.append(
             Check(name="mcp entry", status=FAIL, detail="; ".join(problems), fix=fix_setup)
+        )
+    elif oauth and helper is not None:
+        checks.append(
+            Check(
+                name="mcp entry",
+                status=PASS,
+                detail=f"{found.mcp_file}: {entry.get('url')}, with the hooks' grant (one agent)",
+            )
         )
     elif oauth:
         checks.append(

@@ -25,6 +25,12 @@ ours reads. The hooks use the command line's own grant instead, the file ``agent
 login`` writes (:mod:`taskcore.agentsetup.grant`, mode 0600 under the user's config dir):
 ``--grant-file G``, refreshed when stale.
 
+Leases belong to the credential that claimed them (a grant's id is its actor's token id), so
+the harness's grant and the hooks' grant are two agents to the service: the SessionStart hook
+does not see what the harness claimed. ``--oauth --share-grant`` makes them one: the entry
+names the headers helper with the grant (``agent headers --grant-file G``) and the harness
+runs no OAuth flow of its own.
+
 **The hooks** (a handler group each, ``{"hooks": [{"type": "command", "command": ...,
 "timeout": N}]}``, the same shape in both harnesses' files):
 
@@ -96,9 +102,16 @@ class TokenFile:
 
 @attrs.frozen
 class OAuthGrant:
-    """``--oauth``: the harness authorizes itself; the hooks use ``agent login``'s grant file."""
+    """``--oauth``: the harness authorizes itself; the hooks use ``agent login``'s grant file.
+
+    ``share`` (``--share-grant``): the harness connects with the same grant, through the
+    headers helper (``agent headers --grant-file G``), and runs no OAuth flow of its own.
+    Leases are held by the grant that claimed them, so only then does the SessionStart hook
+    see the leases the harness claimed.
+    """
 
     path: Path
+    share: bool = False
 
 
 Credential = TokenFile | OAuthGrant
@@ -211,7 +224,8 @@ def hooks_path(harness: str, scope: str, project_dir: Path) -> Path:
 
 
 def _helper(executable: str, credential: Credential) -> str:
-    return shlex.join([executable, "agent", "headers", "--token-file", str(credential.path)])
+    option = "--grant-file" if isinstance(credential, OAuthGrant) else "--token-file"
+    return shlex.join([executable, "agent", "headers", option, str(credential.path)])
 
 
 def mcp_auth(harness: str, executable: str, credential: Credential) -> dict[str, str]:
@@ -224,8 +238,10 @@ def mcp_auth(harness: str, executable: str, credential: Credential) -> dict[str,
     {'http_headers_helper': '/bin/agent-task agent headers --token-file /t/agent.token'}
     >>> mcp_auth("claude-code", "/bin/agent-task", OAuthGrant(Path("/h/grant.json")))
     {}
+    >>> mcp_auth("claude-code", "/bin/agent-task", OAuthGrant(Path("/h/g.json"), share=True))
+    {'headersHelper': '/bin/agent-task agent headers --grant-file /h/g.json'}
     """
-    if isinstance(credential, OAuthGrant):
+    if isinstance(credential, OAuthGrant) and not credential.share:
         return {}
     key = "headersHelper" if harness == CLAUDE_CODE else "http_headers_helper"
     return {key: _helper(executable, credential)}

@@ -192,6 +192,7 @@ def _hooks_change(
 def _notes(options: SetupOptions, files: tuple[FileChange, ...]) -> tuple[str, ...]:
     notes = []
     oauth = isinstance(options.credential, OAuthGrant)
+    one_grant = isinstance(options.credential, OAuthGrant) and options.credential.share
     kept = (
         f"the hooks' OAuth grant stays in {options.credential.path}"
         if oauth
@@ -211,7 +212,16 @@ def _notes(options: SetupOptions, files: tuple[FileChange, ...]) -> tuple[str, .
                 f"{kept}) but name this machine's agent-task and "
                 + ("grant file" if oauth else "token file")
             )
-    if oauth:
+    if one_grant:
+        notes.append(
+            f"{options.harness} connects with the grant {options.credential.path} through the "
+            "headers helper (no harness login): the harness and the hooks are one agent"
+        )
+    elif oauth:
+        notes.append(
+            "the harness and the hooks hold two grants: the leases the harness claims are "
+            "its grant's, which the SessionStart hook does not see (--share-grant makes them one)"
+        )
         notes.append(
             f"the MCP entry has no credential: authorize {options.harness} itself with "
             f"'{harness_login(options.harness)}'"
