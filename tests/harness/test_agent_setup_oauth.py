@@ -17,6 +17,12 @@ with a member's token (what the board's Approve button calls). Each test:
   with the hooks' grant (stale on purpose: the hook refreshes it).
 * ``--oauth --share-grant``: no Codex login; Codex connects with the hooks' grant through the
   headers helper, claims as that grant, and the next session is told its task and fence.
+  The same with Claude Code (its ``headersHelper``).
+
+Claude Code's own OAuth after ``agent setup --oauth`` (an entry with the URL alone) is not run
+here: Claude Code names itself by a client metadata document on claude.ai, which the service
+cannot fetch from this machine, and ``agent setup`` writes no pre-registered client (what
+``tests/harness/test_mcp_oauth.py`` uses instead).
 """
 
 from __future__ import annotations
@@ -33,8 +39,15 @@ import httpx
 import pytest
 
 from tests.harness.agentsetup import claim_of, doctor, lease_in_context, project, queued
-from tests.harness.harnesses import AGENT_TASK, codex_config, codex_env, run_codex
-from tests.harness.scripted_model import ScriptedModel, ToolCall, Turn, say
+from tests.harness.harnesses import (
+    AGENT_TASK,
+    claude_env,
+    codex_config,
+    codex_env,
+    run_claude,
+    run_codex,
+)
+from tests.harness.scripted_model import ScriptedModel, ToolCall, Turn, call, say
 from tests.harness.test_mcp_oauth import _read_until
 from tests.oauth.support import consent_url_of, request_id_of
 from tests.taskmcp.support import QueueService
@@ -88,14 +101,16 @@ def _login(queue: QueueService, env: dict[str, str]) -> tuple[Path, str]:
     return grant, decided["grantId"]
 
 
-def _setup(queue: QueueService, proj: Path, env: dict[str, str], *extra: str) -> str:
+def _setup(
+    queue: QueueService, proj: Path, env: dict[str, str], *extra: str, harness: str = "codex"
+) -> str:
     done = subprocess.run(
         [
             str(AGENT_TASK),
             "agent",
             "setup",
             "--harness",
-            "codex",
+            harness,
             "--scope",
             "user",
             "--project-dir",
@@ -236,4 +251,32 @@ def test_with_share_grant_codex_claims_as_the_grant_and_the_next_session_is_told
     assert second.returncode == 0, second.stderr
     told = model.loop_requests[-1]
     assert "(this session just started)" in told.text()
+    assert lease_in_context(told) == (task_id, fence)
+
+
+def test_with_share_grant_claude_code_lists_our_tools_claims_and_is_told_its_task(
+    claude_bin, model, proxy, home, tmp_path, queue
+):
+    proj = project(tmp_path)
+    task_id = queued(queue, "claude with the grant")
+    env = claude_env(home, model.url, proxy.url, {"ENABLE_TOOL_SEARCH": "false"})
+    grant, grant_id = _login(queue, env)
+    out = _setup(queue, proj, env, "--share-grant", harness="claude-code")
+    assert "the harness and the hooks are one agent" in out
+    status, report = doctor("claude-code", proj, env)
+    assert status == 0, report
+    server = "mcp__agent-task__"
+    model.extend([call(f"{server}agenttask_claimNext"), say("Claimed the task.")])
+    first = run_claude(claude_bin, "claim the next task", cwd=proj, env=env)
+    assert first.returncode == 0, first.stderr
+    assert f"{server}agenttask_claimNext" in model.loop_requests[0].tool_names
+    claimed, fence = claim_of(model.loop_requests[1])
+    assert claimed == task_id
+    task = queue.call("member", "agenttask.get", {"taskId": task_id})
+    assert task["lease"]["owner"] == grant_id
+    _stale(grant)
+    model.extend([say("I hold my task.")])
+    second = run_claude(claude_bin, "what do you hold?", cwd=proj, env=env)
+    assert second.returncode == 0, second.stderr
+    told = model.loop_requests[-1]
     assert lease_in_context(told) == (task_id, fence)
