@@ -33,7 +33,7 @@ from taskcore.auth import TokenAdmin
 from taskhttp import BackgroundServer, create_app
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_all import AGENT_TASK, PY, interleaved, process_ms, row, table  # noqa: E402
+from run_all import AGENT_TASK, PY, interleaved, process_ms, row, table
 
 
 def _login(url: str, person: str, grant: Path) -> None:

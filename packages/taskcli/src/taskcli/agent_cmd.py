@@ -1,7 +1,7 @@
 """``agent-task agent setup|login|doctor|headers`` and ``agent-task session-start``.
 
 * ``agent setup --harness claude-code|codex --url URL (--token-file F | --oauth [--grant-file
-  G]) --scope project|user [--dry-run] [--remove] [--change C --repository R --profile P
+  G] [--share-grant]) --scope project|user [--dry-run] [--remove] [--change C --repository R --profile P
   [--data-dir D]]`` writes the
   harness's MCP server entry and hooks (:mod:`taskcore.agentsetup.plan` says what); a second
   run changes nothing; ``--dry-run`` prints the unified diff and writes nothing; ``--remove``

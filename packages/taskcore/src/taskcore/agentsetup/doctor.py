@@ -155,10 +155,16 @@ def _option(command: str, name: str) -> str | None:
 
 
 def _setup_fix(
-    harness: str, scope: str, url: str | None, token_file: str | None, grant: str | None = None
+    harness: str,
+    scope: str,
+    url: str | None,
+    token_file: str | None,
+    grant: str | None = None,
+    *,
+    share: bool = False,
 ) -> str:
     credential = (
-        ["--oauth", "--grant-file", grant]
+        ["--oauth", "--grant-file", grant, *(["--share-grant"] if share else [])]
         if grant is not None
         else ["--token-file", token_file or "TOKEN_FILE"]
     )
@@ -236,7 +242,14 @@ def doctor(
     )
     if grant_text is not None:
         token_text = None
-    fix_setup = _setup_fix(harness, found.scope, url, token_text, grant_text)
+    fix_setup = _setup_fix(
+        harness,
+        found.scope,
+        url,
+        token_text,
+        grant_text,
+        share=helper is not None and _option(helper, "--grant-file") is not None,
+    )
     where = f"{found.scope} scope: {found.mcp_file}, {found.hooks_file}"
     if found.entry is None and not ours:
         checks.append(
