@@ -523,7 +523,7 @@ def login_cmd(
 )
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def headers_cmd(args: tuple[str, ...]) -> None:
-    """Print the MCP headers for the agent's token: --token-file FILE (the harness runs it)."""
+    """Print the MCP headers: --token-file FILE or --grant-file GRANT (the harness runs it)."""
     from taskcli.agent_headers import main as headers_main
 
     sys.exit(headers_main(list(args)))
