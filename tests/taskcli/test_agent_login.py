@@ -265,7 +265,14 @@ def test_hooks_starting_together_refresh_once_and_keep_the_grant(live, tmp_path)
         )
         for _ in range(6)
     ]
-    outs = [p.communicate(b'{"source": "startup"}', timeout=60) for p in procs]
+    time.sleep(1.5)  # all started and waiting on stdin: release them at once
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write(b'{"source": "startup"}')
+        p.stdin.close()
+    outs = [(p.stdout.read(), p.stderr.read()) for p in procs if p.stdout and p.stderr]
+    for p in procs:
+        p.wait(timeout=60)
     assert [p.returncode for p in procs] == [0] * 6
     assert [o for o, _ in outs] == [b""] * 6, outs  # nothing held, nothing failed
     access = json.loads(grant.read_text())["accessToken"]
