@@ -202,8 +202,15 @@ def test_codex_authorizes_itself_lists_our_tools_and_the_hook_refreshes_its_gran
     out = _setup(queue, proj, env)
     assert "authorize codex itself with 'codex mcp login agent-task'" in out
     assert (codex_home / "config.toml").read_text().count("[mcp_servers.agent-task]") == 1
+    status, report = doctor("codex", proj, env, "--codex", str(codex_bin))
+    before = {c["name"]: c for c in report["checks"]}["codex login"]
+    assert status == 9
+    assert before["status"] == "fail", before
+    assert before["fix"].startswith("codex mcp login agent-task")
     harness_grant = _codex_login(codex_bin, queue, proj, env)
     _trust_hooks(codex_bin, codex_home, proj, env)
+    status, report = doctor("codex", proj, env, "--codex", str(codex_bin))
+    assert {c["name"]: c for c in report["checks"]}["codex login"]["status"] == "pass"
     spent = _stale(grant)
     model.extend(
         [

@@ -17,7 +17,8 @@ passed, the exact fix):
    an executable that exists;
 7. Codex only: **project trust** (a project's ``.codex/`` is read only in a trusted project)
    and **hook trust** (``codex app-server``'s ``hooks/list``: untrusted hooks are skipped in
-   silence), with the exact lines that trust them;
+   silence), with the exact lines that trust them; with ``--oauth``, **codex login** (Codex's
+   own ``auth_status``);
 8. **secrets**: the token (with ``--oauth``: the grant's refresh token) in no tracked file of the work tree (``git grep`` with the pattern
    read from a private file, never from the command line) and in none of the harness files.
 
@@ -40,7 +41,7 @@ from typing import Any, Protocol
 import attrs
 
 from taskcore.agentsetup import jsonedit
-from taskcore.agentsetup.grantcheck import GrantProbe, grant_checks
+from taskcore.agentsetup.grantcheck import GrantProbe, codex_login_check, grant_checks
 from taskcore.agentsetup.harness import (
     CLAUDE_CODE,
     CODEX,
@@ -284,6 +285,12 @@ def doctor(
     _hook_checks(checks, harness, ours, url, token_text, fix_setup, grant_text)
     if harness == CODEX:
         _codex_checks(checks, found, project_dir, codex, env)
+        if grant_text is not None and helper is None:
+            checks.append(
+                codex_login_check(
+                    _make, codex or shutil.which("codex"), _project_root(project_dir), env
+                )
+            )
     elif found.scope == "project":
         _claude_trust(checks, project_dir, read, oauth=grant_text is not None)
     if token is not None:

@@ -11,21 +11,24 @@ In place of the token checks when the SessionStart hook names ``--grant-file``:
 * **leases**: ``agenttask_leases`` over MCP answers (what the SessionStart hook asks).
 
 Each failure's fix is the ``agent login`` line. The harness's own OAuth tokens are in its store,
-which is not read: the MCP entry check says how to authorize the harness.
+which is not read; for Codex, :func:`codex_login_check` asks Codex itself
+(``codex mcp list --json``: the server's ``auth_status``) whether it has logged in.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 from taskcore.agentsetup.grant import GrantError, load
-from taskcore.agentsetup.harness import work_tree_of
+from taskcore.agentsetup.harness import SERVER_NAME, harness_login, work_tree_of
 
-__all__ = ["GrantProbe", "grant_checks", "login_fix"]
+__all__ = ["GrantProbe", "codex_login_check", "grant_checks", "login_fix"]
 
 
 class GrantProbe(Protocol):
@@ -132,3 +135,41 @@ def grant_checks(
             )
         )
     return str(renewed["refreshToken"])
+
+
+def codex_login_check(
+    make: Any, codex: str | None, cwd: Path, env: Mapping[str, str] | None
+) -> Any:
+    """The ``codex login`` check of an ``--oauth`` setup where Codex authorizes itself.
+
+    ``codex mcp list --json`` says, per server, ``auth_status``: ``o_auth`` once logged in,
+    ``not_logged_in`` before. Codex's own answer; its credential store is not read.
+    """
+    fix = harness_login("codex") + " (add --oauth-client-registration dcr if the service "
+    fix += "cannot fetch Codex's client metadata document)"
+    if codex is None:
+        return make("codex login", "warn", "cannot ask Codex: codex is not on PATH", fix)
+    try:
+        done = subprocess.run(  # noqa: S603 - the codex executable the user named, fixed argv
+            [codex, "mcp", "list", "--json"],
+            cwd=cwd,
+            env=dict(env) if env is not None else dict(os.environ),
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+        listed = json.loads(done.stdout)
+    except (OSError, subprocess.TimeoutExpired, ValueError):
+        return make("codex login", "warn", "'codex mcp list --json' did not answer", fix)
+    mine = [s for s in listed if isinstance(s, dict) and s.get("name") == SERVER_NAME]
+    status = mine[0].get("auth_status") if mine else None
+    if status == "o_auth":
+        return make("codex login", "pass", f"Codex has logged in to '{SERVER_NAME}'", None)
+    if status == "not_logged_in":
+        return make(
+            "codex login",
+            "fail",
+            f"Codex has not logged in to '{SERVER_NAME}': it lists none of our tools",
+            fix,
+        )
+    return make("codex login", "warn", f"Codex says auth_status {str(status)[:40]!r}", fix)
