@@ -58,7 +58,9 @@ def _post(live: RealLive, verb: str, body: dict[str, Any], role: str = "member")
 class Login:
     """``agent-task agent login --no-browser`` running; the URL it printed."""
 
-    def __init__(self, live: RealLive, grant: Path, *extra: str) -> None:
+    def __init__(
+        self, live: RealLive, grant: Path, *extra: str, stdin: int = subprocess.DEVNULL
+    ) -> None:
         self.proc = subprocess.Popen(
             [
                 AGENT_TASK,
@@ -73,6 +75,7 @@ class Login:
                 "60",
                 *extra,
             ],
+            stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             env={**os.environ, "HOME": str(grant.parent)},
@@ -157,6 +160,22 @@ def test_the_authorization_request_is_pkce_with_state_and_a_loopback_redirect(li
     finally:
         login.proc.kill()
         login.proc.wait()
+
+
+def test_the_redirect_url_may_be_pasted_instead_of_reaching_the_listener(live, tmp_path):
+    """A browser on another machine cannot reach this loopback: the person pastes the URL."""
+    grant = tmp_path / "grant.json"
+    login = Login(live, grant, stdin=subprocess.PIPE)
+    decided = _approve(live, login.authorize)
+    assert login.proc.stdin is not None
+    login.proc.stdin.write(b"http://127.0.0.1:1/elsewhere?code=x&state=y\n")  # not ours: ignored
+    login.proc.stdin.write(decided["redirectTo"].encode() + b"\n")
+    login.proc.stdin.flush()
+    code, out, err = login.finish()
+    assert code == 0, err
+    assert "paste here the URL" in err
+    assert f"logged in: the grant is in {grant}" in out
+    assert json.loads(grant.read_text())["refreshToken"].startswith("atr_")
 
 
 def test_a_redirect_with_another_state_is_refused_and_nothing_is_written(live, tmp_path):

@@ -451,6 +451,15 @@ def doctor_cmd(
         sys.exit(DOCTOR_FAILED_EXIT)
 
 
+def _pasteable() -> Any:
+    """Standard input, when ``select`` can watch it (a real file descriptor), else ``None``."""
+    try:
+        sys.stdin.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+    return sys.stdin
+
+
 @agent.command("login")
 @click.option(
     "--url",
@@ -465,7 +474,11 @@ def doctor_cmd(
     help="Where to keep the grant (default: $AGENT_TASK_GRANT_FILE, else "
     "~/.config/agent-task/grant.json); mode 0600, never in a work tree.",
 )
-@click.option("--no-browser", is_flag=True, help="Print the URL only; open no browser.")
+@click.option(
+    "--no-browser",
+    is_flag=True,
+    help="Print the URL only; open no browser. The redirect URL may then be pasted on stdin.",
+)
 @click.option(
     "--timeout",
     type=click.FloatRange(1, 3600),
@@ -499,7 +512,14 @@ def login_cmd(
                 "committed; keep it outside, e.g. ~/.config/agent-task/grant.json",
                 path="$.grant_file",
             )
-        grant = login(base, str(path), open_browser=not no_browser, timeout_s=timeout, say=eprint)
+        grant = login(
+            base,
+            str(path),
+            open_browser=not no_browser,
+            timeout_s=timeout,
+            say=eprint,
+            paste=_pasteable() if no_browser else None,
+        )
         return {
             "grantFile": str(path),
             "url": grant["url"],

@@ -12,7 +12,8 @@ The steps, against the service at ``--url``:
 4. the authorization request with PKCE S256, a random ``state`` and ``resource`` = the MCP
    endpoint; the browser opens it (or the URL is printed: ``--no-browser``); the person
    consents on the board (or an operator with ``agent-task admin oauth approve``);
-5. the redirect to the listener: ``state`` must match, ``iss`` (RFC 9207) must be the issuer;
+5. the redirect to the listener (or, from a browser on another machine, its URL pasted on
+   stdin with ``--no-browser``): ``state`` must match, ``iss`` (RFC 9207) must be the issuer;
 6. the code is exchanged (with the verifier) and the grant written, mode 0600
    (:mod:`taskcore.agentsetup.grant`).
 """
@@ -27,7 +28,7 @@ import socket
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import IO, Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import httpx
@@ -127,6 +128,30 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return
 
 
+def _wait(
+    listener: _Listener, redirect: str, paste: IO[str] | None, timeout_s: float
+) -> dict[str, str] | None:
+    """The redirect's query: from the listener, or a URL pasted on ``paste``."""
+    import select
+
+    deadline = time.monotonic() + timeout_s
+    watched: list[Any] = [listener.socket] + ([paste] if paste is not None else [])
+    while listener.params is None and time.monotonic() < deadline:
+        ready, _, _ = select.select(watched, [], [], 0.5)
+        if listener.socket in ready:
+            listener.handle_request()
+        if paste is not None and paste in ready:
+            line = paste.readline()
+            if not line:
+                watched.remove(paste)  # end of input: the listener alone
+                paste = None
+                continue
+            parts = urlsplit(line.strip())
+            if f"{parts.scheme}://{parts.netloc}{parts.path}" == redirect:
+                return {k: v[0] for k, v in parse_qs(parts.query).items()}
+    return listener.params
+
+
 def _challenge(verifier: str) -> str:
     digest = hashlib.sha256(verifier.encode("ascii")).digest()
     return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
@@ -140,8 +165,13 @@ def login(
     timeout_s: float,
     say: Callable[[str], None],
     client_name: str | None = None,
+    paste: IO[str] | None = None,
 ) -> dict[str, Any]:
-    """Run the flow; write the grant to ``grant_file``; return it."""
+    """Run the flow; write the grant to ``grant_file``; return it.
+
+    ``paste``: a stream the person may paste the redirect URL into instead (a browser on
+    another machine cannot reach this one's loopback listener).
+    """
     with httpx.Client(timeout=30.0, verify=url.startswith("https://")) as client:
         resource, metadata = _discover(client, url)
         issuer = str(metadata["issuer"]).rstrip("/")
@@ -192,14 +222,16 @@ def login(
                 )
             )
             say(f"Approve agent-task's access in your browser:\n{authorize}")
+            if paste is not None:
+                say(
+                    "(On another machine? After approving, paste here the URL the browser "
+                    "was sent to.)"
+                )
             if open_browser:
                 import webbrowser
 
                 webbrowser.open(authorize)
-            deadline = time.monotonic() + timeout_s
-            while listener.params is None and time.monotonic() < deadline:
-                listener.handle_request()
-            params = listener.params
+            params = _wait(listener, redirect, paste, timeout_s)
         finally:
             listener.server_close()
         if params is None:
