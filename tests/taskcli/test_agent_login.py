@@ -95,12 +95,14 @@ class Login:
                 seen += chunk
                 found = _AUTHORIZE.search(seen.decode())
                 if found:
+                    self.shown = seen.decode()
                     return found.group(1)
         raise AssertionError(f"no authorization URL in: {seen!r}")
 
     def finish(self) -> tuple[int, str, str]:
+        """Exit status, stdout and all of stderr (what was read for the URL included)."""
         out, err = self.proc.communicate(timeout=60)
-        return self.proc.returncode, out.decode(), err.decode()
+        return self.proc.returncode, out.decode(), self.shown + err.decode()
 
 
 def _approve(live: RealLive, authorize: str, tier: str = "agent") -> dict[str, Any]:
