@@ -148,7 +148,9 @@ def _ask_grant(url: str, path: str, deadline_ms: int) -> Any:
 
     from taskcli.agent_grant import grant_token, mcp_call
 
-    timeout = max(deadline_ms, 1) / 1000
+    # Half the deadline each for a refresh and the question: a refresh cut off by the hook's
+    # alarm after the service rotated the token would leave a spent refresh token behind.
+    timeout = max(deadline_ms, 1) / 2000
     try:
         token, _grant = grant_token(path, timeout)
     except GrantError as err:
