@@ -210,7 +210,7 @@ def test_login_refuses_a_grant_file_inside_a_work_tree(live, tmp_path):
     tree.mkdir()
     subprocess.run(["git", "init", "-q", str(tree)], check=True)
     result = agent_task(
-        "agent", "login", "--url", live.url, "--grant-file", str(tree / "grant.json")
+        "agent", "login", "--url", live.url, "--grant-file", str(tree / "new" / "grant.json")
     )
     assert result.exit_code != 0
     assert "inside the work tree" in result.output + (result.stderr or "")

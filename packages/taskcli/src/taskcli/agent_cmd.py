@@ -504,7 +504,7 @@ def login_cmd(
     def act() -> dict[str, Any]:
         base = normalized_url(url)
         path = Path(os.path.abspath(os.path.expanduser(str(grant_file or default_grant_path()))))
-        tree = work_tree_of(path.parent) if path.parent.exists() else None
+        tree = work_tree_of(path.parent)
         if tree is not None:
             raise TaskError(
                 ErrorCode.INVALID_PATH,
