@@ -45,6 +45,7 @@ CASES: list[tuple[str, tuple[str, ...], str, bool]] = [
         False,
     ),
     ("bench_sandbox.py", ("--runs", "1"), "", False),
+    ("bench_session_grant.py", ("--rounds", "1"), "", False),
     (
         "bench_workers.py",
         ("--clients", "2", "--cycles", "8", "--rounds", "1"),
