@@ -33,7 +33,7 @@ from taskcore.auth import TokenAdmin
 from taskhttp import BackgroundServer, create_app
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run_all import AGENT_TASK, PY, interleaved, process_ms, row, table
+from run_all import AGENT_TASK, PY, interleaved, process_ms, row, silent, table
 
 
 def _login(url: str, person: str, grant: Path) -> None:
@@ -101,7 +101,7 @@ def main() -> None:
 
             got = interleaved(
                 {
-                    "pass": lambda: process_ms([PY, "-c", "pass"]),
+                    "pass": lambda: process_ms([PY, "-c", "pass"], expect=silent, what="nothing"),
                     "token": lambda: hook("--token-file", str(token_file)),
                     "grant": lambda: hook("--grant-file", str(fresh)),
                     "refresh": lambda: hook("--grant-file", str(stale), expire=stale),
