@@ -20,6 +20,11 @@ import attrs
 
 from taskcore.codec import wire_field
 from taskcore.limits import (
+    BACKOFF_INITIAL_DEFAULT_MS,
+    BACKOFF_MAX_DEFAULT_MS,
+    BACKOFF_MAX_MS,
+    BACKOFF_MULTIPLIER_DEFAULT,
+    BACKOFF_MULTIPLIER_MAX,
     CHECKPOINT_PRUNE_DEFAULT_DAYS,
     CHECKPOINT_PRUNE_MAX_DAYS,
     CLAIM_WAIT_MAX_MS,
@@ -29,6 +34,8 @@ from taskcore.limits import (
     ID_MAX_CHARS,
     LEASE_MAX_MS,
     LEASE_MIN_MS,
+    QUEUE_ATTEMPTS_MAX,
+    QUEUE_DELAY_MAX_MS,
     QUEUE_LIST_MAX,
     QUEUE_PRIORITY_MAX,
     QUEUE_PRIORITY_MIN,
@@ -41,6 +48,7 @@ from taskcore.queue.types import TaskStatus
 __all__ = [
     "ID_PATTERN",
     "VERB_PATTERN",
+    "BackoffIn",
     "CheckpointIn",
     "CheckpointWriteIn",
     "ClaimIn",
@@ -64,6 +72,7 @@ __all__ = [
     "ReleaseIn",
     "ReorderIn",
     "TaskRef",
+    "VerbRef",
     "VerbRegisterIn",
 ]
 
@@ -96,6 +105,27 @@ class TaskRef:
     task_id: str = _id("taskId", required=True)
 
 
+# -- scheduling and retries on create (docs/queue.md "Scheduled tasks", "Retries") -------------
+
+
+@attrs.frozen(kw_only=True)
+class BackoffIn:
+    """``backoff`` of ``agenttask.create``: the wait before a retry, full jitter.
+
+    The wait after attempt n fails is uniform in ``[0, min(maxMs, initialMs * multiplier **
+    (n - 1))]``.
+    """
+
+    initial_ms: int = wire_field(
+        default=BACKOFF_INITIAL_DEFAULT_MS, wire="initialMs", lo=1, hi=BACKOFF_MAX_MS
+    )
+    max_ms: int = wire_field(default=BACKOFF_MAX_DEFAULT_MS, wire="maxMs", lo=1, hi=BACKOFF_MAX_MS)
+    multiplier: float = wire_field(
+        default=BACKOFF_MULTIPLIER_DEFAULT,
+        doc=f"growth per attempt, 1.0 to {BACKOFF_MULTIPLIER_MAX}",
+    )
+
+
 @attrs.frozen(kw_only=True)
 class CreateIn:
     """``agenttask.create``: a task for a registered carrier verb."""
@@ -106,6 +136,27 @@ class CreateIn:
     run_id: str | None = _id("runId")
     matter_id: str | None = _id("matterId")
     matter_step_id: str | None = _id("matterStepId")
+    # scheduling and retries (sched)
+    run_at: int | None = wire_field(
+        default=None, wire="runAt", doc="epoch ms: not claimable before (runAt or delayMs)"
+    )
+    delay_ms: int | None = wire_field(
+        default=None,
+        wire="delayMs",
+        lo=0,
+        hi=QUEUE_DELAY_MAX_MS,
+        doc="not claimable for this many ms (runAt or delayMs, not both)",
+    )
+    max_attempts: int | None = wire_field(
+        default=None,
+        wire="maxAttempts",
+        lo=1,
+        hi=QUEUE_ATTEMPTS_MAX,
+        doc="runs before a failure is final (default 1: no retry)",
+    )
+    backoff: BackoffIn | None = wire_field(
+        default=None, doc="back-off between attempts (with maxAttempts above 1)"
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -285,6 +336,13 @@ class VerbRegisterIn:
 
     verb: str = wire_field(pattern=VERB_PATTERN)
     description: str = wire_field(default="", max_len=REASON_MAX_CHARS)
+
+
+@attrs.frozen(kw_only=True)
+class VerbRef:
+    """``{verb}``: ``agenttask.pause`` / ``agenttask.resume`` (docs/queue.md "Pause")."""
+
+    verb: str = wire_field(pattern=VERB_PATTERN)
 
 
 @attrs.frozen(kw_only=True)
