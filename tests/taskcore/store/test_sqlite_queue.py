@@ -261,11 +261,16 @@ def _plans(storage, sql: str, args: tuple) -> list[str]:
 def test_claim_next_probes_are_index_searches_with_no_sort(storage):
     from taskcore.store import sqlite_queue
 
-    ready = _plans(storage, sqlite_queue._READY_PROBE, ("w", 1))
-    by_verb = _plans(storage, sqlite_queue._READY_VERB_PROBE, ("w", "agent.run", 1))
+    from taskcore.store.sqlite_queue_sched import DUE, not_paused
+
+    # The probes as the claim runs them: with the due check and a paused verb left out (the
+    # scheduling fragments read run_at_ms and verb, so the search is no longer covering).
+    tail = f"{DUE}{not_paused(('x',))}{sqlite_queue._ORDER}"
+    ready = _plans(storage, sqlite_queue._READY_PROBE + tail, ("w", 1, 0, "x"))
+    by_verb = _plans(storage, sqlite_queue._READY_VERB_PROBE + tail, ("w", "agent.run", 1, 0, "x"))
     for plan in (ready, by_verb):
         assert len(plan) == 1
-        assert plan[0].startswith("SEARCH queue_task USING COVERING INDEX queue_task_ready")
+        assert plan[0].startswith("SEARCH queue_task USING INDEX queue_task_ready")
         assert "TEMP B-TREE" not in plan[0]
 
 
