@@ -261,6 +261,10 @@ class FrontDoor(Protocol):
         """Run ``name`` inside ``ctx``'s transaction under an approval grant."""
         ...
 
+    def run_nested(self, ctx: CallContext, name: str, raw: Mapping[str, Any]) -> Any:
+        """Run ``name`` inside ``ctx``'s transaction with its own audit event (bulk acts)."""
+        ...
+
 
 class WaitState(Protocol):
     """What a handler of a waiting call reaches of it (:class:`~taskcore.waiting.WaitingCall`).

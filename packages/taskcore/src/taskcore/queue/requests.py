@@ -35,6 +35,7 @@ from taskcore.limits import (
     LEASE_MAX_MS,
     LEASE_MIN_MS,
     QUEUE_ATTEMPTS_MAX,
+    QUEUE_BULK_MAX,
     QUEUE_DELAY_MAX_MS,
     QUEUE_LIST_MAX,
     QUEUE_PRIORITY_MAX,
@@ -49,6 +50,7 @@ __all__ = [
     "ID_PATTERN",
     "VERB_PATTERN",
     "BackoffIn",
+    "BulkIn",
     "CheckpointIn",
     "CheckpointWriteIn",
     "ClaimIn",
@@ -336,6 +338,23 @@ class VerbRegisterIn:
 
     verb: str = wire_field(pattern=VERB_PATTERN)
     description: str = wire_field(default="", max_len=REASON_MAX_CHARS)
+
+
+@attrs.frozen(kw_only=True)
+class BulkIn:
+    """``agenttask.requeueMany`` / ``cancelMany``: the tasks ``agenttask.list``'s filter matches.
+
+    At most ``limit`` (default and bound ``QUEUE_BULK_MAX``) tasks of the filter are looked
+    at, in creation order; ``dryRun`` answers what would change and changes nothing (the
+    board's confirmation step).
+    """
+
+    status: TaskStatus | None = wire_field(default=None)
+    matter_id: str | None = _id("matterId")
+    limit: int | None = wire_field(default=None, lo=1, hi=QUEUE_BULK_MAX)
+    dry_run: bool = wire_field(
+        default=False, wire="dryRun", doc="list what would change, change nothing"
+    )
 
 
 @attrs.frozen(kw_only=True)

@@ -1,4 +1,4 @@
-"""The scheduling operations: ``agenttask.pause``, ``.resume``, ``.paused`` (docs/queue.md "Pause").
+"""The scheduling operations: pause, resume, paused, requeueMany, cancelMany (docs/queue.md).
 
 Admin verbs (surface ``admin``, tier admin, never MCP, as every admin-only verb: docs/queue.md
 "Which verbs are MCP tools"), registered by :func:`register` beside
@@ -10,7 +10,7 @@ creates a task carries them.
 >>> registry = Registry()
 >>> register(registry)
 >>> sorted(op.name for op in registry)[:3]
-['agenttask.pause', 'agenttask.paused', 'agenttask.resume']
+['agenttask.cancelMany', 'agenttask.pause', 'agenttask.paused']
 """
 
 from __future__ import annotations
@@ -20,14 +20,21 @@ from typing import Any
 from taskcore.actors import RiskClass, Tier
 from taskcore.limits import LEASE_DEFAULT_MS, LEASE_MAX_MS
 from taskcore.queue import schedule
+from taskcore.queue.bulk import BulkAct, select
 from taskcore.queue.common import QueueCall
-from taskcore.queue.requests import NoInput, VerbRef
-from taskcore.queue.types import PausedList, VerbPaused
+from taskcore.queue.requests import BulkIn, NoInput, VerbRef
+from taskcore.queue.types import BulkResult, PausedList, VerbPaused
 from taskcore.service import CallContext, Operation, Registry, Surface
 
 __all__ = ["SCHED_VERBS", "register"]
 
-SCHED_VERBS: tuple[str, ...] = ("agenttask.pause", "agenttask.resume", "agenttask.paused")
+SCHED_VERBS: tuple[str, ...] = (
+    "agenttask.pause",
+    "agenttask.resume",
+    "agenttask.paused",
+    "agenttask.requeueMany",
+    "agenttask.cancelMany",
+)
 """The verbs this module registers."""
 
 
@@ -52,6 +59,29 @@ def _resume(ctx: CallContext, request: VerbRef) -> VerbPaused:
 
 def _paused(ctx: CallContext, _: NoInput) -> PausedList:
     return schedule.list_paused(_call(ctx))
+
+
+def _bulk(act: BulkAct) -> Any:
+    def handler(ctx: CallContext, request: BulkIn) -> BulkResult:
+        chosen = select(_call(ctx), act, request)
+        if not request.dry_run:
+            for task_id in chosen.task_ids:  # each its own call: checks and an audit event
+                ctx.service.run_nested(ctx, act.value, {"taskId": task_id})
+        return BulkResult(
+            task_ids=chosen.task_ids,
+            skipped=chosen.skipped,
+            more=chosen.more,
+            dry_run=request.dry_run,
+        )
+
+    return handler
+
+
+_BULK_NOTE = (
+    " The filter is agenttask.list's (status, matterId), at most limit (1000) tasks in creation "
+    "order; each task changed is its own audited call in this one transaction (all or "
+    "nothing). dryRun: answer what would change, change nothing."
+)
 
 
 def _admin(
@@ -112,10 +142,32 @@ def _operations() -> tuple[Operation[Any, Any], ...]:
             _paused,
             idempotent=True,
         ),
+        _admin(
+            "agenttask.requeueMany",
+            "Requeue every FAILED task a list filter matches (the dead-letter set).",
+            BulkIn,
+            BulkResult,
+            RiskClass.WRITE,
+            _bulk(BulkAct.REQUEUE),
+            idempotent=False,
+            description="Each FAILED task goes back to QUEUED at attempt 1, its checkpoint "
+            "intact; tasks in another status are counted in skipped." + _BULK_NOTE,
+        ),
+        _admin(
+            "agenttask.cancelMany",
+            "Cancel every non-terminal task a list filter matches.",
+            BulkIn,
+            BulkResult,
+            RiskClass.SENSITIVE,
+            _bulk(BulkAct.CANCEL),
+            idempotent=False,
+            description="Each QUEUED, LEASED or ESCALATED task ends CANCELLED (its lease cleared, "
+            "an open approval gate voided); terminal tasks are counted in skipped." + _BULK_NOTE,
+        ),
     )
 
 
 def register(registry: Registry) -> None:
-    """Register pause, resume and paused."""
+    """Register pause, resume, paused, requeueMany and cancelMany."""
     for op in _operations():
         registry.register(op)

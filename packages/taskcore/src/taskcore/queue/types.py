@@ -24,6 +24,7 @@ from taskcore.limits import LEASE_WALLCLOCK_CAP_SECONDS, MAX_LEASE_EXTENSIONS
 __all__ = [
     "ApprovalGateView",
     "BackoffView",
+    "BulkResult",
     "ClaimResult",
     "ClearResult",
     "EscalateResult",
@@ -422,3 +423,18 @@ class PausedList:
     """``agenttask.paused``: the workspace's paused verbs, by name."""
 
     verbs: tuple[PausedVerbView, ...] = wire_field()
+
+
+# -- bulk acts (docs/queue.md "Bulk requeue and cancel") ------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class BulkResult:
+    """What ``agenttask.requeueMany`` / ``cancelMany`` changed (or, dry, would change)."""
+
+    task_ids: tuple[str, ...] = wire_field(
+        wire="taskIds", doc="the tasks changed (each audited as its own call), in creation order"
+    )
+    skipped: int = wire_field(doc="tasks the filter matched in a status the act does not apply to")
+    more: bool = wire_field(doc="more tasks match past limit: call again")
+    dry_run: bool = wire_field(wire="dryRun")
