@@ -93,3 +93,11 @@ def test_a_bulk_act_never_reaches_another_workspace(door):
         "dryRun": False,
     }
     assert door(MEMBER, "agenttask.get", {"taskId": mine})["status"] == "QUEUED"
+
+
+def test_the_verb_filter_keeps_one_carrier_verb(door):
+    door(ADMIN, "agenttask.verb.register", {"verb": "repo.fix"})
+    fix = door.create(verb="repo.fix")["taskId"]
+    door.create()
+    answer = door(ADMIN, "agenttask.cancelMany", {"verb": "repo.fix"})
+    assert answer["taskIds"] == [fix]

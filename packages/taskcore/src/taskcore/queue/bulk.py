@@ -1,7 +1,7 @@
 """Bulk requeue and cancel: the tasks a listing filter matches (docs/queue.md "Bulk").
 
-:func:`select` reads up to ``limit`` tasks of ``agenttask.list``'s filter (status, matter) in
-creation order and splits them into those the act applies to (``FAILED`` ones for a requeue,
+:func:`select` reads up to ``limit`` tasks of the listing filter (status, verb, matter; the
+board's backlog filter) in drain order and splits them into those the act applies to (``FAILED`` ones for a requeue,
 the dead-letter set included; non-terminal ones for a cancel) and the rest. The operation
 (:mod:`taskcore.queue.sched_ops`) then runs ``agenttask.requeue`` / ``agenttask.cancel`` on
 each, inside the one transaction, each with its own audit event.
@@ -50,12 +50,12 @@ class Selection:
 def select(call: QueueCall, act: BulkAct, request: BulkIn) -> Selection:
     """The tasks of the caller's workspace ``request``'s filter matches, split for ``act``."""
     limit = request.limit or QUEUE_BULK_MAX
-    rows = call.tx.queue.list_tasks(
+    rows = call.tx.queue.backlog(
         call.workspace,
         status=None if request.status is None else request.status.value,
+        verb=request.verb,
         matter_id=request.matter_id,
-        non_matter_only=False,
-        after_seq=None,
+        after=None,
         limit=limit + 1,
         now_ms=call.now_ms,
     )

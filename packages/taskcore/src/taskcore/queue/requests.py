@@ -342,14 +342,16 @@ class VerbRegisterIn:
 
 @attrs.frozen(kw_only=True)
 class BulkIn:
-    """``agenttask.requeueMany`` / ``cancelMany``: the tasks ``agenttask.list``'s filter matches.
+    """``agenttask.requeueMany`` / ``cancelMany``: the tasks a listing filter matches.
 
-    At most ``limit`` (default and bound ``QUEUE_BULK_MAX``) tasks of the filter are looked
-    at, in creation order; ``dryRun`` answers what would change and changes nothing (the
+    The filter of ``agenttask.list`` and the board's backlog (``observe.backlog``): effective
+    status, carrier verb, matter. At most ``limit`` (default and bound ``QUEUE_BULK_MAX``)
+    tasks of the filter are looked at, in drain order; ``dryRun`` answers what would change and changes nothing (the
     board's confirmation step).
     """
 
     status: TaskStatus | None = wire_field(default=None)
+    verb: str | None = wire_field(default=None, pattern=VERB_PATTERN)
     matter_id: str | None = _id("matterId")
     limit: int | None = wire_field(default=None, lo=1, hi=QUEUE_BULK_MAX)
     dry_run: bool = wire_field(

@@ -78,7 +78,7 @@ def _bulk(act: BulkAct) -> Any:
 
 
 _BULK_NOTE = (
-    " The filter is agenttask.list's (status, matterId), at most limit (1000) tasks in creation "
+    " The filter is the backlog's (status, verb, matterId), at most limit (1000) tasks in drain "
     "order; each task changed is its own audited call in this one transaction (all or "
     "nothing). dryRun: answer what would change, change nothing."
 )
