@@ -79,7 +79,8 @@ def test_the_queue_shows_run_at_attempt_and_paused_verbs(world):
     )
     assert paused.status_code == 303
     page = client.get("/board/queue").text
-    assert "paused by" in page and "<code>agent.run</code>" in page
+    assert "paused by" in page
+    assert "<code>agent.run</code>" in page
     client.post(
         "/board/queue/pause", data={"csrf": _csrf(client), "act": "resume", "verb": "agent.run"}
     )

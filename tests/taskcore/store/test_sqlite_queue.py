@@ -260,7 +260,6 @@ def _plans(storage, sql: str, args: tuple) -> list[str]:
 )
 def test_claim_next_probes_are_index_searches_with_no_sort(storage):
     from taskcore.store import sqlite_queue
-
     from taskcore.store.sqlite_queue_sched import DUE, not_paused
 
     # The probes as the claim runs them: with the due check and a paused verb left out (the
