@@ -196,7 +196,8 @@ COMPONENT = Component(
             # "Retries", "Pause"): a task is not claimable before run_at_ms; attempt counts
             # from 1 up to max_attempts (1: no retry, the seed's behaviour); retry_delay_ms is
             # the jittered back-off drawn at claim for the lease lapsing; queue_paused_verb
-            # holds the carrier verbs claimNext skips. queue_task_scheduled finds the next due.
+            # holds the carrier verbs claimNext skips. queue_task_scheduled finds the next due;
+            # the ready indexes end with run_at_ms, so the claim's due check stays covered.
             """
             ALTER TABLE queue_task ADD COLUMN run_at_ms INTEGER;
             ALTER TABLE queue_task ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1
@@ -210,6 +211,14 @@ COMPONENT = Component(
                 CHECK (retry_delay_ms >= 0);
             CREATE INDEX queue_task_scheduled ON queue_task (workspace, run_at_ms)
                 WHERE status = 'QUEUED' AND run_at_ms IS NOT NULL;
+            DROP INDEX queue_task_ready;
+            CREATE INDEX queue_task_ready ON queue_task
+                (workspace, autonomy_ceiling, priority DESC, created_at_ms, seq, run_at_ms)
+                WHERE status = 'QUEUED';
+            DROP INDEX queue_task_ready_verb;
+            CREATE INDEX queue_task_ready_verb ON queue_task
+                (workspace, verb, autonomy_ceiling, priority DESC, created_at_ms, seq, run_at_ms)
+                WHERE status = 'QUEUED';
             CREATE TABLE queue_paused_verb (
                 workspace TEXT NOT NULL,
                 verb TEXT NOT NULL,

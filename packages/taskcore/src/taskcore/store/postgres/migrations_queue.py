@@ -211,6 +211,14 @@ QUEUE = Component(
                 CHECK (retry_delay_ms >= 0);
             CREATE INDEX queue_task_scheduled ON queue_task (workspace, run_at_ms)
                 WHERE status = 'QUEUED' AND run_at_ms IS NOT NULL;
+            DROP INDEX queue_task_ready;
+            CREATE INDEX queue_task_ready ON queue_task
+                (workspace, autonomy_ceiling, priority DESC, created_at_ms, seq, run_at_ms)
+                WHERE status = 'QUEUED';
+            DROP INDEX queue_task_ready_verb;
+            CREATE INDEX queue_task_ready_verb ON queue_task
+                (workspace, verb, autonomy_ceiling, priority DESC, created_at_ms, seq, run_at_ms)
+                WHERE status = 'QUEUED';
             CREATE TABLE queue_paused_verb (
                 workspace TEXT COLLATE "C" NOT NULL,
                 verb TEXT COLLATE "C" NOT NULL,
