@@ -131,3 +131,15 @@ def test_bulk_cancel_needs_the_csrf_token_and_a_known_act(world):
     )
     listed = service.dispatch(actor, "agenttask.list", {"status": "CANCELLED"}).json()
     assert len(listed["tasks"]) == 1
+
+
+def test_the_task_page_shows_run_at_and_attempts(world):
+    service, actor, client = world
+    task = service.dispatch(
+        actor,
+        "agenttask.create",
+        {"verb": "agent.run", "delayMs": 1_000, "maxAttempts": 4, "backoff": {"initialMs": 7}},
+    ).json()
+    page = client.get(f"/board/tasks/{task['taskId']}").text
+    assert "<dt>run at</dt>" in page
+    assert "1 of 4 (back-off 7 ms" in page
