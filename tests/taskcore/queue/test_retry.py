@@ -8,16 +8,29 @@ an attempt; below maxAttempts the task is QUEUED again with runAt = now + back-o
 from __future__ import annotations
 
 import random
+import shutil
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from taskcore import ErrorCode, Service
-from taskcore.limits import BACKOFF_MAX_MS, BACKOFF_MULTIPLIER_MAX, MAX_LEASE_EXTENSIONS
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
+from taskcore import ErrorCode, FakeClock, Service
+from taskcore.limits import (
+    BACKOFF_MAX_MS,
+    BACKOFF_MULTIPLIER_MAX,
+    MAX_LEASE_EXTENSIONS,
+)
 from taskcore.queue.retry import backoff_cap, backoff_delay, claim_changes, failure_changes
 from taskcore.store.queue_api import TaskRecord
 
@@ -312,3 +325,135 @@ def test_depth_counts_a_dead_lettered_lapsed_lease_as_failed(door, clock, servic
         counts = {c.status: c.count for c in tx.queue.depth("w", now_ms=clock.now_ms())}
     assert counts.get("FAILED", 0) == (1 if attempts > 1 else 0)
     assert counts.get("QUEUED", 0) == (0 if attempts > 1 else 1)
+
+
+# -- the retry state machine (hypothesis) --------------------------------------------------------
+
+
+class RetryMachine(RuleBasedStateMachine):
+    """One retrying task through random fails, lapses, waits, requeues and completions.
+
+    Checked at every step: the attempt stays within 1..maxAttempts and only grows by one per
+    failed attempt; a claim never comes before runAt; a failure below the last attempt is
+    QUEUED again with runAt within its back-off cap, at the last one FAILED; a requeue starts
+    at attempt 1.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dir = tempfile.mkdtemp()
+        self.clock = FakeClock(START_MS)
+        self.service = Service.open(self.dir, clock=self.clock)
+        self.task = ""
+        self.held: int | None = None  # the live claim's fence
+        self.expires = 0
+        self.attempt = 1
+        self.max = 1
+        self.rules: dict[str, Any] = {}
+
+    def teardown(self) -> None:
+        self.service.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def get(self) -> dict[str, Any]:
+        return self.service.dispatch(MEMBER, "agenttask.get", {"taskId": self.task}).json()
+
+    def cap(self, attempt: int) -> int:
+        return backoff_cap(attempt, **self.rules)
+
+    @initialize(
+        attempts=st.integers(1, 4),
+        initial=st.integers(1, 50),
+        extra=st.integers(0, 50),
+        multiplier=st.sampled_from([1.0, 1.5, 2.0, 3.0]),
+    )
+    def create(self, attempts: int, initial: int, extra: int, multiplier: float) -> None:
+        self.max = attempts
+        self.rules = {"initial_ms": initial, "max_ms": initial + extra, "multiplier": multiplier}
+        backoff = {"initialMs": initial, "maxMs": initial + extra, "multiplier": multiplier}
+        body = {"verb": "agent.run", "maxAttempts": attempts, "backoff": backoff}
+        self.task = self.service.dispatch(MEMBER, "agenttask.create", body).json()["taskId"]
+
+    @rule()
+    def claim_next(self) -> None:
+        before = self.get()
+        got = self.service.dispatch(WORKER, CLAIM, {}).json()
+        if not got["claimed"]:
+            due = before["runAtMs"] is None or before["runAtMs"] <= self.clock.now_ms()
+            assert not (before["status"] == "QUEUED" and due), "a due task was not handed out"
+            return
+        assert before["status"] == "QUEUED"
+        assert before["runAtMs"] is None or before["runAtMs"] <= self.clock.now_ms()
+        assert got["task"]["attempt"] == before["attempt"]
+        self.attempt = got["task"]["attempt"]
+        self.held = got["lease"]["fence"]
+        self.expires = got["lease"]["expiresAtMs"]
+
+    @rule()
+    def fail(self) -> None:
+        if self.held is None:
+            return
+        now = self.clock.now_ms()
+        body = {"taskId": self.task, "status": "FAILED", "fence": self.held}
+        after = self.service.dispatch(WORKER, "agenttask.checkpoint", body).json()
+        self.held = None
+        if self.attempt < self.max:
+            assert (after["status"], after["attempt"]) == ("QUEUED", self.attempt + 1)
+            assert now <= after["runAtMs"] <= now + self.cap(self.attempt)
+            self.attempt += 1
+        else:
+            assert (after["status"], after["attempt"]) == ("FAILED", self.attempt)
+
+    @rule()
+    def lapse(self) -> None:
+        if self.held is None:
+            return
+        expiry = self.expires
+        self.clock.advance(max(0, expiry - self.clock.now_ms()))
+        self.held = None
+        seen = self.get()
+        if self.max == 1:
+            assert (seen["status"], seen["attempt"]) == ("QUEUED", 1)
+        elif self.attempt < self.max:
+            assert (seen["status"], seen["attempt"]) == ("QUEUED", self.attempt + 1)
+            assert expiry <= seen["runAtMs"] <= expiry + self.cap(self.attempt)
+            self.attempt += 1
+        else:
+            assert (seen["status"], seen["attempt"]) == ("FAILED", self.attempt)
+
+    @rule(ms=st.integers(0, 200))
+    def wait(self, ms: int) -> None:
+        self.clock.advance(ms)
+
+    @rule()
+    def requeue(self) -> None:
+        if self.get()["status"] != "FAILED":
+            return
+        again = self.service.dispatch(MEMBER, "agenttask.requeue", {"taskId": self.task}).json()
+        assert (again["status"], again["attempt"], again["runAtMs"]) == ("QUEUED", 1, None)
+        self.attempt = 1
+
+    @invariant()
+    def attempt_in_bounds(self) -> None:
+        if self.task:
+            seen = self.get()
+            assert 1 <= seen["attempt"] <= self.max
+            assert seen["maxAttempts"] == self.max
+            assert seen["status"] in {"QUEUED", "LEASED", "FAILED"}
+
+
+@pytest.mark.backend_only(
+    "sqlite",
+    reason="each example opens a fresh journal in its own temp dir; the PostgreSQL test database "
+    "is emptied once per test, not per example (the same verbs run on PostgreSQL above)",
+)
+def test_retry_state_machine() -> None:
+    run_state_machine_as_test(
+        RetryMachine,
+        settings=settings(
+            max_examples=30,
+            stateful_step_count=30,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )
