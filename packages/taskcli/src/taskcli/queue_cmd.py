@@ -39,6 +39,10 @@ def _task_line(task: dict[str, Any]) -> str:
     lease = task.get("lease")
     if isinstance(lease, dict) and isinstance(lease.get("expiresAtMs"), int):
         parts.append(f"lease until {_iso(lease['expiresAtMs'])}")
+    if isinstance(task.get("maxAttempts"), int) and task["maxAttempts"] > 1:
+        parts.append(f"attempt {task.get('attempt')}/{task['maxAttempts']}")
+    if task.get("status") == "QUEUED" and isinstance(task.get("runAtMs"), int):
+        parts.append(f"not before {_iso(task['runAtMs'])}")
     return " ".join(parts)
 
 
@@ -49,6 +53,9 @@ def readable(answer: Any) -> str:
     'nothing to claim: no queued task this token may run'
     >>> readable({"taskId": "at_1", "verb": "agent.run", "status": "DONE"}).splitlines()[0]
     'at_1 (agent.run) DONE'
+    >>> readable({"taskId": "at_2", "verb": "agent.run", "status": "QUEUED", "attempt": 2,
+    ...     "maxAttempts": 3, "runAtMs": 0}).splitlines()[0]
+    'at_2 (agent.run) QUEUED attempt 2/3 not before 1970-01-01T00:00:00Z'
     """
     if isinstance(answer, dict):
         if answer.get("claimed") is False:
