@@ -18,7 +18,7 @@ placeholders and errors). What is PostgreSQL's own:
 from __future__ import annotations
 
 import zlib
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from taskcore.store.audit_api import AuditEvent
 from taskcore.store.queue_api import TaskRecord
