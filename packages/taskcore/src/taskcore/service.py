@@ -737,8 +737,8 @@ class Service:
                 held = contextlib.nullcontext() if op.hold is None else op.hold(outside)
                 with held, self.write(shared=op.row_safe) as tx:
                     # The live authorization guard: the token must still be valid inside the
-                    # transaction that acts on it (revocation serializes with this commit: it
-                    # is an exclusive writer, which a shared writer lock waits for or holds off).
+                    # transaction that acts on it (revocation serializes with this commit:
+                    # under a shared writer lock the token row is read FOR SHARE).
                     # In-process actors built by trusted code have no token record.
                     if bearer is not None:
                         authenticate_in_call(tx, bearer, actor)

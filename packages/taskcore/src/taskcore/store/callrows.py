@@ -12,7 +12,8 @@ another statement; any write through a store forgets what that store memoised, a
 transaction starts with empty memos.
 
 Plain SQL over the tables both backends share, so the PostgreSQL transaction runs the same
-statement (its connection translates the placeholders).
+statement (its connection translates the placeholders). A PostgreSQL shared write reads
+tokens ``FOR SHARE`` and takes no seeded token row (see ``PgTokenStore``).
 """
 
 from __future__ import annotations

@@ -43,6 +43,9 @@ The call path, in round trips (issue 30):
   sequence number is not read back, and a failure fails the commit (pipelined servers).
 * **Prepared statements.** Statements outside a pipeline are prepared by psycopg once seen
   five times on a connection (its ``prepare_threshold``); pooled connections keep them.
+  Inserts are not: a prepared audit insert, the first statement of its transaction to take
+  a transaction id, broke the event log's horizon under concurrent replicas
+  (``tests/replicas/test_events.py``, the SIGKILL case), so they run unprepared as before.
 
 >>> translate("SELECT a FROM t INDEXED BY t_a WHERE a = ? AND b LIKE '%?' AND rowid = ?")
 "SELECT a FROM t WHERE a = %s AND b LIKE '%%?' AND ctid = %s"
@@ -123,6 +126,14 @@ _CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)
 _LITERAL = re.compile(r"'(?:[^']|'')*'")
 
 
+SAVEPOINT_TABLES = frozenset({"audit_event"})
+"""Tables whose inserts keep the savepoint path whatever their keys: the event log's rows.
+
+With the audit insert as ``ON CONFLICT DO NOTHING`` the replicas' event stream missed its
+catch-up under load (``tests/replicas/test_events.py``, the SIGKILL case, 3 runs of 4) where
+main's path never did; the cause is not found yet, so the event log keeps main's path."""
+
+
 @attrs.frozen
 class InsertFacts:
     """What the call path needs to know of the schema: read once when a storage opens."""
@@ -179,7 +190,7 @@ def guarded_insert(sql: str, facts: InsertFacts) -> tuple[str, bool] | None:
     values = _VALUES.search(masked)
     if table is None or values is None or _CONFLICT.search(masked):
         return None
-    if table.group(1) in facts.with_foreign_keys:
+    if table.group(1) in facts.with_foreign_keys or table.group(1) in SAVEPOINT_TABLES:
         return None
     depth, end = 0, -1
     for i in range(values.end() - 1, len(masked)):
@@ -368,7 +379,10 @@ class PgConnection:
         if self._begin or self._deferred:
             cur = self._with_prefix(query, args)
         else:
-            cur = self.raw.execute(query, args, prepare=None)
+            # Not prepared, as no insert was before: with the audit insert prepared, a writer
+            # whose first xid-taking statement it was broke the event log's horizon under
+            # concurrent replicas (tests/replicas/test_events.py, the SIGKILL case).
+            cur = self.raw.execute(query, args, prepare=False)
         rows = cur.fetchall() if cur.description is not None else []
         if cur.rowcount == 0:
             table = _INSERT_INTO.match(sql)

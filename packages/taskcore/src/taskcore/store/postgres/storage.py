@@ -19,9 +19,9 @@ journal's, kept across processes and hosts:
   of :data:`WRITER_LOCK`: such transactions run concurrently with each other (on every
   replica) and rely on their row locks (``FOR UPDATE SKIP LOCKED``, the task row's version
   compare-and-set, unique keys), while every other write still waits for all of them and
-  they for it. So a revocation, an exclusive writer, commits only after the calls in flight
-  with that token, and every later call reads it revoked; their token check is a plain read
-  (:class:`~taskcore.store.postgres.stores.PgTokenStore`).
+  they for it. Their token check reads the token row ``FOR SHARE``
+  (:class:`~taskcore.store.postgres.stores.PgTokenStore`), so a revocation, an exclusive
+  writer, commits only after the calls in flight with that token and every later call sees it.
 * **Round trips.** On a server across a network (``pipelined``) a transaction's ``BEGIN``
   and writer lock travel with its first statement, so a transaction that runs none takes no
   lock; on this host they are sent when the transaction opens
@@ -183,7 +183,7 @@ class PgTransaction:
         """Bearer tokens (hashes only)."""
         from taskcore.store.postgres.stores import PgTokenStore
 
-        return PgTokenStore(self._apsw)
+        return PgTokenStore(self._apsw, share_rows=self.shared)
 
     @cached_property
     def queue(self) -> QueueStore:
@@ -242,13 +242,16 @@ class PgTransaction:
         return PgWebhookStore(self._apsw)
 
     def prefetch(self, keys: CallKeys) -> None:
-        """Read the rows of one workflow call at once (:mod:`taskcore.store.callrows`)."""
+        """Read the rows of one workflow call at once (:mod:`taskcore.store.callrows`).
+
+        In a shared write the token is left to its store, which reads it ``FOR SHARE``.
+        """
         from taskcore.store.callrows import Seeded, prefetch_call
 
         prefetch_call(
             self.conn,
             authority=cast("Seeded", self.authority),
-            tokens=cast("Seeded", self.tokens),
+            tokens=None if self.shared else cast("Seeded", self.tokens),
             journal=cast("Seeded", self.journal),
             keys=keys,
         )

@@ -20,6 +20,8 @@ from __future__ import annotations
 import zlib
 from typing import TYPE_CHECKING, Any, cast
 
+import apsw
+
 from taskcore.store.audit_api import AuditEvent
 from taskcore.store.queue_api import TaskRecord
 from taskcore.store.sqlite_audit import EVENTS, SqliteAuditStore
@@ -31,8 +33,9 @@ from taskcore.store.sqlite_oauth import SqliteOAuthStore
 from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
 from taskcore.store.sqlite_queue_sched import DUE, LAPSED_RETRY, not_paused
 from taskcore.store.sqlite_retention import SqliteRetentionStore
-from taskcore.store.sqlite_tokens import SqliteTokenStore
+from taskcore.store.sqlite_tokens import TOKENS, SqliteTokenStore
 from taskcore.store.sqlite_webhooks import SqliteWebhookStore
+from taskcore.store.tokens_api import TokenRecord
 
 if TYPE_CHECKING:
     from taskcore.store.postgres.connection import PgConnection
@@ -116,15 +119,25 @@ class PgAuditStore(SqliteAuditStore):
 
 
 class PgTokenStore(SqliteTokenStore):
-    """Tokens: the SQLite store's statements, read plainly in every transaction.
+    """Tokens; in a shared-lock write transaction :meth:`get` reads the row ``FOR SHARE``."""
 
-    No row lock is needed for the live check of a call under the *shared* writer lock: a
-    revocation is an exclusive writer, which waits for every shared transaction in flight
-    and which every later one waits for (the advisory lock's queue), so a call either commits
-    before the revocation begins or reads the token after it committed (``READ COMMITTED``).
-    A ``FOR SHARE`` read wrote a row lock (a WAL record, and a MultiXact once two calls of one
-    token overlapped) on every call for nothing more.
-    """
+    def __init__(self, conn: apsw.Connection, *, share_rows: bool = False) -> None:
+        super().__init__(conn)
+        self._share_rows = share_rows
+
+    def seed(self, key: tuple[Any, ...], row: Any) -> None:
+        """Take a row read for this store, except in a shared write (its reads lock the row)."""
+        if not self._share_rows:
+            super().seed(key, row)
+
+    def get(self, token_id: str) -> TokenRecord | None:
+        """The token, row-share-locked in a shared write (a revocation then waits for us)."""
+        if not self._share_rows:
+            return super().get(token_id)
+        row = self._conn.execute(
+            f"{TOKENS.select()} WHERE token_id = ? FOR SHARE", (token_id,)
+        ).fetchone()
+        return None if row is None else TOKENS.from_row(row)
 
 
 class PgQueueStore(SqliteQueueStore):
