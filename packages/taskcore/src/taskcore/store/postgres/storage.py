@@ -108,8 +108,8 @@ def split_url(url: str) -> tuple[str, int]:
     """Return the libpq URL without our own parameters, and the pool size.
 
     Ours: ``pool_size`` and ``pipeline`` (``on``/``off``: send a transaction's ``BEGIN`` with
-    its first statement and its audit event with its ``COMMIT``; default: on unless the server
-    is on this host, see :func:`~taskcore.store.postgres.connection.pipelined_for`).
+    its first statement and its audit event with its ``COMMIT``; default off, see
+    :func:`~taskcore.store.postgres.connection.pipelined_for`).
 
     >>> split_url("postgresql://u@h/db?pool_size=8&sslmode=require&pipeline=on")
     ('postgresql://u@h/db?sslmode=require', 8)
