@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 import click
-from taskcore.queue import held, operations
+from taskcore.queue import flow_operations, held, operations
 from taskcore.service import Operation, Registry
 
 from taskcli.common import ServiceClient, client_options, human
@@ -79,11 +79,13 @@ _ALIASES: dict[str, dict[str, tuple[str, ...]]] = {
 def queue_operations() -> tuple[Operation[Any, Any], ...]:
     """The queue's operations: the nineteen verbs, gate.apply, the admin verbs, and ours.
 
-    Ours: ``agenttask.leases``, which its own module registers.
+    Ours: ``agenttask.leases``, and the queue-flow verbs (``createMany``, ``limit.set``,
+    ``limit.list``), which their own modules register.
     """
     registry = Registry()
     operations.register(registry)
     held.register(registry)
+    flow_operations.register(registry)
     return tuple(registry)
 
 

@@ -49,6 +49,7 @@ from taskcore.limits import (
     MAX_LEASE_EXTENSIONS,
     QUEUE_PAYLOAD_MAX_BYTES,
 )
+from taskcore.queue import flow
 from taskcore.queue.approval import GRANT_VERB, input_hash, mint_gate, open_grant, void_open_gate
 from taskcore.queue.common import (
     QueueCall,
@@ -205,6 +206,7 @@ def claim(call: QueueCall, request: ClaimIn) -> ClaimResult:
             f"the task admits autonomy up to {task.autonomy_ceiling}; this token has "
             f"{call.actor.autonomy}",
         )
+    flow.check_claimable(call, task)
     return _take(call, task, request.lease_ms)
 
 
@@ -214,16 +216,30 @@ def claim_next(call: QueueCall, request: ClaimNextIn) -> ClaimResult:
     Best: highest priority, then oldest; among ``QUEUED`` tasks and tasks whose lease expired,
     whose autonomy ceiling admits the caller, optionally of one carrier verb.
     """
+    gated = _flow_gated(call)
     task = call.tx.queue.best_claimable(
         call.workspace,
         max_autonomy=MAX_AUTONOMY,
         autonomy=call.actor.autonomy,
         verb=request.verb,
         now_ms=call.now_ms,
+        gated=gated,
     )
     if task is None:
         return ClaimResult(claimed=False)
     return _take(call, task, request.lease_ms)
+
+
+def _flow_gated(call: QueueCall) -> bool:
+    """queueflow: whether this workspace's claim must check the flow gate (parents, keys).
+
+    When it must, a PostgreSQL workspace's keyed claims take turns first
+    (:meth:`~taskcore.store.queueflow_api.QueueFlowStore.serialize_limited_claims`).
+    """
+    if not call.tx.queueflow.gates_claims(call.workspace):
+        return False
+    call.tx.queueflow.serialize_limited_claims(call.workspace)
+    return True
 
 
 def checkpoint(call: QueueCall, request: CheckpointIn) -> TaskView | Refused:

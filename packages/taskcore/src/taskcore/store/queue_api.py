@@ -227,14 +227,24 @@ class QueueStore(Protocol):
         ...
 
     def best_claimable(
-        self, workspace: str, *, max_autonomy: int, autonomy: int, verb: str | None, now_ms: int
+        self,
+        workspace: str,
+        *,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+        gated: bool = False,
     ) -> TaskRecord | None:
         """Return the task ``claimNext`` should take, or ``None``.
 
         Candidates are ``QUEUED`` tasks and ``LEASED`` tasks whose lease expired at or before
         ``now_ms``, with ``autonomy <= autonomy_ceiling <= max_autonomy`` and (if given) the
         carrier ``verb``. The best is the highest priority, then the oldest (``created_at_ms``,
-        then ``seq``).
+        then ``seq``). With ``gated`` (the workspace has tasks with parents or concurrency
+        keys: ``queueflow``), a candidate must also pass the flow gate
+        (:data:`taskcore.store.sqlite_queueflow.CLAIM_GATE`): every parent ``DONE``, its key
+        below its limit.
         """
         ...
 

@@ -29,6 +29,7 @@ from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.queue_api import QueueCount, TaskRecord
 from taskcore.store.sqlite_queue_rows import EXTS, GATES, PHASES, QueueRows, is_unique
 from taskcore.store.sqlite_queue_schema import COMPONENT
+from taskcore.store.sqlite_queueflow import CLAIM_GATE
 from taskcore.store.tables import Table
 from taskcore.store.wakeup import queue_topic
 
@@ -94,17 +95,30 @@ _LEASE_PROBE = f"{_LEASE_PROBE_WHERE} {_ORDER}"
 _LEASE_VERB_PROBE = f"{_LEASE_PROBE_WHERE} AND verb = ? {_ORDER}"
 
 
+# -- queueflow: the probes with the flow gate (issue 28: parents DONE, key under its limit) --
+_ORDER_AT = len(_ORDER) + 1  # the probes end with " " + _ORDER: the gate goes before it
+
+
+def _gated(probe: str) -> str:
+    """``probe`` with :data:`CLAIM_GATE` before its ``ORDER BY`` (one more ``now_ms``)."""
+    return f"{probe[:-_ORDER_AT]} {CLAIM_GATE} {_ORDER}"
+
+
 @functools.cache
-def _claim_sql(ceilings: int, by_verb: bool) -> str:
+def _claim_sql(ceilings: int, by_verb: bool, gated: bool = False) -> str:
     """``claimNext``'s one statement: ``ceilings`` ready probes and the expired-lease probe.
 
     >>> _claim_sql(0, False).count("INDEXED BY")
     1
     >>> _claim_sql(3, True).count("INDEXED BY queue_task_ready_verb")
     3
+    >>> _claim_sql(2, False, gated=True).count("queueflow_dep")
+    3
     """
     ready = _READY_VERB_PROBE if by_verb else _READY_PROBE
     lease = _LEASE_VERB_PROBE if by_verb else _LEASE_PROBE
+    if gated:
+        ready, lease = _gated(ready), _gated(lease)
     # Constant fragments only; every value is a bound parameter.
     probes = [f"SELECT * FROM ({ready})"] * ceilings + [f"SELECT * FROM ({lease})"]  # noqa: S608
     union = " UNION ALL ".join(probes)
@@ -177,20 +191,30 @@ class SqliteQueueStore(QueueRows):
         return True
 
     def best_claimable(
-        self, workspace: str, *, max_autonomy: int, autonomy: int, verb: str | None, now_ms: int
+        self,
+        workspace: str,
+        *,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+        gated: bool = False,
     ) -> TaskRecord | None:
         """Return the task ``claimNext`` should take (see the protocol), or ``None``."""
         # One statement: a covering probe per autonomy ceiling (the ordering key only, each
         # one index search) and one for expired leases, the best key picked in SQL, and only
-        # the winner's row fetched.
+        # the winner's row fetched. Gated (queueflow), each probe also checks the flow gate.
         ceilings = range(autonomy, max_autonomy + 1)
+        gate: list[Any] = [now_ms] if gated else []
         args: list[Any] = []
         for ceiling in ceilings:
             args += [workspace, ceiling] if verb is None else [workspace, verb, ceiling]
+            args += gate
         args += [workspace, now_ms, autonomy, max_autonomy]
         if verb is not None:
             args.append(verb)
-        best = self._one(_claim_sql(len(ceilings), verb is not None), tuple(args))
+        args += gate
+        best = self._one(_claim_sql(len(ceilings), verb is not None, gated), tuple(args))
         return None if best is None else TASKS.from_row(best)
 
     def next_due(self, workspace: str, now_ms: int) -> int | None:

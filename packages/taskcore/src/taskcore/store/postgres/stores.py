@@ -31,6 +31,7 @@ from taskcore.store.sqlite_forge import SqliteForgeStore
 from taskcore.store.sqlite_journal import SqliteJournalStore
 from taskcore.store.sqlite_oauth import SqliteOAuthStore
 from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
+from taskcore.store.sqlite_queueflow import CLAIM_GATE, SqliteQueueFlowStore
 from taskcore.store.sqlite_retention import SqliteRetentionStore
 from taskcore.store.sqlite_tokens import TOKENS, SqliteTokenStore
 from taskcore.store.sqlite_webhooks import SqliteWebhookStore
@@ -43,6 +44,7 @@ __all__ = [
     "PgForgeStore",
     "PgJournalStore",
     "PgOAuthStore",
+    "PgQueueFlowStore",
     "PgQueueStore",
     "PgRetentionStore",
     "PgTokenStore",
@@ -65,6 +67,10 @@ _CLAIM = (
 )
 _CLAIM_ANY = _CLAIM.format(verb="")
 _CLAIM_VERB = _CLAIM.format(verb="AND verb = ? ")
+# -- queueflow: the claim with the flow gate (parents DONE, key under its limit) ----------
+_CLAIM_ANY_GATED = _CLAIM.format(verb=f"{CLAIM_GATE} ")
+_CLAIM_VERB_GATED = _CLAIM.format(verb=f"AND verb = ? {CLAIM_GATE} ")
+_FLOW_LIMIT_LOCK_SPACE = 0x6167_7466  # "agtf": a workspace's limited claims take turns
 
 
 # An event's seq comes from a sequence, so concurrent writers (the shared writer lock) can
@@ -130,13 +136,25 @@ class PgQueueStore(SqliteQueueStore):
     """The queue: ``claimNext`` with ``SKIP LOCKED``, the phase index under a lock."""
 
     def best_claimable(
-        self, workspace: str, *, max_autonomy: int, autonomy: int, verb: str | None, now_ms: int
+        self,
+        workspace: str,
+        *,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+        gated: bool = False,
     ) -> TaskRecord | None:
         """Return (and row-lock) the task ``claimNext`` should take, or ``None``."""
-        if verb is None:
-            row = self._one(_CLAIM_ANY, (workspace, autonomy, max_autonomy, now_ms))
+        args: tuple[Any, ...] = (workspace, autonomy, max_autonomy, now_ms)
+        if verb is not None:
+            args = (*args, verb)
+        if gated:
+            sql = _CLAIM_ANY_GATED if verb is None else _CLAIM_VERB_GATED
+            args = (*args, now_ms)
         else:
-            row = self._one(_CLAIM_VERB, (workspace, autonomy, max_autonomy, now_ms, verb))
+            sql = _CLAIM_ANY if verb is None else _CLAIM_VERB
+        row = self._one(sql, args)
         return None if row is None else TASKS.from_row(row)
 
     def next_phase_index(self, workspace: str, task_id: str) -> int:
@@ -146,6 +164,37 @@ class PgQueueStore(SqliteQueueStore):
             (advisory_key(_PHASE_LOCK_SPACE, f"{workspace}\x1f{task_id}".replace("\x00", "")),),
         )
         return super().next_phase_index(workspace, task_id)
+
+
+class PgQueueFlowStore(SqliteQueueFlowStore):
+    """Queue flow rows: parents read ``FOR SHARE``, a workspace's limited claims in turn."""
+
+    def parent_statuses(self, workspace: str, task_ids: tuple[str, ...]) -> dict[str, str]:
+        """The parents' statuses, share-locked: a parent's end waits for this child's commit."""
+        return self._statuses(workspace, task_ids, " FOR SHARE")
+
+    def gates_claims(self, workspace: str) -> bool:
+        """Whether any non-terminal task of the workspace has parents or a concurrency key."""
+        row = self._one(
+            "SELECT 1 FROM queueflow_task WHERE workspace = ? AND gated = 1 LIMIT 1",
+            (workspace,),
+        )
+        return row is not None
+
+    def serialize_limited_claims(self, workspace: str) -> None:
+        """Take the workspace's keyed-claim advisory lock when a live task has a key.
+
+        ``claimNext`` runs under the shared writer lock: two claimers of one key could each
+        count the other's lease as not yet there. Taken before the claim's statement, the
+        lock makes them take turns, and each one's count sees the previous one's commit.
+        """
+        if self._one(
+            "SELECT 1 FROM queueflow_task WHERE workspace = ? AND gated = 1 "
+            "AND concurrency_key IS NOT NULL LIMIT 1",
+            (workspace,),
+        ):
+            key = advisory_key(_FLOW_LIMIT_LOCK_SPACE, workspace.replace("\x00", ""))
+            self._one("SELECT pg_advisory_xact_lock(?)", (key,))
 
 
 class PgAuthorityStore(SqliteAuthorityStore):

@@ -1,0 +1,260 @@
+"""queue/flow.py: unique tasks, concurrency keys and limits, dependencies (both backends)."""
+
+from __future__ import annotations
+
+import pytest
+from taskcore import ErrorCode
+from taskcore.queue.flow import failed_parent
+
+from tests.taskcore.queue.support import ADMIN, MEMBER, MEMBER2, OUTSIDER, WORKER, WORKER2
+
+CLAIM_NEXT = "agenttask.claimNext"
+MISSING = "at_" + "f" * 32
+
+
+def _done(door, task_id: str, actor=WORKER) -> None:
+    lease = door(actor, "agenttask.claim", {"taskId": task_id})["lease"]
+    door(actor, "agenttask.checkpoint", {"taskId": task_id, "status": "DONE", "fence": lease["fence"]})
+
+
+def _fail(door, task_id: str, actor=WORKER) -> None:
+    lease = door(actor, "agenttask.claim", {"taskId": task_id})["lease"]
+    door(
+        actor,
+        "agenttask.checkpoint",
+        {"taskId": task_id, "status": "FAILED", "fence": lease["fence"], "lastError": "boom"},
+    )
+
+
+def _claim_next(door, actor=WORKER) -> str | None:
+    answer = door(actor, CLAIM_NEXT, {})
+    return answer["task"]["taskId"] if answer["claimed"] else None
+
+
+# -- unique tasks -------------------------------------------------------------------------------
+
+
+def test_a_create_with_a_live_tasks_unique_key_answers_that_task(door, service):
+    first = door.create(MEMBER, uniqueKey="issue-12")
+    assert first["uniqueKey"] == "issue-12"
+    assert "deduplicated" not in first
+    again = door.create(MEMBER2, uniqueKey="issue-12", payload={"other": True})
+    assert again["taskId"] == first["taskId"]
+    assert again["deduplicated"] is True
+    assert len(door(ADMIN, "agenttask.list", {})["tasks"]) == 1
+    assert service.audit_count(operation="agenttask.create") == 2  # the dedup is audited
+
+
+def test_the_dedup_audit_event_names_the_task_it_answered(door, service):
+    first = door.create(MEMBER, uniqueKey="k")
+    door.create(MEMBER, uniqueKey="k")
+    with service.storage.read() as tx:
+        events = [e for e in tx.audit.after(0, up_to=10**9, limit=50) if e.operation == "agenttask.create"]
+    assert [e.subject for e in events] == [first["taskId"], first["taskId"]]
+    assert (events[-1].status_before, events[-1].status_after) == ("QUEUED", "QUEUED")
+
+
+def test_unique_keys_are_per_workspace(door):
+    mine = door.create(MEMBER, uniqueKey="k")
+    theirs = door.create(OUTSIDER, uniqueKey="k")
+    assert mine["taskId"] != theirs["taskId"]
+    assert "deduplicated" not in theirs
+
+
+def test_a_leased_holder_still_holds_its_key(door):
+    first = door.create(MEMBER, uniqueKey="k")
+    door(WORKER, "agenttask.claim", {"taskId": first["taskId"]})
+    assert door.create(MEMBER, uniqueKey="k")["taskId"] == first["taskId"]
+
+
+def test_an_ended_task_frees_its_key_without_unique_for(door):
+    first = door.create(MEMBER, uniqueKey="k")
+    _done(door, first["taskId"])
+    second = door.create(MEMBER, uniqueKey="k")
+    assert second["taskId"] != first["taskId"]
+    assert "deduplicated" not in second
+    assert door.create(MEMBER, uniqueKey="k")["taskId"] == second["taskId"]
+
+
+def test_unique_for_holds_the_key_past_the_tasks_end(door, clock):
+    first = door.create(MEMBER, uniqueKey="k", uniqueFor=60_000)
+    _done(door, first["taskId"])
+    clock.advance(59_999)
+    again = door.create(MEMBER, uniqueKey="k")
+    assert (again["taskId"], again["deduplicated"], again["status"]) == (
+        first["taskId"],
+        True,
+        "DONE",
+    )
+    clock.advance(1)
+    assert door.create(MEMBER, uniqueKey="k")["taskId"] != first["taskId"]
+
+
+def test_unique_for_without_unique_key_is_refused(door):
+    err = door.refused(MEMBER, "agenttask.create", {"verb": "agent.run", "uniqueFor": 5})
+    assert (err.code, err.path) == (ErrorCode.BAD_INPUT, "$.uniqueFor")
+
+
+def test_a_dedup_still_refuses_an_unregistered_verb(door):
+    door.create(MEMBER, uniqueKey="k")
+    err = door.refused(MEMBER, "agenttask.create", {"verb": "nope.verb", "uniqueKey": "k"})
+    assert err.code is ErrorCode.INVALID_VALUE
+
+
+# -- concurrency keys ---------------------------------------------------------------------------
+
+
+def test_a_key_without_a_limit_admits_one_lease(door):
+    a = door.create(MEMBER, concurrencyKey="repo-1")
+    b = door.create(MEMBER, concurrencyKey="repo-1")
+    other = door.create(MEMBER, concurrencyKey="repo-2")
+    assert a["concurrencyKey"] == "repo-1"
+    assert _claim_next(door, WORKER) == a["taskId"]
+    assert _claim_next(door, WORKER2) == other["taskId"]
+    assert _claim_next(door, WORKER2) is None
+    door(WORKER, "agenttask.release", {"taskId": a["taskId"]})
+    assert _claim_next(door, WORKER2) == a["taskId"]
+    assert b["taskId"] not in {a["taskId"], other["taskId"]}
+
+
+def test_limit_set_raises_a_keys_limit_and_list_shows_the_leases(door):
+    for _ in range(3):
+        door.create(MEMBER, concurrencyKey="gpu")
+    set_ = door(ADMIN, "agenttask.limit.set", {"key": "gpu", "max": 2})
+    assert (set_["key"], set_["max"], set_["leased"], set_["setBy"]) == ("gpu", 2, 0, "admin")
+    assert _claim_next(door, WORKER) is not None
+    assert _claim_next(door, WORKER2) is not None
+    assert _claim_next(door, WORKER2) is None
+    listed = door(ADMIN, "agenttask.limit.list", {})
+    assert listed["defaultMax"] == 1
+    assert [(x["key"], x["max"], x["leased"]) for x in listed["limits"]] == [("gpu", 2, 2)]
+
+
+def test_a_limit_of_zero_holds_every_task_of_the_key(door):
+    door.create(MEMBER, concurrencyKey="frozen")
+    door(ADMIN, "agenttask.limit.set", {"key": "frozen", "max": 0})
+    assert _claim_next(door) is None
+
+
+def test_limit_set_is_admin_only(door):
+    err = door.refused(MEMBER, "agenttask.limit.set", {"key": "k", "max": 3})
+    assert err.code is ErrorCode.FORBIDDEN
+
+
+def test_an_expired_lease_frees_its_keys_slot(door, clock):
+    a = door.create(MEMBER, concurrencyKey="k")
+    b = door.create(MEMBER, concurrencyKey="k")
+    door(WORKER, "agenttask.claim", {"taskId": a["taskId"], "leaseMs": 60_000})
+    assert _claim_next(door, WORKER2) is None
+    clock.advance(60_000)
+    assert _claim_next(door, WORKER2) in {a["taskId"], b["taskId"]}
+
+
+def test_claim_by_id_of_a_task_whose_key_is_full_is_conflict(door):
+    a = door.create(MEMBER, concurrencyKey="k")
+    b = door.create(MEMBER, concurrencyKey="k")
+    door(WORKER, "agenttask.claim", {"taskId": a["taskId"]})
+    err = door.refused(WORKER2, "agenttask.claim", {"taskId": b["taskId"]})
+    assert (err.code, err.details["concurrencyKey"]) == (ErrorCode.CONFLICT, "k")
+
+
+def test_finishing_a_keyed_task_lets_the_next_one_run(door):
+    a = door.create(MEMBER, concurrencyKey="k")
+    b = door.create(MEMBER, concurrencyKey="k")
+    _done(door, a["taskId"])
+    assert _claim_next(door, WORKER2) == b["taskId"]
+
+
+# -- dependencies -------------------------------------------------------------------------------
+
+
+def test_a_child_waits_for_every_parent_to_be_done(door):
+    p1 = door.create(MEMBER)
+    p2 = door.create(MEMBER)
+    child = door.create(MEMBER, after=[p1["taskId"], p2["taskId"]])
+    assert child["after"] == [p1["taskId"], p2["taskId"]]
+    assert child["blockedBy"] == [p1["taskId"], p2["taskId"]]
+    _done(door, p1["taskId"])
+    assert door(MEMBER, "agenttask.get", {"taskId": child["taskId"]})["blockedBy"] == [
+        p2["taskId"]
+    ]
+    assert _claim_next(door, WORKER) == p2["taskId"]  # the child is passed over
+    assert _claim_next(door, WORKER2) is None
+    door(WORKER, "agenttask.checkpoint", {"taskId": p2["taskId"], "status": "DONE"})
+    assert _claim_next(door, WORKER2) == child["taskId"]
+
+
+def test_claim_next_passes_over_a_blocked_child(door):
+    parent = door.create(MEMBER)
+    child = door.create(MEMBER, after=[parent["taskId"]])
+    door(ADMIN, "agenttask.reorder", {"taskId": child["taskId"], "priority": 9})
+    assert _claim_next(door, WORKER) == parent["taskId"]
+    assert _claim_next(door, WORKER2) is None
+    door(
+        WORKER,
+        "agenttask.checkpoint",
+        {"taskId": parent["taskId"], "status": "DONE"},
+    )
+    shown = door(MEMBER, "agenttask.get", {"taskId": child["taskId"]})
+    assert "blockedBy" not in shown
+    assert _claim_next(door, WORKER2) == child["taskId"]
+
+
+def test_claim_by_id_of_a_blocked_child_is_dependency_incomplete(door):
+    parent = door.create(MEMBER)
+    child = door.create(MEMBER, after=[parent["taskId"]])
+    err = door.refused(WORKER, "agenttask.claim", {"taskId": child["taskId"]})
+    assert err.code is ErrorCode.DEPENDENCY_INCOMPLETE
+    assert err.details["blockedBy"] == [parent["taskId"]]
+
+
+@pytest.mark.parametrize("end", ["FAILED", "CANCELLED"])
+def test_a_parent_that_ends_badly_fails_its_children_and_theirs(door, end):
+    parent = door.create(MEMBER)
+    child = door.create(MEMBER, after=[parent["taskId"]])
+    grandchild = door.create(MEMBER, after=[child["taskId"]])
+    if end == "FAILED":
+        _fail(door, parent["taskId"])
+    else:
+        door(MEMBER, "agenttask.cancel", {"taskId": parent["taskId"]})
+    shown = door(MEMBER, "agenttask.get", {"taskId": child["taskId"]})
+    assert shown["status"] == "FAILED"
+    assert shown["lastError"] == f"parent {parent['taskId']} ended {end}"
+    assert shown["blockedBy"] == [parent["taskId"]]
+    deeper = door(MEMBER, "agenttask.get", {"taskId": grandchild["taskId"]})
+    assert deeper["lastError"] == f"parent {child['taskId']} ended FAILED"
+
+
+def test_a_child_of_an_already_failed_parent_is_created_failed(door):
+    parent = door.create(MEMBER)
+    door(MEMBER, "agenttask.cancel", {"taskId": parent["taskId"]})
+    child = door.create(MEMBER, after=[parent["taskId"]])
+    assert (child["status"], child["lastError"]) == (
+        "FAILED",
+        f"parent {parent['taskId']} ended CANCELLED",
+    )
+
+
+def test_after_must_name_existing_tasks_of_the_workspace_once(door):
+    mine = door.create(MEMBER)
+    theirs = door.create(OUTSIDER)
+    err = door.refused(
+        MEMBER, "agenttask.create", {"verb": "agent.run", "after": [mine["taskId"], MISSING]}
+    )
+    assert (err.code, err.path) == (ErrorCode.NOT_FOUND, "$.after[1]")
+    err = door.refused(MEMBER, "agenttask.create", {"verb": "agent.run", "after": [theirs["taskId"]]})
+    assert (err.code, err.path) == (ErrorCode.NOT_FOUND, "$.after[0]")
+    err = door.refused(
+        MEMBER, "agenttask.create", {"verb": "agent.run", "after": [mine["taskId"]] * 2}
+    )
+    assert (err.code, err.path) == (ErrorCode.BAD_INPUT, "$.after[1]")
+
+
+def test_after_takes_at_most_32_parents(door):
+    err = door.refused(MEMBER, "agenttask.create", {"verb": "agent.run", "after": ["at_1"] * 33})
+    assert err.path == "$.after"
+
+
+def test_failed_parent_names_the_first_parent_that_ended_badly():
+    assert failed_parent({"a": "FAILED", "b": "CANCELLED"}, ("b", "a")) == "parent b ended CANCELLED"
+    assert failed_parent({"a": "DONE"}, ("a",)) is None
