@@ -14,7 +14,11 @@ MISSING = "at_" + "f" * 32
 
 def _done(door, task_id: str, actor=WORKER) -> None:
     lease = door(actor, "agenttask.claim", {"taskId": task_id})["lease"]
-    door(actor, "agenttask.checkpoint", {"taskId": task_id, "status": "DONE", "fence": lease["fence"]})
+    door(
+        actor,
+        "agenttask.checkpoint",
+        {"taskId": task_id, "status": "DONE", "fence": lease["fence"]},
+    )
 
 
 def _fail(door, task_id: str, actor=WORKER) -> None:
@@ -49,7 +53,9 @@ def test_the_dedup_audit_event_names_the_task_it_answered(door, service):
     first = door.create(MEMBER, uniqueKey="k")
     door.create(MEMBER, uniqueKey="k")
     with service.storage.read() as tx:
-        events = [e for e in tx.audit.after(0, up_to=10**9, limit=50) if e.operation == "agenttask.create"]
+        events = [
+            e for e in tx.audit.after(0, up_to=10**9, limit=50) if e.operation == "agenttask.create"
+        ]
     assert [e.subject for e in events] == [first["taskId"], first["taskId"]]
     assert (events[-1].status_before, events[-1].status_after) == ("QUEUED", "QUEUED")
 
@@ -175,9 +181,7 @@ def test_a_child_waits_for_every_parent_to_be_done(door):
     assert child["after"] == [p1["taskId"], p2["taskId"]]
     assert child["blockedBy"] == [p1["taskId"], p2["taskId"]]
     _done(door, p1["taskId"])
-    assert door(MEMBER, "agenttask.get", {"taskId": child["taskId"]})["blockedBy"] == [
-        p2["taskId"]
-    ]
+    assert door(MEMBER, "agenttask.get", {"taskId": child["taskId"]})["blockedBy"] == [p2["taskId"]]
     assert _claim_next(door, WORKER) == p2["taskId"]  # the child is passed over
     assert _claim_next(door, WORKER2) is None
     door(WORKER, "agenttask.checkpoint", {"taskId": p2["taskId"], "status": "DONE"})
@@ -242,7 +246,9 @@ def test_after_must_name_existing_tasks_of_the_workspace_once(door):
         MEMBER, "agenttask.create", {"verb": "agent.run", "after": [mine["taskId"], MISSING]}
     )
     assert (err.code, err.path) == (ErrorCode.NOT_FOUND, "$.after[1]")
-    err = door.refused(MEMBER, "agenttask.create", {"verb": "agent.run", "after": [theirs["taskId"]]})
+    err = door.refused(
+        MEMBER, "agenttask.create", {"verb": "agent.run", "after": [theirs["taskId"]]}
+    )
     assert (err.code, err.path) == (ErrorCode.NOT_FOUND, "$.after[0]")
     err = door.refused(
         MEMBER, "agenttask.create", {"verb": "agent.run", "after": [mine["taskId"]] * 2}
@@ -256,5 +262,7 @@ def test_after_takes_at_most_32_parents(door):
 
 
 def test_failed_parent_names_the_first_parent_that_ended_badly():
-    assert failed_parent({"a": "FAILED", "b": "CANCELLED"}, ("b", "a")) == "parent b ended CANCELLED"
+    assert (
+        failed_parent({"a": "FAILED", "b": "CANCELLED"}, ("b", "a")) == "parent b ended CANCELLED"
+    )
     assert failed_parent({"a": "DONE"}, ("a",)) is None

@@ -244,5 +244,3 @@ def list_limits(call: QueueCall, _: NoInput) -> LimitList:
         ),
         default_max=CONCURRENCY_LIMIT_DEFAULT,
     )
-
-

@@ -36,7 +36,11 @@ __all__ = ["FLOW_VERBS", "register"]
 
 R = TypeVar("R")
 
-FLOW_VERBS: tuple[str, ...] = ("agenttask.createMany", "agenttask.limit.set", "agenttask.limit.list")
+FLOW_VERBS: tuple[str, ...] = (
+    "agenttask.createMany",
+    "agenttask.limit.set",
+    "agenttask.limit.list",
+)
 """The operations this module registers."""
 
 

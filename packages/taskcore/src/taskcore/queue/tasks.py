@@ -15,6 +15,7 @@ from taskcore import audit
 from taskcore.codec import unstructure as codec_unstructure
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import MAX_AGENT_TASK_DEPTH, QUEUE_LIST_DEFAULT, QUEUE_PAYLOAD_MAX_BYTES
+from taskcore.queue import flow
 from taskcore.queue.approval import void_open_gate
 from taskcore.queue.common import (
     QueueCall,
@@ -31,7 +32,6 @@ from taskcore.queue.common import (
     write_task,
 )
 from taskcore.queue.matters import descriptor_tokens, require_readable_matter, tokens
-from taskcore.queue import flow
 from taskcore.queue.requests import CreateIn, CreateManyIn, FeedIn, ListIn, ReorderIn, TaskRef
 from taskcore.queue.transitions import TaskAction, next_status
 from taskcore.queue.types import (

@@ -123,9 +123,7 @@ class TaskView:
     escalation_gate_id: str | None = wire_field(wire="escalationGateId")
     # -- queueflow (issue 28): present only when set -------------------------------------
     unique_key: str | None = wire_field(default=None, wire="uniqueKey", omit_none=True)
-    concurrency_key: str | None = wire_field(
-        default=None, wire="concurrencyKey", omit_none=True
-    )
+    concurrency_key: str | None = wire_field(default=None, wire="concurrencyKey", omit_none=True)
     after: tuple[str, ...] | None = wire_field(
         default=None, omit_none=True, doc="the tasks this one runs after"
     )

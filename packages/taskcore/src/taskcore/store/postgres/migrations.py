@@ -23,8 +23,8 @@ import psycopg
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.postgres.migrations_events import WEBHOOKS
 from taskcore.store.postgres.migrations_oauth import OAUTH
-from taskcore.store.postgres.migrations_queueflow import QUEUEFLOW
 from taskcore.store.postgres.migrations_queue import QUEUE
+from taskcore.store.postgres.migrations_queueflow import QUEUEFLOW
 from taskcore.store.sqlite import Component, Migration
 
 __all__ = [
