@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
-from taskcore import ErrorCode
+from taskcore import Actor, ErrorCode, Tier
 from taskcore.queue.flow import failed_parent
 
 from tests.taskcore.queue.support import ADMIN, MEMBER, MEMBER2, OUTSIDER, WORKER, WORKER2
@@ -266,3 +270,105 @@ def test_failed_parent_names_the_first_parent_that_ended_badly():
         failed_parent({"a": "FAILED", "b": "CANCELLED"}, ("b", "a")) == "parent b ended CANCELLED"
     )
     assert failed_parent({"a": "DONE"}, ("a",)) is None
+
+
+# -- under concurrent callers (real threads, a real journal) -----------------------------------
+
+
+def test_concurrent_creates_of_one_unique_key_make_exactly_one_task(door, service):
+    creators = [
+        Actor(token_id=f"creator{i}", workspace="w", tier=Tier.MEMBER, autonomy=2)
+        for i in range(12)
+    ]
+    start = threading.Barrier(len(creators))
+
+    def create(actor: Actor) -> dict:
+        start.wait()
+        return door.create(actor, uniqueKey="one-issue")
+
+    with ThreadPoolExecutor(len(creators)) as pool:
+        answers = list(pool.map(create, creators))
+    assert len({a["taskId"] for a in answers}) == 1
+    assert sum(1 for a in answers if not a.get("deduplicated")) == 1
+    assert len(door(ADMIN, "agenttask.list", {})["tasks"]) == 1
+    assert service.audit_count(operation="agenttask.create") == len(creators)
+
+
+def test_concurrent_claimers_never_exceed_a_keys_limit(door, service):
+    tasks = [door.create(MEMBER, concurrencyKey="repo")["taskId"] for _ in range(12)]
+    door(ADMIN, "agenttask.limit.set", {"key": "repo", "max": 2})
+    workers = [
+        Actor(token_id=f"drainer{i}", workspace="w", tier=Tier.AGENT, autonomy=1) for i in range(8)
+    ]
+    lock = threading.Lock()
+    holding = [0]
+    most = [0]
+    finished: list[str] = []
+
+    def drain(worker: Actor) -> None:
+        idle = 0
+        while idle < 40:
+            answer = door(worker, CLAIM_NEXT, {})
+            if not answer["claimed"]:
+                idle += 1
+                time.sleep(0.005)
+                continue
+            with lock:  # counted after the claim commits, uncounted before the end commits
+                holding[0] += 1
+                most[0] = max(most[0], holding[0])
+            time.sleep(0.01)
+            task_id = answer["task"]["taskId"]
+            with lock:
+                holding[0] -= 1
+                finished.append(task_id)
+            fence = answer["lease"]["fence"]
+            door(
+                worker,
+                "agenttask.checkpoint",
+                {"taskId": task_id, "status": "DONE", "fence": fence},
+            )
+
+    with ThreadPoolExecutor(len(workers)) as pool:
+        list(pool.map(drain, workers))
+    assert sorted(finished) == sorted(tasks)  # each DONE once
+    assert most[0] <= 2
+    listed = door(ADMIN, "agenttask.limit.list", {})["limits"]
+    assert listed == [
+        {"key": "repo", "max": 2, "leased": 0, "setBy": "admin", "setAtMs": listed[0]["setAtMs"]}
+    ]
+
+
+def test_a_waiting_claimer_is_woken_when_a_keyed_task_ends(door):
+    a = door.create(MEMBER, concurrencyKey="k")
+    b = door.create(MEMBER, concurrencyKey="k")
+    lease = door(WORKER, "agenttask.claim", {"taskId": a["taskId"]})["lease"]
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(door, WORKER2, CLAIM_NEXT, {"waitMs": 10_000})
+        time.sleep(0.2)
+        assert not waiting.done()
+        started = time.monotonic()
+        door(
+            WORKER,
+            "agenttask.checkpoint",
+            {"taskId": a["taskId"], "status": "DONE", "fence": lease["fence"]},
+        )
+        answer = waiting.result(timeout=10)
+    assert answer["task"]["taskId"] == b["taskId"]
+    assert time.monotonic() - started < 5
+
+
+def test_a_waiting_claimer_is_woken_when_a_parent_is_done(door):
+    parent = door.create(MEMBER)
+    child = door.create(MEMBER, after=[parent["taskId"]])
+    lease = door(WORKER, "agenttask.claim", {"taskId": parent["taskId"]})["lease"]
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(door, WORKER2, CLAIM_NEXT, {"waitMs": 10_000})
+        time.sleep(0.2)
+        assert not waiting.done()
+        door(
+            WORKER,
+            "agenttask.checkpoint",
+            {"taskId": parent["taskId"], "status": "DONE", "fence": lease["fence"]},
+        )
+        answer = waiting.result(timeout=10)
+    assert answer["task"]["taskId"] == child["taskId"]
