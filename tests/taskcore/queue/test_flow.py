@@ -372,3 +372,29 @@ def test_a_waiting_claimer_is_woken_when_a_parent_is_done(door):
         )
         answer = waiting.result(timeout=10)
     assert answer["task"]["taskId"] == child["taskId"]
+
+
+def test_two_parents_failing_at_once_both_succeed_and_fail_the_child_once(door):
+    for _ in range(5):
+        p1, p2 = door.create(MEMBER), door.create(MEMBER)
+        child = door.create(MEMBER, after=[p1["taskId"], p2["taskId"]])
+        leases = [
+            door(worker, "agenttask.claim", {"taskId": parent["taskId"]})["lease"]
+            for worker, parent in ((WORKER, p1), (WORKER2, p2))
+        ]
+        start = threading.Barrier(2)
+
+        def fail(worker: Actor, lease: dict) -> dict:
+            start.wait()
+            body = {"taskId": lease["taskId"], "status": "FAILED", "fence": lease["fence"]}
+            return door(worker, "agenttask.checkpoint", body)
+
+        with ThreadPoolExecutor(2) as pool:
+            ended = list(pool.map(fail, (WORKER, WORKER2), leases))
+        assert [e["status"] for e in ended] == ["FAILED", "FAILED"]
+        shown = door(MEMBER, "agenttask.get", {"taskId": child["taskId"]})
+        assert shown["status"] == "FAILED"
+        assert shown["lastError"] in {
+            f"parent {p1['taskId']} ended FAILED",
+            f"parent {p2['taskId']} ended FAILED",
+        }

@@ -170,3 +170,18 @@ def test_the_claim_gate_passes_over_blocked_children_and_full_keys(storage):
 def test_the_claim_gate_is_one_bound_parameter():
     assert CLAIM_GATE.count("?") == 1
     assert CLAIM_GATE.startswith("AND NOT EXISTS")
+
+
+def test_waiting_reads_every_childs_open_parents_at_once(storage):
+    with storage.write() as tx:
+        for task in (
+            _task("p1", "DONE", finished_at_ms=NOW),
+            _task("p2"),
+            _task("c1"),
+            _task("c2"),
+        ):
+            tx.queue.insert_task(task)
+        tx.queueflow.insert_deps("w", "c1", ("p2", "p1"))
+        tx.queueflow.insert_deps("w", "c2", ("p1",))
+        assert tx.queueflow.waiting("w", ("c1", "c2")) == {"c1": ("p2",)}
+        assert tx.queueflow.waiting("w", ()) == {}

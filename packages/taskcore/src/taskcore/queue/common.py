@@ -169,13 +169,26 @@ def _settle_flow(call: QueueCall, before: TaskRecord, after: TaskRecord) -> None
         elif new.status in _ENDED:
             reason = f"parent {new.task_id} ended {new.status}"
             for child_id in call.tx.queueflow.open_children(call.workspace, new.task_id):
-                child = load_task(call, child_id)
-                failed = _write_row(
-                    call,
-                    child,
-                    {**lease_cleared(TaskStatus.FAILED, call.now_ms), "last_error": reason},
-                )
-                moves.append((child, failed))
+                moved = _fail_child(call, child_id, reason)
+                if moved is not None:
+                    moves.append(moved)
+
+
+def _fail_child(
+    call: QueueCall, child_id: str, reason: str
+) -> tuple[TaskRecord, TaskRecord] | None:
+    """Fail an open child; ``None`` when a racing writer ended it first (PostgreSQL's
+    row-safe verbs: another parent's end failing the same child)."""
+    changes = {**lease_cleared(TaskStatus.FAILED, call.now_ms), "last_error": reason}
+    for _ in range(2):
+        child = load_task(call, child_id)
+        if TaskStatus(child.status).terminal:
+            return None
+        stored = attrs.evolve(child, version=child.version + 1, **changes)
+        if call.tx.queue.update_task(stored, before=child):
+            note_status(child_id, effective_status(child, call.now_ms).value, stored.status)
+            return child, stored
+    raise TaskError(ErrorCode.CONFLICT, "the task changed while this call ran; read it and retry")
 
 
 def insert_task(call: QueueCall, record: TaskRecord) -> TaskRecord:

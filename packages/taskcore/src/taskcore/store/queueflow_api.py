@@ -117,6 +117,10 @@ class QueueFlowStore(Protocol):
         """The parents of ``child_id`` that are not ``DONE`` (missing parents are not)."""
         ...
 
+    def waiting(self, workspace: str, child_ids: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+        """:meth:`waiting_on` of each child in one read (children waiting on nothing left out)."""
+        ...
+
     def key_leased(self, workspace: str, key: str, now_ms: int) -> int:
         """How many tasks of concurrency key ``key`` hold a live lease at ``now_ms``."""
         ...

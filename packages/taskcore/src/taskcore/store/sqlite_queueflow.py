@@ -267,6 +267,22 @@ class SqliteQueueFlowStore:
         )
         return tuple(str(r[0]) for r in rows)
 
+    def waiting(self, workspace: str, child_ids: tuple[str, ...]) -> dict[str, tuple[str, ...]]:
+        """:meth:`waiting_on` of each child in one read (children waiting on nothing left out)."""
+        if not child_ids:
+            return {}
+        rows = self._conn.execute(
+            "SELECT d.child_id, d.parent_id FROM queueflow_dep d JOIN queue_task p "  # noqa: S608
+            "ON p.workspace = d.workspace AND p.task_id = d.parent_id "
+            f"WHERE d.workspace = ? AND d.child_id IN ({_marks(len(child_ids))}) "
+            "AND p.status <> 'DONE' ORDER BY d.child_id, d.position",
+            (workspace, *child_ids),
+        )
+        out: dict[str, list[str]] = {}
+        for child, parent in rows:
+            out.setdefault(str(child), []).append(str(parent))
+        return {child: tuple(parents) for child, parents in out.items()}
+
     # -- concurrency limits -----------------------------------------------------------------
     def key_leased(self, workspace: str, key: str, now_ms: int) -> int:
         """How many tasks of concurrency key ``key`` hold a live lease at ``now_ms``."""
