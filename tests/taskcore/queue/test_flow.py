@@ -384,7 +384,7 @@ def test_two_parents_failing_at_once_both_succeed_and_fail_the_child_once(door):
         ]
         start = threading.Barrier(2)
 
-        def fail(worker: Actor, lease: dict) -> dict:
+        def fail(worker: Actor, lease: dict, start: threading.Barrier = start) -> dict:
             start.wait()
             body = {"taskId": lease["taskId"], "status": "FAILED", "fence": lease["fence"]}
             return door(worker, "agenttask.checkpoint", body)

@@ -95,8 +95,8 @@ def test_create_many_dedups_within_the_batch_and_against_the_queue(door):
         },
     )
     first, again, old = answer["tasks"]
-    assert again["taskId"] == first["taskId"] and again["deduplicated"] is True
-    assert old["taskId"] == live["taskId"] and old["deduplicated"] is True
+    assert (again["taskId"], again["deduplicated"]) == (first["taskId"], True)
+    assert (old["taskId"], old["deduplicated"]) == (live["taskId"], True)
     assert _count(door) == 2
 
 

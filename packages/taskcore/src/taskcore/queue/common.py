@@ -177,8 +177,11 @@ def _settle_flow(call: QueueCall, before: TaskRecord, after: TaskRecord) -> None
 def _fail_child(
     call: QueueCall, child_id: str, reason: str
 ) -> tuple[TaskRecord, TaskRecord] | None:
-    """Fail an open child; ``None`` when a racing writer ended it first (PostgreSQL's
-    row-safe verbs: another parent's end failing the same child)."""
+    """Fail an open child; ``None`` when a racing writer ended it first.
+
+    On PostgreSQL the row-safe verbs run side by side: another parent's end may be failing
+    the same child; its commit makes this compare-and-set miss, and the re-read sees it ended.
+    """
     changes = {**lease_cleared(TaskStatus.FAILED, call.now_ms), "last_error": reason}
     for _ in range(2):
         child = load_task(call, child_id)
