@@ -46,17 +46,21 @@ def _tmp() -> Path:
     return Path(tempfile.mkdtemp(prefix="bench-queueflow-", dir=os.environ.get("BENCH_DIR")))
 
 
+def _never(store: sqlite_queueflow.SqliteQueueFlowStore, workspace: str) -> bool:
+    return False
+
+
 @contextmanager
 def _hooks_off() -> Iterator[None]:
     """The queue without its flow work: the baseline of what the feature costs everyone."""
     settle, gates = common._settle_flow, sqlite_queueflow.SqliteQueueFlowStore.gates_claims
-    common._settle_flow = lambda call, before, after: None  # type: ignore[assignment]
-    sqlite_queueflow.SqliteQueueFlowStore.gates_claims = lambda self, ws: False  # type: ignore[method-assign]
+    common._settle_flow = lambda call, before, after: None
+    setattr(sqlite_queueflow.SqliteQueueFlowStore, "gates_claims", _never)  # noqa: B010
     try:
         yield
     finally:
-        common._settle_flow = settle  # type: ignore[assignment]
-        sqlite_queueflow.SqliteQueueFlowStore.gates_claims = gates  # type: ignore[method-assign]
+        common._settle_flow = settle
+        setattr(sqlite_queueflow.SqliteQueueFlowStore, "gates_claims", gates)  # noqa: B010
 
 
 class Queue:
