@@ -398,3 +398,37 @@ def test_two_parents_failing_at_once_both_succeed_and_fail_the_child_once(door):
             f"parent {p1['taskId']} ended FAILED",
             f"parent {p2['taskId']} ended FAILED",
         }
+
+
+def test_a_waiting_claimer_is_woken_when_a_limit_is_raised(door):
+    a = door.create(MEMBER, concurrencyKey="k")
+    b = door.create(MEMBER, concurrencyKey="k")
+    door(WORKER, "agenttask.claim", {"taskId": a["taskId"]})
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(door, WORKER2, CLAIM_NEXT, {"waitMs": 10_000})
+        time.sleep(0.2)
+        assert not waiting.done()
+        door(ADMIN, "agenttask.limit.set", {"key": "k", "max": 2})
+        answer = waiting.result(timeout=10)
+    assert answer["task"]["taskId"] == b["taskId"]
+
+
+def test_a_claim_that_meets_a_gated_task_it_did_not_expect_goes_through_the_gate(door, service):
+    """PostgreSQL's race, made by hand: the claim decided the workspace had no gated task, and
+    then finds one (a create committed in between); it claims again through the gate."""
+    a = door.create(MEMBER, concurrencyKey="k")
+    b = door.create(MEMBER, concurrencyKey="k")
+    door(WORKER, "agenttask.claim", {"taskId": a["taskId"]})
+    store = type(_flow_store(service))
+    real = store.gates_claims
+    store.gates_claims = lambda self, workspace: False
+    try:
+        assert _claim_next(door, WORKER2) is None
+    finally:
+        store.gates_claims = real
+    assert door(MEMBER, "agenttask.get", {"taskId": b["taskId"]})["status"] == "QUEUED"
+
+
+def _flow_store(service):
+    with service.storage.read() as tx:
+        return tx.queueflow

@@ -216,7 +216,13 @@ def claim_next(call: QueueCall, request: ClaimNextIn) -> ClaimResult:
     Best: highest priority, then oldest; among ``QUEUED`` tasks and tasks whose lease expired,
     whose autonomy ceiling admits the caller, optionally of one carrier verb.
     """
-    gated = _flow_gated(call)
+    task = _best(call, request, gated=_flow_gated(call))
+    if task is None:
+        return ClaimResult(claimed=False)
+    return _take(call, task, request.lease_ms)
+
+
+def _best(call: QueueCall, request: ClaimNextIn, *, gated: bool) -> TaskRecord | None:
     task = call.tx.queue.best_claimable(
         call.workspace,
         max_autonomy=MAX_AUTONOMY,
@@ -225,9 +231,15 @@ def claim_next(call: QueueCall, request: ClaimNextIn) -> ClaimResult:
         now_ms=call.now_ms,
         gated=gated,
     )
-    if task is None:
-        return ClaimResult(claimed=False)
-    return _take(call, task, request.lease_ms)
+    if gated or task is None:
+        return task
+    found = call.tx.queueflow.flows(call.workspace, (task.task_id,)).get(task.task_id)
+    if found is None or not found.gated:
+        return task
+    # A gated task committed between the check and the claim (PostgreSQL: each statement
+    # sees the latest commits): claim again, through the gate.
+    call.tx.queueflow.serialize_limited_claims(call.workspace)
+    return _best(call, request, gated=True)
 
 
 def _flow_gated(call: QueueCall) -> bool:
