@@ -432,3 +432,17 @@ def test_a_claim_that_meets_a_gated_task_it_did_not_expect_goes_through_the_gate
 def _flow_store(service):
     with service.storage.read() as tx:
         return tx.queueflow
+
+
+def test_a_child_failed_by_its_parent_is_requeued_only_after_the_parent(door):
+    parent = door.create(MEMBER)
+    child = door.create(MEMBER, after=[parent["taskId"]])
+    _fail(door, parent["taskId"])
+    err = door.refused(MEMBER, "agenttask.requeue", {"taskId": child["taskId"]})
+    assert err.code is ErrorCode.DEPENDENCY_INCOMPLETE
+    assert err.details["blockedBy"] == [parent["taskId"]]
+    door(MEMBER, "agenttask.requeue", {"taskId": parent["taskId"]})
+    requeued = door(MEMBER, "agenttask.requeue", {"taskId": child["taskId"]})
+    assert (requeued["status"], requeued["blockedBy"]) == ("QUEUED", [parent["taskId"]])
+    _done(door, parent["taskId"])
+    assert _claim_next(door, WORKER2) == child["taskId"]

@@ -38,6 +38,7 @@ from taskcore.store.wakeup import queue_topic
 __all__ = [
     "check_claimable",
     "check_create",
+    "check_requeue",
     "deduplicate",
     "failed_parent",
     "list_limits",
@@ -174,6 +175,25 @@ def check_claimable(call: QueueCall, task: TaskRecord) -> None:
                 "claim it when one ends",
                 details={"concurrencyKey": key, "max": most},
             )
+
+
+def check_requeue(call: QueueCall, task: TaskRecord) -> None:
+    """Refuse requeueing a child one of whose parents ended ``FAILED`` or ``CANCELLED``.
+
+    It could never run (its parent will not be ``DONE``): requeue the parent first.
+    """
+    flow = call.tx.queueflow.flows(call.workspace, (task.task_id,)).get(task.task_id)
+    if flow is None or not flow.has_parents:
+        return
+    waiting = call.tx.queueflow.waiting_on(call.workspace, task.task_id)
+    statuses = call.tx.queueflow.parent_statuses(call.workspace, waiting)
+    ended = failed_parent(statuses, waiting)
+    if ended is not None:
+        raise TaskError(
+            ErrorCode.DEPENDENCY_INCOMPLETE,
+            f"{ended}, so this task could never run; requeue that parent first",
+            details={"blockedBy": list(waiting)},
+        )
 
 
 def views(call: QueueCall, tasks: tuple[TaskRecord, ...]) -> tuple[TaskView, ...]:

@@ -217,7 +217,8 @@ def requeue(call: QueueCall, request: TaskRef) -> TaskView:
     """Return a ``FAILED`` task to ``QUEUED`` with its checkpoint (and lastError) intact."""
     task = load_task(call, request.task_id)
     target = next_status(effective_status(task, call.now_ms), TaskAction.REQUEUE)
-    return task_view(write_task(call, task, **lease_cleared(target, call.now_ms)), call.now_ms)
+    flow.check_requeue(call, task)  # queueflow: not behind a parent that ended badly
+    return flow.view(call, write_task(call, task, **lease_cleared(target, call.now_ms)))
 
 
 def _set_priority(call: QueueCall, task: TaskRecord, priority: int) -> TaskRecord:
