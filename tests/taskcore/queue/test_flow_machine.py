@@ -1,7 +1,7 @@
 """A property test of queue flow (issue 28): random interleavings never break its promises.
 
 Creates (with concurrency keys, unique keys and ``after``), limits, claims, finishes, fails,
-releases, cancels and time passing, in any order. After every step, and at every claim:
+releases, cancels, requeues and time passing, in any order. After every step, and at every claim:
 
 * no task holds a live lease before every one of its parents is ``DONE``;
 * a claim never makes a key hold more live leases than its limit (default 1);
@@ -125,6 +125,11 @@ class FlowMachine(RuleBasedStateMachine):
     def cancel(self, pick: int) -> None:
         if self.ids:
             self.call(MEMBER, "agenttask.cancel", {"taskId": self.ids[pick % len(self.ids)]})
+
+    @rule(pick=st.integers(0, 50))
+    def requeue(self, pick: int) -> None:
+        if self.ids:
+            self.call(MEMBER, "agenttask.requeue", {"taskId": self.ids[pick % len(self.ids)]})
 
     @rule(ms=st.sampled_from((1_000, 60_000)))
     def time_passes(self, ms: int) -> None:
