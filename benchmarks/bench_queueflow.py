@@ -15,7 +15,10 @@ in interleaved rounds (A B A B ...; the median round is reported), through
   beside the plain cycle;
 * **unique create**: ``create`` with a ``uniqueKey`` (a new key each time), beside a plain create;
 * **createMany**: ``--batch`` tasks in one ``agenttask.createMany``, beside as many
-  ``agenttask.create`` calls (each its own durable commit).
+  ``agenttask.create`` calls (each its own durable commit);
+* **blocked ahead**: ``claimNext`` latency (median of ``--probes``) when ``--blocked`` tasks
+  waiting on an unfinished parent come first in drain order, beside the same claim with the
+  parent's other children absent: the gate checks each passed-over task.
 """
 
 from __future__ import annotations
@@ -134,6 +137,8 @@ def main() -> None:
     parser.add_argument("--cycles", type=int, default=600)
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--batch", type=int, default=500)
+    parser.add_argument("--blocked", type=int, default=5000)
+    parser.add_argument("--probes", type=int, default=20)
     args = parser.parse_args()
     per_round = max(1, args.cycles // args.rounds)
     rows: list[tuple[str, float, float]] = []
@@ -168,9 +173,34 @@ def main() -> None:
     many.close()
     single.close()
 
+    blocked = _claim_ms(args.blocked, args.probes)
+    alone = _claim_ms(1, args.probes)
+    rows.append((f"claimNext/s, {args.blocked} blocked ahead vs 1", 1000 / blocked, 1000 / alone))
+
     print(f"{'figure':44} {'rate/s':>10} {'baseline/s':>11} {'ratio':>7}")
     for label, rate, baseline in rows:
         print(f"{label:44} {rate:10.1f} {baseline:11.1f} {rate / baseline:7.2f}")
+
+
+def _claim_ms(blocked: int, probes: int) -> float:
+    """Median ``claimNext`` ms with ``blocked`` children of a leased parent ahead in line."""
+    queue = Queue("blocked", {})
+    service = queue.service
+    parent = queue.create()
+    service.dispatch(HOLDER, "agenttask.claim", {"taskId": parent})
+    for start in range(0, blocked, 500):
+        entry = {"verb": "agent.run", "after": [parent]}
+        tasks = [entry] * min(500, blocked - start)
+        service.dispatch(MEMBER, "agenttask.createMany", {"tasks": tasks})
+    times = []
+    for _ in range(probes):
+        queue.create()
+        started = time.perf_counter()
+        claim = service.dispatch(WORKER, "agenttask.claimNext", {}).json()
+        times.append((time.perf_counter() - started) * 1000)
+        assert claim["claimed"], "the free task is claimable"
+    queue.close()
+    return statistics.median(times)
 
 
 if __name__ == "__main__":
