@@ -2,15 +2,24 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from taskcore import Actor, ErrorCode, Tier
+from taskcore import Actor, ErrorCode, FakeClock, Service, Tier
 from taskcore.queue.flow import failed_parent
 
-from tests.taskcore.queue.support import ADMIN, MEMBER, MEMBER2, OUTSIDER, WORKER, WORKER2
+from tests.taskcore.queue.support import (
+    ADMIN,
+    MEMBER,
+    MEMBER2,
+    OUTSIDER,
+    START_MS,
+    WORKER,
+    WORKER2,
+)
 
 CLAIM_NEXT = "agenttask.claimNext"
 MISSING = "at_" + "f" * 32
@@ -446,3 +455,80 @@ def test_a_child_failed_by_its_parent_is_requeued_only_after_the_parent(door):
     assert (requeued["status"], requeued["blockedBy"]) == ("QUEUED", [parent["taskId"]])
     _done(door, parent["taskId"])
     assert _claim_next(door, WORKER2) == child["taskId"]
+
+
+# -- across processes (each its own Service on the one journal) ---------------------------------
+
+
+def _create_keys(data_dir: str, name: str, keys: list[str]) -> list[tuple[str, str]]:
+    service = Service.open(data_dir, clock=FakeClock(START_MS), busy_timeout_ms=120_000)
+    me = Actor(token_id=name, workspace="w", tier=Tier.MEMBER, autonomy=2)
+    try:
+        return [
+            (key, door_json(service, me, {"verb": "agent.run", "uniqueKey": key})["taskId"])
+            for key in keys
+        ]
+    finally:
+        service.close()
+
+
+def _drain_keyed(data_dir: str, name: str) -> tuple[int, int]:
+    """Claim and finish keyed tasks; return (tasks done, most live leases of the key seen)."""
+    service = Service.open(data_dir, clock=FakeClock(START_MS), busy_timeout_ms=120_000)
+    me = Actor(token_id=name, workspace="w", tier=Tier.AGENT, autonomy=1)
+    done = most = 0
+    try:
+        while True:
+            claim = door_json(service, me, {}, verb=CLAIM_NEXT)
+            if not claim["claimed"]:
+                return done, most
+            with service.storage.read() as tx:  # after the claim's commit, before its end
+                most = max(most, tx.queueflow.key_leased("w", "repo", START_MS))
+            time.sleep(0.005)
+            body = {"taskId": claim["task"]["taskId"], "status": "DONE"}
+            door_json(
+                service, me, {**body, "fence": claim["lease"]["fence"]}, "agenttask.checkpoint"
+            )
+            done += 1
+    finally:
+        service.close()
+
+
+def door_json(service: Service, actor: Actor, body: dict, verb: str = "agenttask.create") -> dict:
+    answer: dict = service.dispatch(actor, verb, body).json()
+    return answer
+
+
+@pytest.mark.slow
+def test_processes_creating_the_same_unique_keys_make_one_task_per_key(tmp_path):
+    data_dir = tmp_path / "data"
+    Service.open(data_dir, clock=FakeClock(START_MS)).close()
+    keys = [f"issue-{n}" for n in range(20)]
+    orders = [keys[n:] + keys[:n] for n in range(0, 20, 4)]  # each process its own order
+    with multiprocessing.get_context("spawn").Pool(len(orders)) as pool:
+        results = pool.starmap(
+            _create_keys, [(str(data_dir), f"creator-{n}", order) for n, order in enumerate(orders)]
+        )
+    by_key: dict[str, set[str]] = {}
+    for key, task_id in (pair for result in results for pair in result):
+        by_key.setdefault(key, set()).add(task_id)
+    assert all(len(ids) == 1 for ids in by_key.values()), by_key
+    service = Service.open(data_dir, clock=FakeClock(START_MS))
+    try:
+        assert len(service.dispatch(ADMIN, "agenttask.list", {}).json()["tasks"]) == len(keys)
+    finally:
+        service.close()
+
+
+@pytest.mark.slow
+def test_processes_draining_a_key_never_hold_more_than_its_limit(tmp_path):
+    data_dir = tmp_path / "data"
+    service = Service.open(data_dir, clock=FakeClock(START_MS))
+    for _ in range(40):
+        door_json(service, MEMBER, {"verb": "agent.run", "concurrencyKey": "repo"})
+    service.dispatch(ADMIN, "agenttask.limit.set", {"key": "repo", "max": 2})
+    service.close()
+    with multiprocessing.get_context("spawn").Pool(6) as pool:
+        results = pool.starmap(_drain_keyed, [(str(data_dir), f"drainer-{n}") for n in range(6)])
+    assert sum(done for done, _ in results) == 40
+    assert max(most for _, most in results) <= 2
