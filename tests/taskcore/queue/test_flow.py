@@ -532,3 +532,22 @@ def test_processes_draining_a_key_never_hold_more_than_its_limit(tmp_path):
         results = pool.starmap(_drain_keyed, [(str(data_dir), f"drainer-{n}") for n in range(6)])
     assert sum(done for done, _ in results) == 40
     assert max(most for _, most in results) <= 2
+
+
+def test_a_keyed_lease_that_expires_wakes_a_claimer_waiting_on_the_key(tmp_path):
+    # No commit frees the key's slot: the lease's expiry is the due time that wakes the
+    # claimer. A real clock, since the wake-up is scheduled in real time.
+    service = Service.open(tmp_path / "real")
+    try:
+        a = door_json(service, MEMBER, {"verb": "agent.run", "concurrencyKey": "k"})
+        b = door_json(service, MEMBER, {"verb": "agent.run", "concurrencyKey": "k"})
+        claim = {"taskId": a["taskId"], "leaseMs": 1_000}
+        door_json(service, WORKER, claim, "agenttask.claim")
+        started = time.monotonic()
+        answer = door_json(service, WORKER2, {"waitMs": 10_000}, CLAIM_NEXT)
+        took = time.monotonic() - started
+        assert answer["claimed"] is True
+        assert answer["task"]["taskId"] in {a["taskId"], b["taskId"]}
+        assert 0.5 < took < 5.0
+    finally:
+        service.close()
