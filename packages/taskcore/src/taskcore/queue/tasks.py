@@ -33,6 +33,7 @@ from taskcore.queue.common import (
 )
 from taskcore.queue.matters import descriptor_tokens, require_readable_matter, tokens
 from taskcore.queue.requests import CreateIn, CreateManyIn, FeedIn, ListIn, ReorderIn, TaskRef
+from taskcore.queue.schedule import REQUEUED, schedule_of
 from taskcore.queue.transitions import TaskAction, next_status
 from taskcore.queue.types import (
     CreateManyResult,
@@ -118,6 +119,7 @@ def create(call: QueueCall, request: CreateIn) -> TaskView:
         created_by=call.actor.token_id,
         created_at_ms=call.now_ms,
         updated_at_ms=call.now_ms,
+        **schedule_of(request, call.now_ms),
     )
     stored = insert_task(call, record)
     flow.record_flow(call, request, stored)
@@ -214,11 +216,15 @@ def cancel(call: QueueCall, request: TaskRef) -> TaskView:
 
 
 def requeue(call: QueueCall, request: TaskRef) -> TaskView:
-    """Return a ``FAILED`` task to ``QUEUED`` with its checkpoint (and lastError) intact."""
+    """Return a ``FAILED`` task to ``QUEUED`` with its checkpoint (and lastError) intact.
+
+    A dead-lettered retrying task starts again at attempt 1, claimable at once.
+    """
     task = load_task(call, request.task_id)
     target = next_status(effective_status(task, call.now_ms), TaskAction.REQUEUE)
     flow.check_requeue(call, task)  # queueflow: not behind a parent that ended badly
-    return flow.view(call, write_task(call, task, **lease_cleared(target, call.now_ms)))
+    again = write_task(call, task, **lease_cleared(target, call.now_ms), **REQUEUED)
+    return flow.view(call, again)
 
 
 def _set_priority(call: QueueCall, task: TaskRecord, priority: int) -> TaskRecord:

@@ -31,6 +31,7 @@ from taskcore.store.sqlite_forge import SqliteForgeStore
 from taskcore.store.sqlite_journal import SqliteJournalStore
 from taskcore.store.sqlite_oauth import SqliteOAuthStore
 from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
+from taskcore.store.sqlite_queue_sched import DUE, LAPSED_RETRY, not_paused
 from taskcore.store.sqlite_queueflow import CLAIM_GATE, SqliteQueueFlowStore
 from taskcore.store.sqlite_retention import SqliteRetentionStore
 from taskcore.store.sqlite_tokens import TOKENS, SqliteTokenStore
@@ -62,15 +63,24 @@ def advisory_key(space: int, name: str) -> int:
 
 _CLAIM = (
     f"{_TASK_SELECT} WHERE workspace = ? AND autonomy_ceiling BETWEEN ? AND ? "
-    "AND (status = 'QUEUED' OR (status = 'LEASED' AND lease_expires_at_ms <= ?)) {verb}"
-    "ORDER BY priority DESC, created_at_ms, seq LIMIT 1 FOR UPDATE SKIP LOCKED"
+    # the ready set (due: store/sqlite_queue_sched.DUE) or a lapsed lease (LAPSED_RETRY)
+    f"AND ((status = 'QUEUED' {DUE}) OR "
+    f"(status = 'LEASED' AND lease_expires_at_ms <= ? {LAPSED_RETRY})) "
+    "{paused}{verb}ORDER BY priority DESC, created_at_ms, seq LIMIT 1 FOR UPDATE SKIP LOCKED"
 )
-_CLAIM_ANY = _CLAIM.format(verb="")
-_CLAIM_VERB = _CLAIM.format(verb="AND verb = ? ")
-# -- queueflow: the claim with the flow gate (parents DONE, key under its limit) ----------
-_CLAIM_ANY_GATED = _CLAIM.format(verb=f"{CLAIM_GATE} ")
-_CLAIM_VERB_GATED = _CLAIM.format(verb=f"AND verb = ? {CLAIM_GATE} ")
-_FLOW_LIMIT_LOCK_SPACE = 0x6167_7466  # "agtf": a workspace's limited claims take turns
+
+
+# -- queueflow: the flow gate (parents DONE, key under its limit) is the last condition ------
+_FLOW_LIMIT_LOCK_SPACE = 0x6167_7466  # "agtf": a workspace's keyed claims take turns
+
+
+def _claim_sql(by_verb: bool, paused: int, gated: bool = False) -> str:
+    """PostgreSQL's ``claimNext`` statement (the scheduling fragments shared with SQLite's)."""
+    skip = not_paused(("",) * paused)
+    verb = "AND verb = ? " if by_verb else ""
+    if gated:
+        verb = f"{verb}{CLAIM_GATE} "
+    return _CLAIM.format(paused=skip, verb=verb)
 
 
 # An event's seq comes from a sequence, so concurrent writers (the shared writer lock) can
@@ -143,18 +153,16 @@ class PgQueueStore(SqliteQueueStore):
         autonomy: int,
         verb: str | None,
         now_ms: int,
+        paused: tuple[str, ...] = (),
         gated: bool = False,
     ) -> TaskRecord | None:
         """Return (and row-lock) the task ``claimNext`` should take, or ``None``."""
-        args: tuple[Any, ...] = (workspace, autonomy, max_autonomy, now_ms)
+        args: list[Any] = [workspace, autonomy, max_autonomy, now_ms, now_ms, now_ms, *paused]
         if verb is not None:
-            args = (*args, verb)
+            args.append(verb)
         if gated:
-            sql = _CLAIM_ANY_GATED if verb is None else _CLAIM_VERB_GATED
-            args = (*args, now_ms)
-        else:
-            sql = _CLAIM_ANY if verb is None else _CLAIM_VERB
-        row = self._one(sql, args)
+            args.append(now_ms)
+        row = self._one(_claim_sql(verb is not None, len(paused), gated), tuple(args))
         return None if row is None else TASKS.from_row(row)
 
     def next_phase_index(self, workspace: str, task_id: str) -> int:
