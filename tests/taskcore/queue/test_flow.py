@@ -551,3 +551,37 @@ def test_a_keyed_lease_that_expires_wakes_a_claimer_waiting_on_the_key(tmp_path)
         assert 0.5 < took < 5.0
     finally:
         service.close()
+
+
+# -- with retries (docs/queue.md "Retries"): a dead-lettered parent ----------------------------
+
+
+def _dead_letter(door, clock, task_id: str) -> None:
+    """Lapse the lease at each of the task's two attempts: it reads FAILED, nothing written."""
+    for worker in (WORKER, WORKER2):
+        door(worker, "agenttask.claim", {"taskId": task_id, "leaseMs": 1_000})
+        clock.advance(1_001)
+    assert door(MEMBER, "agenttask.get", {"taskId": task_id})["status"] == "FAILED"
+
+
+def test_a_child_of_a_parent_dead_lettered_by_lapses_is_created_failed(door, clock):
+    parent = door.create(MEMBER, maxAttempts=2, backoff={"initialMs": 1, "maxMs": 1})
+    _dead_letter(door, clock, parent["taskId"])
+    child = door.create(MEMBER, after=[parent["taskId"]])
+    assert (child["status"], child["lastError"]) == (
+        "FAILED",
+        f"parent {parent['taskId']} ended FAILED",
+    )
+
+
+def test_a_child_waits_on_a_parent_dead_lettered_by_lapses_until_it_is_retried(door, clock):
+    parent = door.create(MEMBER, maxAttempts=2, backoff={"initialMs": 1, "maxMs": 1})
+    child = door.create(MEMBER, after=[parent["taskId"]])
+    _dead_letter(door, clock, parent["taskId"])
+    # Read-time dead letter: nothing was written, so nothing failed the child; it waits.
+    shown = door(MEMBER, "agenttask.get", {"taskId": child["taskId"]})
+    assert (shown["status"], shown["blockedBy"]) == ("QUEUED", [parent["taskId"]])
+    assert _claim_next(door, WORKER) is None
+    door(MEMBER, "agenttask.requeue", {"taskId": parent["taskId"]})  # the dead letter's retry
+    _done(door, parent["taskId"])
+    assert _claim_next(door, WORKER2) == child["taskId"]

@@ -52,7 +52,7 @@ _ENDED = frozenset({TaskStatus.FAILED.value, TaskStatus.CANCELLED.value})
 
 
 def check_create(call: QueueCall, request: CreateIn) -> dict[str, str]:
-    """Refuse a create whose flow fields do not hold; return its parents' statuses.
+    """Refuse a create whose flow fields do not hold; return its parents' effective statuses.
 
     ``uniqueFor`` needs ``uniqueKey``; ``after`` names each task once, every one an existing
     task of the workspace (``NOT_FOUND`` at its index otherwise).
@@ -79,6 +79,10 @@ def check_create(call: QueueCall, request: CreateIn) -> dict[str, str]:
     for index, task_id in enumerate(after):
         if task_id not in statuses:
             raise task_not_found(task_id, path=f"$.after[{index}]")
+        if statuses[task_id] == TaskStatus.LEASED.value:  # a lapsed lease reads otherwise
+            parent = call.tx.queue.get_task(call.workspace, task_id)
+            if parent is not None:
+                statuses[task_id] = effective_status(parent, call.now_ms).value
     return statuses
 
 
