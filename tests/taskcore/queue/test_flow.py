@@ -585,3 +585,35 @@ def test_a_child_waits_on_a_parent_dead_lettered_by_lapses_until_it_is_retried(d
     door(MEMBER, "agenttask.requeue", {"taskId": parent["taskId"]})  # the dead letter's retry
     _done(door, parent["taskId"])
     assert _claim_next(door, WORKER2) == child["taskId"]
+
+
+# -- with the bulk acts (agenttask.requeueMany / cancelMany) ----------------------------------
+
+
+def test_cancel_many_over_a_parent_and_its_children_counts_the_cascaded_as_skipped(door):
+    parent = door.create(MEMBER)["taskId"]
+    children = [door.create(MEMBER, after=[parent])["taskId"] for _ in range(2)]
+    answer = door(ADMIN, "agenttask.cancelMany", {})
+    assert (answer["taskIds"], answer["skipped"]) == ([parent], 2)  # the cascade failed them
+    for child in children:
+        shown = door(MEMBER, "agenttask.get", {"taskId": child})
+        assert (shown["status"], shown["lastError"]) == (
+            "FAILED",
+            f"parent {parent} ended CANCELLED",
+        )
+
+
+def test_requeue_many_requeues_parents_before_children_and_skips_orphans(door):
+    door(ADMIN, "agenttask.verb.register", {"verb": "other.run"})
+    parent = door.create(MEMBER)["taskId"]
+    child = door.create(MEMBER, after=[parent])["taskId"]
+    door(ADMIN, "agenttask.reorder", {"taskId": child, "priority": 5})  # first in drain order
+    _fail(door, parent)
+    lone = door.create(MEMBER, verb="other.run")["taskId"]
+    orphan = door.create(MEMBER, after=[lone])["taskId"]
+    door(MEMBER, "agenttask.cancel", {"taskId": lone})
+    answer = door(ADMIN, "agenttask.requeueMany", {"verb": "agent.run"})
+    assert sorted(answer["taskIds"]) == sorted([parent, child])
+    assert answer["skipped"] == 1  # the orphan: its parent is CANCELLED and not requeued
+    assert door(MEMBER, "agenttask.get", {"taskId": orphan})["status"] == "FAILED"
+    assert door(MEMBER, "agenttask.get", {"taskId": child})["blockedBy"] == [parent]

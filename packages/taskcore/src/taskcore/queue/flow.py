@@ -42,6 +42,7 @@ __all__ = [
     "deduplicate",
     "failed_parent",
     "list_limits",
+    "orphaned_by",
     "record_flow",
     "set_limit",
     "view",
@@ -181,17 +182,25 @@ def check_claimable(call: QueueCall, task: TaskRecord) -> None:
             )
 
 
+def orphaned_by(call: QueueCall, task: TaskRecord) -> tuple[str | None, tuple[str, ...]]:
+    """Why requeueing ``task`` is refused, and its parents not yet ``DONE``.
+
+    The reason names a parent that ended ``FAILED`` or ``CANCELLED``; ``None``: no such parent.
+    """
+    flow = call.tx.queueflow.flows(call.workspace, (task.task_id,)).get(task.task_id)
+    if flow is None or not flow.has_parents:
+        return None, ()
+    waiting = call.tx.queueflow.waiting_on(call.workspace, task.task_id)
+    statuses = call.tx.queueflow.parent_statuses(call.workspace, waiting)
+    return failed_parent(statuses, waiting), waiting
+
+
 def check_requeue(call: QueueCall, task: TaskRecord) -> None:
     """Refuse requeueing a child one of whose parents ended ``FAILED`` or ``CANCELLED``.
 
     It could never run (its parent will not be ``DONE``): requeue the parent first.
     """
-    flow = call.tx.queueflow.flows(call.workspace, (task.task_id,)).get(task.task_id)
-    if flow is None or not flow.has_parents:
-        return
-    waiting = call.tx.queueflow.waiting_on(call.workspace, task.task_id)
-    statuses = call.tx.queueflow.parent_statuses(call.workspace, waiting)
-    ended = failed_parent(statuses, waiting)
+    ended, waiting = orphaned_by(call, task)
     if ended is not None:
         raise TaskError(
             ErrorCode.DEPENDENCY_INCOMPLETE,
