@@ -284,3 +284,26 @@ def test_a_commit_in_another_process_wakes_a_waiter_here(tmp_path: Path, storage
         if child.poll() is None:
             child.kill()
         waiter.close()
+
+
+def test_a_commit_elsewhere_between_a_look_and_the_waiter_registering_is_not_lost(
+    tmp_path, storage
+):
+    # A claimer reads the generation, looks (nothing), and only then registers its waiter:
+    # another replica's commit heard in between, while nobody here waited on the topic, must
+    # still wake it (on PostgreSQL the listener drops nothing; on SQLite a topic newly
+    # watched is checked once).
+    other = open_storage(tmp_path / "data")
+    try:
+        first = storage.wakeup.waiter(TOPIC, group=GROUP, since=storage.wakeup.generation(TOPIC))
+        _settle(first)  # the source listens from now on
+        first.close()
+        since = storage.wakeup.generation(TOPIC)  # the look
+        with other.write() as tx:
+            tx.queue.insert_task(_task("between"))
+        time.sleep(0.5)  # heard here while nobody waits on the topic
+        waiter = storage.wakeup.waiter(TOPIC, group=GROUP, since=since)
+        assert _wait_for(waiter, 1.0), "a commit between the look and the wait was lost"
+        waiter.close()
+    finally:
+        other.close()

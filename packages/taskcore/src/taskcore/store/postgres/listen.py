@@ -8,7 +8,8 @@ its own notifications: those were notified in-process already, right after the c
 
 :class:`PgListen` is the one listening connection of a process's storage: a daemon thread
 started by the first waiter, reading notifications and calling
-:meth:`~taskcore.store.wakeup.Wakeup.notify` for the topics someone here waits on. A dropped
+:meth:`~taskcore.store.wakeup.Wakeup.notify` for the topics it names (also those nobody here waits
+on yet: a waiter registering just after must find their generation moved). A dropped
 connection is reopened (after a short pause). The first waiter of the process looks once more
 once ``LISTEN`` runs, and after a reconnection every topic waited on is notified once: a
 commit may have gone unheard meanwhile.
@@ -171,6 +172,9 @@ class PgListen:
         self.received += 1
         if wakeup is None:
             return
-        chosen = watched if topics is None else [t for t in topics if t in watched]
+        # Every topic, not only those waited on now: the notify bumps each topic's generation,
+        # so a claimer that looked before this commit and registers its waiter only after
+        # (``since=`` the generation it read) starts out woken instead of missing it.
+        chosen = watched if topics is None else topics
         if chosen:
             wakeup.notify(chosen)
