@@ -311,17 +311,23 @@ async def many_waiters(
     The latencies of every round are pooled per case (``calls`` per round each), so the p99s
     compare as many samples, taken alternately on the same server.
     """
-    out: dict[str, list[float]] = {k: [] for k in ("rss0", "grow", "cpu0", "cpu", "ms0", "ms")}
+    out: dict[str, list[float]] = {
+        k: [] for k in ("rss0", "grow", "cpu0", "cpu", "ms0", "ms", "cpu_call0", "cpu_call")
+    }
     await other_calls(server, other, calls)  # warm-up
     for _ in range(rounds):
+        before = server.cpu_s()
         out["ms0"] += await other_calls(server, other, calls)
+        out["cpu_call0"].append((server.cpu_s() - before) * 1000 / calls)
         out["cpu0"].append(await idle_cpu(server))
         rss0 = server.rss_mb()
         started = time.monotonic()
         conns = await hold_waiters(server, waiter_tokens, n)
         out["rss0"].append(rss0)
         out["grow"].append(server.rss_mb() - rss0)
+        before = server.cpu_s()
         out["ms"] += await other_calls(server, other, calls)
+        out["cpu_call"].append((server.cpu_s() - before) * 1000 / calls)
         out["cpu"].append(await idle_cpu(server))
         if time.monotonic() - started > 28:
             raise RuntimeError("the waits ran out before the measurements ended")
@@ -335,14 +341,15 @@ async def many_waiters(
 
 
 def _row(
-    figure: str, value: float, baseline: str, base: float, unit: str, goal: str, ok: bool
+    figure: str, value: float, baseline: str, base: float, unit: str, goal: str, ok: bool | None
 ) -> Row:
+    """One table row; ``ok`` ``None``: a figure for context, with no goal of its own."""
     return {
         "figure": f"{figure}: {value:.3g} {unit}",
         "baseline": f"{baseline}: {base:.3g} {unit}",
         "ratio": f"{value / base:.2f}x" if base else "-",
         "goal": goal,
-        "meets": "yes" if ok else "no",
+        "meets": "-" if ok is None else "yes" if ok else "no",
     }
 
 
@@ -441,7 +448,16 @@ def measure(
             p50_0,
             "ms",
             "(context)",
-            True,
+            None,
+        ),
+        _row(
+            f"{backend} server CPU per other call, {waiters} waiting",
+            statistics.median(many["cpu_call"]),
+            "none waiting",
+            statistics.median(many["cpu_call0"]),
+            "ms",
+            "(context)",
+            None,
         ),
     ]
     return rows
