@@ -11,7 +11,9 @@ journal), woken across processes by the polled ``PRAGMA data_version`` check
   every row ends ``DONE``, the audit counts the calls exactly, and some claims were answered
   by a wake-up rather than at once;
 * a claimer waiting on replica A is woken by a create on replica B within a bound, long
-  before its ``waitMs``.
+  before its ``waitMs``: creates well after the claim began waiting, and creates racing its
+  first look (a commit heard between the look and the wait; PostgreSQL's listener once
+  dropped those, and this test then failed within its 36 racing rounds).
 """
 
 from __future__ import annotations
@@ -127,22 +129,26 @@ def test_16_waiting_claimers_and_4_creators_on_two_replicas_finish_each_task_onc
     assert sum(r["woken"] for r in took) > 0
 
 
-def _claim_soon(url: str, token: str, out: dict[str, Any]) -> threading.Thread:
+def _claim_soon(client: httpx.Client, token: str, out: dict[str, Any]) -> threading.Thread:
     def run() -> None:
-        with httpx.Client(base_url=url, timeout=60) as client:
-            started = time.monotonic()
-            r = client.post(
-                "/v/agenttask.claimNext",
-                content=json.dumps({"waitMs": 20_000}).encode(),
-                headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
-            )
-            out["answered"] = time.monotonic()
-            out["waited"] = out["answered"] - started
-            out["response"] = r
+        started = time.monotonic()
+        r = client.post(
+            "/v/agenttask.claimNext",
+            content=json.dumps({"waitMs": 20_000}).encode(),
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {token}"},
+        )
+        out["answered"] = time.monotonic()
+        out["waited"] = out["answered"] - started
+        out["response"] = r
 
     thread = threading.Thread(target=run)
     thread.start()
     return thread
+
+
+# Three creates well after the claim started waiting, then creates racing the claim's first
+# look (sent 0 to 11 ms after it): a commit heard between the look and the wait must wake it.
+_DELAYS = (0.5, 0.5, 0.5, *tuple(i / 1000 for i in range(12)) * 3)
 
 
 def test_a_claimer_waiting_on_replica_a_is_woken_by_a_create_on_replica_b(tmp_path, backend):
@@ -150,23 +156,26 @@ def test_a_claimer_waiting_on_replica_a_is_woken_by_a_create_on_replica_b(tmp_pa
     try:
         member = a.token(WORKSPACE, tier="member", autonomy=2)
         agent = a.token(WORKSPACE, tier="agent", autonomy=1)
-        for _ in range(3):
-            out: dict[str, Any] = {}
-            thread = _claim_soon(a.url, agent, out)
-            time.sleep(0.5)  # the claim found the queue empty and waits on A
-            r = b.post("/v/agenttask.create", {"verb": "agent.run"}, member)
-            created = time.monotonic()
-            assert r.status_code == 200, r.text
-            task_id = r.json()["taskId"]
-            thread.join(30)
-            assert not thread.is_alive()
-            answer = out["response"]
-            assert answer.status_code == 200, answer.text
-            assert answer.json()["claimed"] is True
-            assert answer.json()["task"]["taskId"] == task_id
-            assert out["waited"] >= 0.4  # it did wait: the task came after the claim
-            assert out["answered"] - created < WAKE_BOUND_S
-            done = {"taskId": task_id, "status": "DONE", "fence": answer.json()["lease"]["fence"]}
-            assert a.post("/v/agenttask.checkpoint", done, agent).status_code == 200
+        with httpx.Client(base_url=a.url, timeout=60) as claims:
+            for delay in _DELAYS:
+                out: dict[str, Any] = {}
+                thread = _claim_soon(claims, agent, out)
+                time.sleep(delay)
+                r = b.post("/v/agenttask.create", {"verb": "agent.run"}, member)
+                created = time.monotonic()
+                assert r.status_code == 200, r.text
+                task_id = r.json()["taskId"]
+                thread.join(30)
+                assert not thread.is_alive()
+                answer = out["response"]
+                assert answer.status_code == 200, answer.text
+                assert answer.json()["claimed"] is True
+                assert answer.json()["task"]["taskId"] == task_id
+                if delay >= 0.5:
+                    assert out["waited"] >= 0.4  # it did wait: the task came after the claim
+                assert out["answered"] - created < WAKE_BOUND_S, f"woken late (delay {delay})"
+                fence = answer.json()["lease"]["fence"]
+                done = {"taskId": task_id, "status": "DONE", "fence": fence}
+                assert a.post("/v/agenttask.checkpoint", done, agent).status_code == 200
     finally:
         _stop(replicas)
