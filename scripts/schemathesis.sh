@@ -34,8 +34,10 @@ token="$(cat "$work/data/admin.token")"
 # The MCP endpoints speak JSON-RPC (tested with the MCP SDK's own client instead). Run from the
 # work directory so schemathesis's own state (.schemathesis/) never lands in the checkout.
 st="$PWD/.venv/bin/schemathesis"
+# Per-operation timeouts (the event stream, a waiting claimNext): scripts/schemathesis.toml.
+config="$PWD/scripts/schemathesis.toml"
 cd "$work"
-"$st" run "$url/openapi.json" \
+"$st" --config-file "$config" run "$url/openapi.json" \
   --header "Authorization: Bearer $token" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
   --exclude-path-regex '/mcp$' \

@@ -8,8 +8,7 @@ install checks put each side into a fresh venv and use it as its users do:
 
 * (a) ``agenttask-core`` alone: no starlette, mcp, click, uvicorn, psycopg; taskcore opens a
   journal and answers calls; a ``postgresql://`` journal is the typed error naming the extra;
-  and ``python -m doctest docs/library.md`` runs there once that guide exists (it is written
-  under issue 27 item 6; until then that one test skips, saying so);
+  and ``python -m doctest docs/library.md`` runs there;
 * (b) ``agenttask`` alone (the agent's side, at most 30 packages): ``--help``, ``call`` and a
   queue verb against the server of (c), ``gate-stop`` on a Stop payload, ``task-stop``,
   ``collect --help``; ``serve`` and ``mcp`` exit 2 with one line naming the extra;
@@ -351,8 +350,6 @@ LIBRARY_GUIDE = ROOT / "docs" / "library.md"
 
 def test_a_the_library_guide_runs_from_the_core_wheel(core):
     """``python -m doctest docs/library.md`` in the core's venv: the guide needs nothing else."""
-    if not LIBRARY_GUIDE.exists():
-        pytest.skip("docs/library.md does not exist yet (issue 27 item 6 writes it)")
     done = _run(
         [str(core.python), "-I", "-m", "doctest", str(LIBRARY_GUIDE)], core.home, core.env()
     )

@@ -146,6 +146,59 @@ def _route_params() -> list[dict[str, Any]]:
     ]
 
 
+# One message of GET /v1/events. OpenAPI 3.1 leaves event streams unsaid; tools (Schemathesis,
+# and OpenAPI 3.2's reading without ``itemSchema``) read a text/event-stream ``schema`` as one
+# event: the SSE fields, ``data`` a JSON text (taskcore.events.log.event_data). A message with
+# only ``retry`` (the first) carries no data.
+_NULLABLE_STRING: dict[str, Any] = {"type": ["string", "null"]}
+_SSE_EVENT_DATA: dict[str, Any] = {
+    "type": "object",
+    "required": [
+        "id",
+        "operation",
+        "workspace",
+        "actor",
+        "at",
+        "atMs",
+        "taskId",
+        "statusBefore",
+        "statusAfter",
+        "outcome",
+        "errorCode",
+        "calls",
+        "traceparent",
+    ],
+    "properties": {
+        "id": {"type": "integer", "minimum": 1},
+        "operation": {"type": "string"},
+        "workspace": {"type": "string"},
+        "actor": {"type": "string"},
+        "at": {"type": "string"},
+        "atMs": {"type": "integer"},
+        "taskId": _NULLABLE_STRING,
+        "statusBefore": _NULLABLE_STRING,
+        "statusAfter": _NULLABLE_STRING,
+        "outcome": {"type": "string"},
+        "errorCode": _NULLABLE_STRING,
+        "calls": {"type": "integer", "minimum": 1},
+        "traceparent": _NULLABLE_STRING,
+    },
+}
+_SSE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9]+$"},
+        "event": {"type": "string"},
+        "retry": {"type": "integer", "minimum": 0},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": _SSE_EVENT_DATA,
+        },
+    },
+}
+
+
 _MALFORMED_HTTP = {
     "4XX": {
         "description": "a request the HTTP server could not read is answered before any "
@@ -318,7 +371,7 @@ def _service_paths() -> dict[str, Any]:
                 "responses": {
                     "200": {
                         "description": "the stream",
-                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                        "content": {"text/event-stream": {"schema": _SSE_EVENT}},
                     },
                     **_errors({400, 401, 403, 404, 410, 422, 429, 503}),
                     **_MALFORMED_HTTP,
