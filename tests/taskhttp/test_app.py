@@ -520,13 +520,14 @@ with BackgroundServer(create_app(service)) as url:
     headers = {**auth, "Accept": "application/json, text/event-stream"}
     answers = []
     def first():
-        answers.append(httpx.post(url + "/mcp", json=init, headers=headers).status_code)
+        # The first request loads the SDK: seconds on a loaded machine, past httpx's 5 s default.
+        answers.append(httpx.post(url + "/mcp", json=init, headers=headers, timeout=60).status_code)
     racers = [threading.Thread(target=first) for _ in range(4)]
     for t in racers: t.start()
     for t in racers: t.join()
     report["answers"] = answers
     report["after"] = "mcp" in sys.modules
-    listed = httpx.post(url + "/mcp", headers=headers,
+    listed = httpx.post(url + "/mcp", headers=headers, timeout=60,
         json={"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}).json()
     report["tools"] = len(listed["result"]["tools"])
 service.close()

@@ -7,7 +7,14 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from taskcore.agentsetup.harness import SetupOptions, TaskStopHook, TokenFile, hooks_path, mcp_path
+from taskcore.agentsetup.harness import (
+    OAuthGrant,
+    SetupOptions,
+    TaskStopHook,
+    TokenFile,
+    hooks_path,
+    mcp_path,
+)
 from taskcore.agentsetup.plan import Plan, plan_remove, plan_setup
 from taskcore.errors import ErrorCode, TaskError
 
@@ -259,3 +266,62 @@ def test_a_settings_file_that_is_not_json_stops_the_plan_before_anything(world):
     disk.files[hooks_path("claude-code", "project", world[0])] = "{ broken"
     with pytest.raises(TaskError, match="not valid JSON"):
         plan_setup(options(world, "claude-code", "project"), disk.read)
+
+
+def _oauth(world: tuple[Path, Path], harness: str, scope: str, **extra: object) -> SetupOptions:
+    project, token = world
+    return SetupOptions(
+        harness=harness,
+        scope=scope,
+        url=URL,
+        credential=OAuthGrant(token.parent / "grant.json", **extra),  # type: ignore[arg-type]
+        project_dir=project,
+        executable=EXE,
+    )
+
+
+@pytest.mark.parametrize("harness", ["claude-code", "codex"])
+def test_oauth_switching_from_a_token_file_replaces_the_helper_and_the_hooks_credential(
+    world, harness
+):
+    disk = Disk()
+    disk.apply(plan_setup(options(world, harness, "user"), disk.read, secret=SECRET))
+    switched = plan_setup(_oauth(world, harness, "user"), disk.read, secret="atr_refresh")
+    disk.apply(switched)
+    text = "".join(disk.files.values())
+    assert "agent headers" not in text
+    assert "--token-file" not in text
+    assert f"--grant-file {world[1].parent / 'grant.json'}" in text
+    assert plan_setup(_oauth(world, harness, "user"), disk.read).changed == ()
+    shared = plan_setup(_oauth(world, harness, "user", share=True), disk.read)
+    disk.apply(shared)
+    helper = f"{EXE} agent headers --grant-file {world[1].parent / 'grant.json'}"
+    assert helper in disk.files[mcp_path(harness, "user", world[0])]
+    disk.apply(plan_remove(_oauth(world, harness, "user"), disk.read))
+    assert "agent-task" not in "".join(disk.files.values())
+
+
+def test_oauth_refuses_a_grant_file_in_the_work_tree_and_a_task_stop_hook(world):
+    project, _ = world
+    inside = SetupOptions(
+        harness="codex",
+        scope="project",
+        url=URL,
+        credential=OAuthGrant(project / "grant.json"),
+        project_dir=project,
+        executable=EXE,
+    )
+    with pytest.raises(TaskError) as refused:
+        plan_setup(inside, Disk().read)
+    assert refused.value.code is ErrorCode.INVALID_PATH
+    assert "--grant-file is inside the work tree" in refused.value.message
+    with pytest.raises(TaskError, match="task-stop hook reads a token file"):
+        SetupOptions(
+            harness="codex",
+            scope="user",
+            url=URL,
+            credential=OAuthGrant(Path("/g.json")),
+            project_dir=project,
+            executable=EXE,
+            task_stop=TaskStopHook(change="c", repository="r", profile="p", data_dir=Path("/d")),
+        )

@@ -1,13 +1,18 @@
 """``agent-task session-start``: the SessionStart hook, dispatched before click is imported.
 
-``agent-task session-start [--harness claude-code|codex] [--url URL] [--token-file FILE]
-[--deadline-ms N]`` reads the harness's SessionStart payload on stdin (only its ``source``
-matters), asks the service at ``--url`` (or ``$AGENT_TASK_URL``) which leases the token of
-``--token-file`` (or ``$AGENT_TASK_TOKEN_FILE``, or the token in ``$AGENT_TASK_TOKEN``) holds,
-and prints :func:`taskcore.agentsetup.sessionstart.context` in the harness's
+``agent-task session-start [--harness claude-code|codex] [--url URL] [--token-file FILE |
+--grant-file GRANT] [--deadline-ms N]`` reads the harness's SessionStart payload on stdin (only
+its ``source`` matters), asks the service at ``--url`` (or ``$AGENT_TASK_URL``) which leases the
+token of ``--token-file`` (or ``$AGENT_TASK_TOKEN_FILE``, or the token in ``$AGENT_TASK_TOKEN``)
+holds, and prints :func:`taskcore.agentsetup.sessionstart.context` in the harness's
 ``additionalContext`` shape. Nothing when nothing is held. When the service cannot answer
 (down, refused, too slow, a malformed answer) or the command line is wrong: one
 ``systemMessage`` line. Always exit status 0.
+
+With ``--grant-file`` (``agent setup --oauth``) the token is the access token of the command
+line's OAuth grant (``agent-task agent login``; refreshed first when stale, see
+:mod:`taskcore.agentsetup.grant`), and the question is the ``agenttask_leases`` tool on the
+stateless ``/mcp`` endpoint, where the service accepts an access token.
 
 A plain ``http://`` service is asked over :class:`taskcli.plainhttp.PlainHttp` (standard
 library only); ``https://`` through :class:`taskcli.common.ServiceClient` (httpx, which
@@ -43,14 +48,14 @@ __all__ = ["USAGE", "main", "parse_args"]
 
 USAGE = (
     "usage: agent-task session-start [--harness claude-code|codex] [--url URL] "
-    "[--token-file FILE] [--deadline-ms N]\n\n"
+    "[--token-file FILE | --grant-file GRANT] [--deadline-ms N]\n\n"
     "The SessionStart hook: prints the leases this agent's token holds as the harness's "
     "additionalContext (nothing when none; one systemMessage line when the service cannot "
     "answer). URL and token default to $AGENT_TASK_URL and $AGENT_TASK_TOKEN_FILE (or "
     "$AGENT_TASK_TOKEN). Always exits 0.\n"
 )
 
-_OPTIONS = ("--harness", "--url", "--token-file", "--deadline-ms")
+_OPTIONS = ("--harness", "--url", "--token-file", "--grant-file", "--deadline-ms")
 _HARNESSES = ("claude-code", "codex")
 
 
@@ -76,6 +81,8 @@ def parse_args(argv: Sequence[str]) -> dict[str, str] | None:
             return None
         out[name] = value
     if out.get("--harness", "claude-code") not in _HARNESSES:
+        return None
+    if "--token-file" in out and "--grant-file" in out:
         return None
     deadline = out.get("--deadline-ms", "1")
     if not deadline.isascii() or not deadline.isdigit():
@@ -135,26 +142,68 @@ def _refusal(status: int, content: bytes) -> str:
     return f"the service answered HTTP {status} to the leases read"
 
 
+def _ask_grant(url: str, path: str, deadline_ms: int) -> Any:
+    """The leases answer with the OAuth grant at ``path``, or the hook's failure line (a str)."""
+    from taskcore.agentsetup.grant import GrantError
+
+    from taskcli.agent_grant import grant_token, mcp_call
+
+    # Half the deadline each for a refresh and the question: a refresh cut off by the hook's
+    # alarm after the service rotated the token would leave a spent refresh token behind.
+    timeout = max(deadline_ms, 1) / 2000
+    try:
+        token, _grant = grant_token(path, timeout)
+    except GrantError as err:
+        return fail_line(str(err)[:300])
+    except OSError as failure:
+        return fail_line(f"the grant {path[:200]} cannot be used ({type(failure).__name__})")
+    try:
+        status, held = mcp_call(url, token, "agenttask_leases", timeout)
+    except OSError as failure:
+        return fail_line(f"the service at {url[:200]} did not answer ({str(failure)[:40]})")
+    except (ValueError, RecursionError) as refused:
+        return fail_line(
+            f"the service refused the leases read ({str(refused)[:40]}); check the grant with "
+            "'agent-task agent doctor'"
+        )
+    if status != 200:
+        return fail_line(
+            f"the service answered HTTP {status} to the leases read; log in again with "
+            f"'agent-task agent login --url {url[:200]} --grant-file {path[:200]}'"
+        )
+    return held
+
+
 def answer(args: dict[str, str], raw: bytes) -> str:
     """The hook's stdout text for the payload ``raw`` (empty: print nothing)."""
     url = args.get("--url") or os.environ.get("AGENT_TASK_URL", "").strip()
     if not url:
         return fail_line("no service URL (--url, or AGENT_TASK_URL)")
-    try:
-        token = _token(args)
-    except Exception:
-        return fail_line("the token file cannot be read or is empty")
-    if token is None:
-        return fail_line("no token (--token-file, AGENT_TASK_TOKEN_FILE or AGENT_TASK_TOKEN)")
     deadline_ms = int(args.get("--deadline-ms", SESSION_START_DEADLINE_MS))
+    grant_file = args.get("--grant-file")
+    if grant_file is not None:
+        held: Any = _ask_grant(url, grant_file, deadline_ms)
+        if isinstance(held, str):
+            return held
+    else:
+        try:
+            token = _token(args)
+        except Exception:
+            return fail_line("the token file cannot be read or is empty")
+        if token is None:
+            return fail_line("no token (--token-file, AGENT_TASK_TOKEN_FILE or AGENT_TASK_TOKEN)")
+        try:
+            status, content = _ask(url, token, max(deadline_ms, 1) / 1000)
+        except OSError as failure:
+            return fail_line(f"the service at {url[:200]} did not answer ({str(failure)[:40]})")
+        if status != 200:
+            return fail_line(_refusal(status, content))
+        try:
+            held = parse(content)
+        except (ValueError, RecursionError):
+            return fail_line("the service's answer to the leases read is malformed")
     try:
-        status, content = _ask(url, token, max(deadline_ms, 1) / 1000)
-    except OSError as failure:
-        return fail_line(f"the service at {url[:200]} did not answer ({str(failure)[:40]})")
-    if status != 200:
-        return fail_line(_refusal(status, content))
-    try:
-        text = context(parse(content), source=source_of(raw))
+        text = context(held, source=source_of(raw))
     except (ValueError, KeyError, TypeError, IndexError, RecursionError):
         return fail_line("the service's answer to the leases read is malformed")
     return "" if text is None else hook_output(text)

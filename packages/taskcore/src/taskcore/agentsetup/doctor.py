@@ -8,15 +8,18 @@ passed, the exact fix):
 2. **service**: ``GET /v1/hub/health`` at the URL the entry names;
 3. **token**: the token file (outside the work tree, readable), and ``observe.whoami`` with
    it: valid, its workspace, tier and autonomy (a tier above ``agent`` is a warning: an agent
-   needs no more);
+   needs no more); with ``--oauth`` the grant of ``agent login`` instead, present, private,
+   refreshable, and its tier (:mod:`~taskcore.agentsetup.grantcheck`);
 4. **leases**: ``agenttask.leases`` answers (what the SessionStart hook asks);
-5. **mcp entry**: type, URL and the headers helper with the same token file;
+5. **mcp entry**: type, URL and the headers helper with the same token file (with ``--oauth``:
+   no helper; the harness authorizes itself);
 6. **hooks**: Stop (done gate), SubagentStop (done gate), SessionStart, each registered with
    an executable that exists;
 7. Codex only: **project trust** (a project's ``.codex/`` is read only in a trusted project)
    and **hook trust** (``codex app-server``'s ``hooks/list``: untrusted hooks are skipped in
-   silence), with the exact lines that trust them;
-8. **secrets**: the token in no tracked file of the work tree (``git grep`` with the pattern
+   silence), with the exact lines that trust them; with ``--oauth``, **codex login** (Codex's
+   own ``auth_status``);
+8. **secrets**: the token (with ``--oauth``: the grant's refresh token) in no tracked file of the work tree (``git grep`` with the pattern
    read from a private file, never from the command line) and in none of the harness files.
 
 The service is reached through :class:`Probe`, which the command line implements over HTTP
@@ -38,11 +41,13 @@ from typing import Any, Protocol
 import attrs
 
 from taskcore.agentsetup import jsonedit
+from taskcore.agentsetup.grantcheck import GrantProbe, codex_login_check, grant_checks
 from taskcore.agentsetup.harness import (
     CLAUDE_CODE,
     CODEX,
     SCOPES,
     SERVER_NAME,
+    harness_login,
     hooks_path,
     is_ours,
     mcp_path,
@@ -150,7 +155,20 @@ def _option(command: str, name: str) -> str | None:
     return argv[argv.index(name) + 1] if name in argv[:-1] else None
 
 
-def _setup_fix(harness: str, scope: str, url: str | None, token_file: str | None) -> str:
+def _setup_fix(
+    harness: str,
+    scope: str,
+    url: str | None,
+    token_file: str | None,
+    grant: str | None = None,
+    *,
+    share: bool = False,
+) -> str:
+    credential = (
+        ["--oauth", "--grant-file", grant, *(["--share-grant"] if share else [])]
+        if grant is not None
+        else ["--token-file", token_file or "TOKEN_FILE"]
+    )
     return shlex.join(
         [
             "agent-task",
@@ -162,8 +180,7 @@ def _setup_fix(harness: str, scope: str, url: str | None, token_file: str | None
             scope,
             "--url",
             url or "URL",
-            "--token-file",
-            token_file or "TOKEN_FILE",
+            *credential,
         ]
     )
 
@@ -186,8 +203,14 @@ def doctor(
     token_file: Path | None = None,
     codex: str | None = None,
     env: Mapping[str, str] | None = None,
+    grant_file: Path | None = None,
+    grant_probe: GrantProbe | None = None,
 ) -> list[Check]:
-    """Run every check for ``harness``; see the module docstring for the list."""
+    """Run every check for ``harness``; see the module docstring for the list.
+
+    The setup is ``--oauth`` when its SessionStart hook names ``--grant-file`` (or
+    ``grant_file`` is given); ``grant_probe`` then refreshes the grant and asks over MCP.
+    """
     checks: list[Check] = []
     try:
         found = _find(harness, scope, project_dir, read)
@@ -213,7 +236,21 @@ def doctor(
         else (_option(helper, "--token-file") if helper else None)
         or (_option(start_cmd, "--token-file") if isinstance(start_cmd, str) else None)
     )
-    fix_setup = _setup_fix(harness, found.scope, url, token_text)
+    grant_text = (
+        str(grant_file)
+        if grant_file is not None
+        else (_option(start_cmd, "--grant-file") if isinstance(start_cmd, str) else None)
+    )
+    if grant_text is not None:
+        token_text = None
+    fix_setup = _setup_fix(
+        harness,
+        found.scope,
+        url,
+        token_text,
+        grant_text,
+        share=helper is not None and _option(helper, "--grant-file") is not None,
+    )
     where = f"{found.scope} scope: {found.mcp_file}, {found.hooks_file}"
     if found.entry is None and not ours:
         checks.append(
@@ -223,16 +260,65 @@ def doctor(
         )
     else:
         checks.append(Check(name="setup", status=PASS, detail=where))
-    token = _service_checks(checks, probe, url, token_text, project_dir, fix_setup)
-    _entry_check(checks, harness, found, url, token_text, fix_setup)
-    _hook_checks(checks, harness, ours, url, token_text, fix_setup)
+    if grant_text is None:
+        token = _service_checks(checks, probe, url, token_text, project_dir, fix_setup)
+    elif url is None:
+        token = None
+        checks.append(
+            Check(name="service", status=FAIL, detail="no service URL in the setup", fix=fix_setup)
+        )
+    else:
+        reachable = _health(checks, probe, url)
+        token = grant_checks(
+            checks, _make, grant_probe if reachable else None, url, grant_text, project_dir
+        )
+    _entry_check(
+        checks,
+        harness,
+        found,
+        url,
+        token_text,
+        fix_setup,
+        oauth=grant_text is not None,
+        grant_text=grant_text,
+    )
+    _hook_checks(checks, harness, ours, url, token_text, fix_setup, grant_text)
     if harness == CODEX:
         _codex_checks(checks, found, project_dir, codex, env)
+        if grant_text is not None and helper is None:
+            checks.append(
+                codex_login_check(
+                    _make, codex or shutil.which("codex"), _project_root(project_dir), env
+                )
+            )
     elif found.scope == "project":
-        _claude_trust(checks, project_dir, read)
+        _claude_trust(checks, project_dir, read, oauth=grant_text is not None)
     if token is not None:
         _secret_checks(checks, harness, project_dir, token, read, found)
     return checks
+
+
+def _make(name: str, status: str, detail: str, fix: str | None) -> Check:
+    return Check(name=name, status=status, detail=detail, fix=fix)
+
+
+def _health(checks: list[Check], probe: Probe, url: str) -> bool:
+    try:
+        health = probe.health(url)
+    except TaskError as err:
+        checks.append(
+            Check(
+                name="service",
+                status=FAIL,
+                detail=f"{url}: {err.message}",
+                fix="start it ('agent-task serve') or give the right --url to 'agent setup'",
+            )
+        )
+        return False
+    checks.append(
+        Check(name="service", status=PASS, detail=f"{url} answers ({health.get('backend', '?')})")
+    )
+    return True
 
 
 def _service_checks(
@@ -248,22 +334,7 @@ def _service_checks(
             Check(name="service", status=FAIL, detail="no service URL in the setup", fix=fix_setup)
         )
         return None
-    try:
-        health = probe.health(url)
-        checks.append(
-            Check(
-                name="service", status=PASS, detail=f"{url} answers ({health.get('backend', '?')})"
-            )
-        )
-    except TaskError as err:
-        checks.append(
-            Check(
-                name="service",
-                status=FAIL,
-                detail=f"{url}: {err.message}",
-                fix="start it ('agent-task serve') or give the right --url to 'agent setup'",
-            )
-        )
+    if not _health(checks, probe, url):
         return None
     if token_text is None:
         checks.append(
@@ -350,6 +421,9 @@ def _entry_check(
     url: str | None,
     token_text: str | None,
     fix_setup: str,
+    *,
+    oauth: bool = False,
+    grant_text: str | None = None,
 ) -> None:
     entry = found.entry
     if not isinstance(entry, dict):
@@ -368,7 +442,17 @@ def _entry_check(
     if url is not None and entry.get("url") != url + "/mcp":
         problems.append(f"url is {entry.get('url')!r}, not {url + '/mcp'!r}")
     helper = _helper_of(harness, entry)
-    if helper is None:
+    if oauth:
+        helper_grant = _option(helper, "--grant-file") if helper is not None else None
+        if helper_grant is not None and grant_text is not None and helper_grant != grant_text:
+            problems.append(f"its helper reads another grant: {helper_grant}")
+        elif (
+            (helper is not None and helper_grant is None)
+            or "headers" in entry
+            or "bearer_token_env_var" in entry
+        ):
+            problems.append("it names a token: with --oauth the harness authorizes itself")
+    elif helper is None:
         problems.append("no headers helper (the token would have to be in the file or the env)")
     elif token_text is not None and _option(helper, "--token-file") != token_text:
         problems.append(f"its helper reads another token file: {_option(helper, '--token-file')}")
@@ -377,6 +461,23 @@ def _entry_check(
     if problems:
         checks.append(
             Check(name="mcp entry", status=FAIL, detail="; ".join(problems), fix=fix_setup)
+        )
+    elif oauth and helper is not None:
+        checks.append(
+            Check(
+                name="mcp entry",
+                status=PASS,
+                detail=f"{found.mcp_file}: {entry.get('url')}, with the hooks' grant (one agent)",
+            )
+        )
+    elif oauth:
+        checks.append(
+            Check(
+                name="mcp entry",
+                status=PASS,
+                detail=f"{found.mcp_file}: {entry.get('url')}, OAuth by the harness (its tokens "
+                f"are its own: if our tools are missing, run '{harness_login(harness)}')",
+            )
         )
     else:
         checks.append(
@@ -403,6 +504,7 @@ def _hook_checks(
     url: str | None,
     token_text: str | None,
     fix_setup: str,
+    grant_text: str | None = None,
 ) -> None:
     for event, what in (
         ("Stop", "the done gate"),
@@ -429,6 +531,7 @@ def _hook_checks(
         elif event == "SessionStart" and (
             (url is not None and _option(command, "--url") != url)
             or (token_text is not None and _option(command, "--token-file") != token_text)
+            or (grant_text is not None and _option(command, "--grant-file") != grant_text)
         ):
             checks.append(
                 Check(
@@ -442,8 +545,13 @@ def _hook_checks(
             checks.append(Check(name=name, status=PASS, detail=f"{what}: {command}"))
 
 
-def _claude_trust(checks: list[Check], project_dir: Path, read: Reader) -> None:
-    """Claude Code runs a project's ``headersHelper`` only in a folder whose trust was accepted."""
+def _claude_trust(
+    checks: list[Check], project_dir: Path, read: Reader, *, oauth: bool = False
+) -> None:
+    """Claude Code runs a project's ``headersHelper`` only in a folder whose trust was accepted.
+
+    (And uses a project's ``.mcp.json`` servers at all, OAuth ones included, only there.)
+    """
     config = mcp_path(CLAUDE_CODE, "user", project_dir)
     try:
         projects = jsonedit.load(read(config), str(config)).get("projects")
@@ -460,8 +568,12 @@ def _claude_trust(checks: list[Check], project_dir: Path, read: Reader) -> None:
         Check(
             name="folder trust",
             status=FAIL,
-            detail=f"Claude Code runs the MCP headers helper of {here}/.mcp.json only once the "
-            "folder's trust dialog was accepted",
+            detail=(
+                f"Claude Code uses the MCP servers of {here}/.mcp.json"
+                if oauth
+                else f"Claude Code runs the MCP headers helper of {here}/.mcp.json"
+            )
+            + " only once the folder's trust dialog was accepted",
             fix=f"start claude in {here} once and accept 'trust this folder' (headless runs: "
             f'set projects["{here}"].hasTrustDialogAccepted to true in {config})',
         )

@@ -12,15 +12,24 @@ codex          user     ``~/.codex/config.toml`` ``[mcp_servers.agent-task]`` ``
 
 (``$CLAUDE_CONFIG_DIR`` and ``$CODEX_HOME`` move the user files as the harnesses do.)
 
-**The token is never written.** The MCP entry names a *headers helper*, a command the
-harness runs before it connects (Claude Code's ``headersHelper``, Codex's
-``http_headers_helper``): ``agent-task agent headers --token-file F`` prints
+**The token is never written.** With ``--token-file F`` the MCP entry names a *headers
+helper*, a command the harness runs before it connects (Claude Code's ``headersHelper``,
+Codex's ``http_headers_helper``): ``agent-task agent headers --token-file F`` prints
 ``{"Authorization": "Bearer ..."}`` from the token file, which must lie outside the work tree.
-The hooks name the same file. :class:`TokenFile` is the one credential today; MCP OAuth
-(issue 26) will be a second kind of :data:`Credential`: an entry without a helper (the
-harness runs the OAuth flow itself) and hooks that read the harness's grant, so
-``--oauth`` adds a class here and a branch in :func:`mcp_auth` and :func:`hook_credential_args`,
-nothing else.
+The hooks name the same file (:class:`TokenFile`).
+
+With ``--oauth`` (:class:`OAuthGrant`) the entry is the URL alone: the harness runs the MCP
+OAuth flow itself (Claude Code: ``/mcp`` -> authenticate, or ``claude mcp login agent-task``;
+Codex: ``codex mcp login agent-task``) and keeps its tokens in its own store, which nothing of
+ours reads. The hooks use the command line's own grant instead, the file ``agent-task agent
+login`` writes (:mod:`taskcore.agentsetup.grant`, mode 0600 under the user's config dir):
+``--grant-file G``, refreshed when stale.
+
+Leases belong to the credential that claimed them (a grant's id is its actor's token id), so
+the harness's grant and the hooks' grant are two agents to the service: the SessionStart hook
+does not see what the harness claimed. ``--oauth --share-grant`` makes them one: the entry
+names the headers helper with the grant (``agent headers --grant-file G``) and the harness
+runs no OAuth flow of its own.
 
 **The hooks** (a handler group each, ``{"hooks": [{"type": "command", "command": ...,
 "timeout": N}]}``, the same shape in both harnesses' files):
@@ -28,8 +37,8 @@ nothing else.
 * ``Stop``: the done gate, ``agent-task gate-stop --harness H`` (what ``gate install``
   writes);
 * ``SubagentStop``: the done gate for a subagent's stop, ``... --subagent``;
-* ``SessionStart``: ``agent-task session-start --harness H --url URL --token-file F`` (every
-  source: startup, resume, clear, compact);
+* ``SessionStart``: ``agent-task session-start --harness H --url URL --token-file F`` (or
+  ``--grant-file G``; every source: startup, resume, clear, compact);
 * ``Stop``: with a Change, the task-stop hook (``task-stop`` / ``task-codex-stop``, what
   ``install-stop`` writes).
 """
@@ -58,9 +67,11 @@ __all__ = [
     "SERVER_NAME",
     "Credential",
     "Hook",
+    "OAuthGrant",
     "SetupOptions",
     "TaskStopHook",
     "TokenFile",
+    "harness_login",
     "hook_credential_args",
     "hooks",
     "hooks_path",
@@ -89,8 +100,22 @@ class TokenFile:
     path: Path
 
 
-Credential = TokenFile
-"""How the harness and the hooks authenticate (``--oauth`` will add a second kind)."""
+@attrs.frozen
+class OAuthGrant:
+    """``--oauth``: the harness authorizes itself; the hooks use ``agent login``'s grant file.
+
+    ``share`` (``--share-grant``): the harness connects with the same grant, through the
+    headers helper (``agent headers --grant-file G``), and runs no OAuth flow of its own.
+    Leases are held by the grant that claimed them, so only then does the SessionStart hook
+    see the leases the harness claimed.
+    """
+
+    path: Path
+    share: bool = False
+
+
+Credential = TokenFile | OAuthGrant
+"""How the harness and the hooks authenticate."""
 
 
 @attrs.frozen(kw_only=True)
@@ -120,6 +145,12 @@ class SetupOptions:
             raise TaskError(ErrorCode.INVALID_VALUE, "--harness must be claude-code or codex")
         if self.scope not in SCOPES:
             raise TaskError(ErrorCode.INVALID_VALUE, "--scope must be project or user")
+        if isinstance(self.credential, OAuthGrant) and self.task_stop is not None:
+            raise TaskError(
+                ErrorCode.BAD_INPUT,
+                "the task-stop hook reads a token file: with --oauth, install it on its own "
+                "('agent-task install-stop CHANGE ... --token-file F'), or use --token-file here",
+            )
 
 
 @attrs.frozen(kw_only=True)
@@ -193,22 +224,49 @@ def hooks_path(harness: str, scope: str, project_dir: Path) -> Path:
 
 
 def _helper(executable: str, credential: Credential) -> str:
-    return shlex.join([executable, "agent", "headers", "--token-file", str(credential.path)])
+    option = "--grant-file" if isinstance(credential, OAuthGrant) else "--token-file"
+    return shlex.join([executable, "agent", "headers", option, str(credential.path)])
 
 
 def mcp_auth(harness: str, executable: str, credential: Credential) -> dict[str, str]:
     """The entry's authentication: the headers helper, under each harness's key.
 
+    With an :class:`OAuthGrant` nothing: the harness finds the authorization server from the
+    endpoint's 401 and authorizes itself.
+
     >>> mcp_auth("codex", "/bin/agent-task", TokenFile(Path("/t/agent.token")))
     {'http_headers_helper': '/bin/agent-task agent headers --token-file /t/agent.token'}
+    >>> mcp_auth("claude-code", "/bin/agent-task", OAuthGrant(Path("/h/grant.json")))
+    {}
+    >>> mcp_auth("claude-code", "/bin/agent-task", OAuthGrant(Path("/h/g.json"), share=True))
+    {'headersHelper': '/bin/agent-task agent headers --grant-file /h/g.json'}
     """
+    if isinstance(credential, OAuthGrant) and not credential.share:
+        return {}
     key = "headersHelper" if harness == CLAUDE_CODE else "http_headers_helper"
     return {key: _helper(executable, credential)}
 
 
 def hook_credential_args(credential: Credential) -> list[str]:
-    """The command-line arguments naming the credential of the SessionStart hook."""
+    """The command-line arguments naming the credential of the SessionStart hook.
+
+    >>> hook_credential_args(OAuthGrant(Path("/h/grant.json")))
+    ['--grant-file', '/h/grant.json']
+    """
+    if isinstance(credential, OAuthGrant):
+        return ["--grant-file", str(credential.path)]
     return ["--token-file", str(credential.path)]
+
+
+def harness_login(harness: str) -> str:
+    """The harness's own OAuth step after ``agent setup --oauth`` (what to tell the user).
+
+    >>> harness_login("codex")
+    'codex mcp login agent-task'
+    """
+    if harness == CLAUDE_CODE:
+        return "claude mcp login agent-task"
+    return "codex mcp login agent-task"
 
 
 def hooks(options: SetupOptions) -> tuple[Hook, ...]:

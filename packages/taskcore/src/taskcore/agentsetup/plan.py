@@ -8,7 +8,8 @@ second run plans no change at all.
 
 Guarantees checked here, before anything is written:
 
-* the token never appears in a file: the entries name the token *file*, which must lie
+* the token never appears in a file: the entries name the token *file* (or, with
+  ``--oauth``, name no credential at all and the hooks name the grant file), which must lie
   outside the work tree (``INVALID_PATH``), and every new text is searched for the token
   itself (``secret``) as a last check;
 * only what ``agent setup`` owns changes: the ``agent-task`` MCP server entry (in Codex, its
@@ -29,7 +30,9 @@ from taskcore.agentsetup.harness import (
     CLAUDE_CODE,
     SERVER_NAME,
     Hook,
+    OAuthGrant,
     SetupOptions,
+    harness_login,
     hooks,
     hooks_path,
     is_ours,
@@ -188,28 +191,53 @@ def _hooks_change(
 
 def _notes(options: SetupOptions, files: tuple[FileChange, ...]) -> tuple[str, ...]:
     notes = []
+    oauth = isinstance(options.credential, OAuthGrant)
+    one_grant = isinstance(options.credential, OAuthGrant) and options.credential.share
+    kept = (
+        f"the hooks' OAuth grant stays in {options.credential.path}"
+        if oauth
+        else f"the token stays in {options.credential.path}"
+    )
     shared = [f for f in files if f.in_work_tree and f.after is not None]
     if shared and options.scope == "project":
         names = ", ".join(os.path.relpath(f.path, options.project_dir) for f in shared)
         if options.task_stop is not None:
             notes.append(
                 f"commit {names}: task-stop passes only on a clean work tree (they hold no "
-                f"secret: the token stays in {options.credential.path})"
+                f"secret: {kept})"
             )
         else:
             notes.append(
-                f"commit {names} or list them in .git/info/exclude: they hold no secret (the "
-                f"token stays in {options.credential.path}) but name this machine's agent-task "
-                "and token file"
+                f"commit {names} or list them in .git/info/exclude: they hold no secret ("
+                f"{kept}) but name this machine's agent-task and "
+                + ("grant file" if oauth else "token file")
             )
-    if options.harness == CLAUDE_CODE:
-        if options.scope == "project":
-            notes.append(
-                "Claude Code runs the MCP headers helper of a project's .mcp.json only in a "
-                "trusted folder: start claude in the project once and accept its trust dialog "
-                "(and the agent-task server if it asks)"
+    if one_grant:
+        notes.append(
+            f"{options.harness} connects with the grant {options.credential.path} through the "
+            "headers helper (no harness login): the harness and the hooks are one agent"
+        )
+    elif oauth:
+        notes.append(
+            "the harness and the hooks hold two grants: the leases the harness claims are "
+            "its grant's, which the SessionStart hook does not see (--share-grant makes them one)"
+        )
+        notes.append(
+            f"the MCP entry has no credential: authorize {options.harness} itself with "
+            f"'{harness_login(options.harness)}'"
+            + (
+                " (or /mcp -> agent-task -> Authenticate in a session)"
+                if options.harness == CLAUDE_CODE
+                else " (add --oauth-client-registration dcr if the service cannot reach chatgpt.com)"
             )
-    else:
+        )
+    elif options.harness == CLAUDE_CODE and options.scope == "project":
+        notes.append(
+            "Claude Code runs the MCP headers helper of a project's .mcp.json only in a "
+            "trusted folder: start claude in the project once and accept its trust dialog "
+            "(and the agent-task server if it asks)"
+        )
+    if options.harness != CLAUDE_CODE:
         notes.append(
             "Codex runs a new or changed hook only after you review and trust it: open /hooks "
             "in Codex, or see 'agent-task agent doctor --harness codex' for the exact lines"
@@ -226,21 +254,25 @@ def _notes(options: SetupOptions, files: tuple[FileChange, ...]) -> tuple[str, .
 def plan_setup(options: SetupOptions, read: Reader, *, secret: str | None = None) -> Plan:
     """What ``agent setup`` writes for ``options``: the MCP entry and the hooks.
 
-    ``secret`` is the token itself (read from the token file by the caller): no new text may
-    contain it. ``INVALID_PATH`` when the token file lies inside the work tree.
+    ``secret`` is the token itself (read from the token file by the caller; with ``--oauth``
+    the grant's refresh token): no new text may contain it. ``INVALID_PATH`` when the token
+    or grant file lies inside the work tree.
     """
     tree = work_tree_of(options.project_dir)
     token_path = options.credential.path
+    option, field, example = (
+        ("--grant-file", "$.grant_file", "~/.config/agent-task/grant.json")
+        if isinstance(options.credential, OAuthGrant)
+        else ("--token-file", "$.token_file", "~/.config/agent-task/agent.token")
+    )
     if not token_path.is_absolute():
-        raise TaskError(
-            ErrorCode.INVALID_PATH, "--token-file must be an absolute path", path="$.token_file"
-        )
+        raise TaskError(ErrorCode.INVALID_PATH, f"{option} must be an absolute path", path=field)
     if _inside(token_path, tree) or _inside(token_path, options.project_dir):
         raise TaskError(
             ErrorCode.INVALID_PATH,
-            "--token-file is inside the work tree, where it would be committed; keep it "
-            "outside, e.g. ~/.config/agent-task/agent.token",
-            path="$.token_file",
+            f"{option} is inside the work tree, where it would be committed; keep it "
+            f"outside, e.g. {example}",
+            path=field,
         )
     files = _files(options, read, hooks(options), remove=False, tree=tree)
     if secret:

@@ -49,12 +49,15 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LEASES_PATH",
+    "MCP_PATH",
     "SOURCES",
     "context",
     "fail_line",
     "goal_of",
     "hook_output",
     "leases_request",
+    "mcp_request",
+    "mcp_result",
     "parse",
     "source_of",
 ]
@@ -111,6 +114,63 @@ def leases_request(token: str) -> tuple[str, bytes, dict[str, str]]:
         "Authorization": f"Bearer {token}",
     }
     return LEASES_PATH, b"{}", headers
+
+
+MCP_PATH = "/mcp"
+"""Where a hook holding an OAuth grant asks: an access token is accepted only on MCP."""
+
+
+def mcp_request(token: str, tool: str = "agenttask_leases") -> tuple[str, bytes, dict[str, str]]:
+    """``(path, body, headers)`` of one ``tools/call`` of ``tool`` on the stateless ``/mcp``.
+
+    The hook of an OAuth grant (``--grant-file``) asks here: the service accepts an access
+    token on its MCP endpoints only. The endpoints are stateless (no ``initialize`` first).
+
+    >>> path, body, headers = mcp_request("t")
+    >>> path, body
+    ('/mcp', b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"agenttask_leases","arguments":{}}}')
+    """
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {token}",
+    }
+    body = (
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"'
+        + tool
+        + '","arguments":{}}}'
+    )
+    return MCP_PATH, body.encode("ascii"), headers
+
+
+def mcp_result(answer: Any) -> Any:
+    """The tool's answer (its ``structuredContent``) of a ``tools/call`` response.
+
+    ``ValueError`` naming the refusal's code when the call was refused (a tool error or a
+    JSON-RPC error), or when the response is not a tool result.
+
+    >>> mcp_result({"jsonrpc": "2.0", "id": 1, "result": {"structuredContent": {"leases": []}}})
+    {'leases': []}
+    >>> mcp_result({"result": {"isError": True, "structuredContent": {"code": "FORBIDDEN"}}})
+    Traceback (most recent call last):
+    ValueError: FORBIDDEN
+    """
+    result = answer.get("result") if isinstance(answer, dict) else None
+    if not isinstance(result, dict):
+        error = answer.get("error") if isinstance(answer, dict) else None
+        message = error.get("message") if isinstance(error, dict) else None
+        raise ValueError(str(message)[:80] if message else "not a tool result")
+    content = result.get("structuredContent")
+    if not isinstance(content, dict):
+        blocks = result.get("content")
+        text = blocks[0].get("text") if isinstance(blocks, list) and blocks else None
+        content = parse(text.encode("utf-8")) if isinstance(text, str) else None
+    if result.get("isError"):
+        code = content.get("code") if isinstance(content, dict) else None
+        raise ValueError(str(code) if isinstance(code, str) else "the tool call failed")
+    if not isinstance(content, dict):
+        raise ValueError("not a tool result")
+    return content
 
 
 def source_of(raw: bytes) -> str | None:
