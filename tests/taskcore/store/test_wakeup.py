@@ -307,3 +307,40 @@ def test_a_commit_elsewhere_between_a_look_and_the_waiter_registering_is_not_los
         waiter.close()
     finally:
         other.close()
+
+
+def test_notify_all_moves_every_generation_and_wakes_every_group():
+    wakeup = Wakeup()
+    never = queue_topic("never-named")
+    since = wakeup.generation(never)  # a look at a topic nobody named yet
+    one = wakeup.waiter(TOPIC, group=GROUP)
+    two = wakeup.waiter(TOPIC, group=GROUP)
+    other = wakeup.waiter(TOPIC, group=("agent.review", 1))
+    stream = wakeup.waiter(JOURNAL_TOPIC)
+    wakeup.notify_all()
+    assert wakeup.waiter(never, group=GROUP, since=since).signalled
+    assert [one.signalled, two.signalled, other.signalled, stream.signalled] == [
+        True,
+        False,
+        True,
+        True,
+    ]
+    wakeup.close()
+
+
+@pytest.mark.backend_only("postgresql", reason="the payload that names no topic is NOTIFY's")
+def test_a_notification_naming_no_topic_moves_the_generation_of_every_topic(storage):
+    import psycopg
+    from taskcore.store.postgres.listen import CHANNEL
+
+    first = storage.wakeup.waiter(TOPIC, group=GROUP, since=storage.wakeup.generation(TOPIC))
+    _settle(first)  # the listener runs from now on
+    first.close()
+    topic = queue_topic("not-waited-on")
+    since = storage.wakeup.generation(topic)
+    with psycopg.connect(os.environ["AGENT_TASK_DATABASE"], autocommit=True) as conn:
+        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, '{"o":"elsewhere","all":true}'))
+    time.sleep(0.5)  # heard here while nobody waits on the topic
+    waiter = storage.wakeup.waiter(topic, group=GROUP, since=since)
+    assert _wait_for(waiter, 1.0), "a notification naming no topic did not move this one"
+    waiter.close()
