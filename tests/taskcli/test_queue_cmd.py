@@ -325,3 +325,40 @@ def test_claim_next_waits_with_wait_ms_and_takes_a_task_created_meanwhile(live):
     claimed = _json(agent_task("queue", "claim-next", "--wait-ms", "20000", "--json", *live.args()))
     creator.join()
     assert claimed["claimed"] is True
+
+
+def test_scheduling_flags_and_verbs_round_trip(live):
+    task = _json(
+        agent_task(
+            "queue",
+            "create",
+            "agent.run",
+            "--delay-ms",
+            "60000",
+            "--max-attempts",
+            "3",
+            "--backoff",
+            '{"initialMs": 10, "maxMs": 100}',
+            "--json",
+            *live.args(),
+        )
+    )
+    assert task["runAtMs"] - task["createdAtMs"] == 60_000
+    assert (task["attempt"], task["maxAttempts"], task["backoff"]["maxMs"]) == (1, 3, 100)
+    assert _json(agent_task("queue", "claim-next", "--json", *live.args())) == {"claimed": False}
+    both = agent_task(
+        "queue", "create", "agent.run", "--run-at", "1", "--delay-ms", "1", *live.args()
+    )
+    assert both.exit_code == 3
+    assert "not both" in both.stderr
+    paused = _json(agent_task("queue", "pause", "agent.run", "--json", *live.args()))
+    assert paused["paused"] is True
+    listed = _json(agent_task("queue", "paused", "--json", *live.args()))
+    assert [v["verb"] for v in listed["verbs"]] == ["agent.run"]
+    _json(agent_task("queue", "resume", "agent.run", "--json", *live.args()))
+    dry = _json(agent_task("queue", "cancel-many", "--dry-run", "--json", *live.args()))
+    assert dry["taskIds"] == [task["taskId"]]
+    done = _json(agent_task("queue", "cancel-many", "--status", "QUEUED", "--json", *live.args()))
+    assert done == {"taskIds": [task["taskId"]], "skipped": 0, "more": False, "dryRun": False}
+    again = _json(agent_task("queue", "requeue-many", "--json", *live.args()))
+    assert again["skipped"] == 1

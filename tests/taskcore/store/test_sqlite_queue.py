@@ -260,13 +260,22 @@ def _plans(storage, sql: str, args: tuple) -> list[str]:
 )
 def test_claim_next_probes_are_index_searches_with_no_sort(storage):
     from taskcore.store import sqlite_queue
+    from taskcore.store.sqlite_queue_sched import DUE, not_paused
 
-    ready = _plans(storage, sqlite_queue._READY_PROBE, ("w", 1))
-    by_verb = _plans(storage, sqlite_queue._READY_VERB_PROBE, ("w", "agent.run", 1))
+    # The probes as the claim runs them, with the due check: run_at_ms ends the ready indexes,
+    # so it is covered. A paused verb left out reads the row too (ready has no verb column).
+    tail = f"{DUE}{sqlite_queue._ORDER}"
+    ready = _plans(storage, sqlite_queue._READY_PROBE + tail, ("w", 1, 0))
+    by_verb = _plans(storage, sqlite_queue._READY_VERB_PROBE + tail, ("w", "agent.run", 1, 0))
     for plan in (ready, by_verb):
         assert len(plan) == 1
         assert plan[0].startswith("SEARCH queue_task USING COVERING INDEX queue_task_ready")
         assert "TEMP B-TREE" not in plan[0]
+    skip = f"{DUE}{not_paused(('x',))}{sqlite_queue._ORDER}"
+    paused = _plans(storage, sqlite_queue._READY_PROBE + skip, ("w", 1, 0, "x"))
+    assert len(paused) == 1
+    assert paused[0].startswith("SEARCH queue_task USING INDEX queue_task_ready")
+    assert "TEMP B-TREE" not in paused[0]
 
 
 # -- listing --------------------------------------------------------------------------------------

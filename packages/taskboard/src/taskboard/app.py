@@ -71,6 +71,8 @@ _CONSENT_PATH = re.compile(r"/oauth/oar_[0-9a-f]{32}")
 """The board pages a sign-in may return to (``?next=``): an OAuth consent page."""
 _CSP_SOURCE = re.compile(r"[a-z][a-z0-9+.-]*:(//[A-Za-z0-9.:\[\]-]+)?")
 _TIERS = ("agent", "member", "admin")
+_BULK_ACTS = {"requeue": "agenttask.requeueMany", "cancel": "agenttask.cancelMany"}
+"""The board's bulk acts (retry or cancel every task a filter matches) and their verbs."""
 _SIGNED_OUT = {ErrorCode.UNAUTHENTICATED, ErrorCode.TOKEN_REVOKED}
 
 Handler = Callable[[Request, Session, dict[str, str]], Awaitable[Response]]
@@ -360,6 +362,7 @@ def create_board(
             body["cursor"] = request.query_params["cursor"]
         result = await call(session, "observe.backlog", body)
         stats = await call(session, "observe.stats")
+        paused = await call(session, "agenttask.paused")
         return render(
             request,
             "queue.html",
@@ -367,9 +370,51 @@ def create_board(
             page="queue",
             result=result,
             stats=stats,
+            paused=paused["verbs"],
             filters=filters,
+            bulk_query=urlencode({k: v for k, v in filters.items() if v}),
             next_url=_next(request, filters, result.get("nextCursor")),
         )
+
+    # -- scheduling: pause/resume a verb, retry/cancel every task a filter matches ------------
+    async def pause_verb(request: Request, session: Session, form: dict[str, str]) -> Response:
+        act = "agenttask.resume" if form.get("act") == "resume" else "agenttask.pause"
+        answer = await call(session, act, {"verb": form.get("verb", "")})
+        state = "paused" if answer["paused"] else "resumed"
+        session.flash = f"Verb {answer['verb']} {state}."
+        return redirect(request, "/queue")
+
+    def bulk_request(request: Request, form: dict[str, str]) -> tuple[str, dict[str, Any]]:
+        source = form if form else dict(request.query_params)
+        act = source.get("act", "")
+        if act not in _BULK_ACTS:
+            raise TaskError(ErrorCode.INVALID_VALUE, "act must be requeue or cancel")
+        filters = {k: source[k] for k in ("status", "verb", "matterId") if source.get(k)}
+        return act, filters
+
+    async def confirm_bulk(request: Request, session: Session, form: dict[str, str]) -> Response:
+        act, filters = bulk_request(request, form)
+        dry = await call(session, _BULK_ACTS[act], {**filters, "dryRun": True})
+        return render(
+            request,
+            "bulk.html",
+            session=session,
+            page="queue",
+            act=act,
+            filters=filters,
+            dry=dry,
+        )
+
+    async def bulk(request: Request, session: Session, form: dict[str, str]) -> Response:
+        act, filters = bulk_request(request, form)
+        if form.get("confirm") != act:
+            # Only the confirmation page's form acts; anything else is asked first.
+            return redirect(request, f"/queue/bulk?{urlencode({'act': act, **filters})}")
+        answer = await call(session, _BULK_ACTS[act], filters)
+        done = "requeued" if act == "requeue" else "cancelled"
+        more = " More tasks match: run it again." if answer["more"] else ""
+        session.flash = f"{len(answer['taskIds'])} tasks {done}.{more}"
+        return redirect(request, "/queue")
 
     async def reorder(request: Request, session: Session, form: dict[str, str]) -> Response:
         task_id = str(request.path_params["task_id"])
@@ -631,6 +676,9 @@ def create_board(
         Route("/login", login, methods=["POST"]),
         Route("/logout", guarded(logout), methods=["POST"]),
         Route("/queue", guarded(queue), methods=["GET"]),
+        Route("/queue/pause", guarded(pause_verb), methods=["POST"]),
+        Route("/queue/bulk", guarded(confirm_bulk), methods=["GET"]),
+        Route("/queue/bulk", guarded(bulk), methods=["POST"]),
         Route("/tasks/{task_id}", guarded(task), methods=["GET"]),
         Route("/tasks/{task_id}/reorder", guarded(reorder), methods=["POST"]),
         Route("/approvals", guarded(approvals), methods=["GET"]),

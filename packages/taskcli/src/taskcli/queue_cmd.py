@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 import click
-from taskcore.queue import held, operations
+from taskcore.queue import held, operations, sched_ops
 from taskcore.service import Operation, Registry
 
 from taskcli.common import ServiceClient, client_options, human
@@ -39,6 +39,10 @@ def _task_line(task: dict[str, Any]) -> str:
     lease = task.get("lease")
     if isinstance(lease, dict) and isinstance(lease.get("expiresAtMs"), int):
         parts.append(f"lease until {_iso(lease['expiresAtMs'])}")
+    if isinstance(task.get("maxAttempts"), int) and task["maxAttempts"] > 1:
+        parts.append(f"attempt {task.get('attempt')}/{task['maxAttempts']}")
+    if task.get("status") == "QUEUED" and isinstance(task.get("runAtMs"), int):
+        parts.append(f"not before {_iso(task['runAtMs'])}")
     return " ".join(parts)
 
 
@@ -49,6 +53,9 @@ def readable(answer: Any) -> str:
     'nothing to claim: no queued task this token may run'
     >>> readable({"taskId": "at_1", "verb": "agent.run", "status": "DONE"}).splitlines()[0]
     'at_1 (agent.run) DONE'
+    >>> readable({"taskId": "at_2", "verb": "agent.run", "status": "QUEUED", "attempt": 2,
+    ...     "maxAttempts": 3, "runAtMs": 0}).splitlines()[0]
+    'at_2 (agent.run) QUEUED attempt 2/3 not before 1970-01-01T00:00:00Z'
     """
     if isinstance(answer, dict):
         if answer.get("claimed") is False:
@@ -79,11 +86,13 @@ _ALIASES: dict[str, dict[str, tuple[str, ...]]] = {
 def queue_operations() -> tuple[Operation[Any, Any], ...]:
     """The queue's operations: the nineteen verbs, gate.apply, the admin verbs, and ours.
 
-    Ours: ``agenttask.leases``, which its own module registers.
+    Ours: ``agenttask.leases``, and the scheduling verbs (pause, resume, paused, the bulk
+    requeue and cancel), which their own modules register.
     """
     registry = Registry()
     operations.register(registry)
     held.register(registry)
+    sched_ops.register(registry)
     return tuple(registry)
 
 

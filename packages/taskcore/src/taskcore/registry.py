@@ -102,6 +102,7 @@ def portable_tool_name(name: str) -> str:
 _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.queue.operations",
     "taskcore.queue.held",
+    "taskcore.queue.sched_ops",
     "taskcore.donegate.operations",
     "taskcore.workflow.operations",
     "taskcore.evidence.collector_operations",
@@ -258,6 +259,10 @@ class FrontDoor(Protocol):
 
     def run_granted(self, ctx: CallContext, name: str, raw: Mapping[str, Any]) -> Any:
         """Run ``name`` inside ``ctx``'s transaction under an approval grant."""
+        ...
+
+    def run_nested(self, ctx: CallContext, name: str, raw: Mapping[str, Any]) -> Any:
+        """Run ``name`` inside ``ctx``'s transaction with its own audit event (bulk acts)."""
         ...
 
 

@@ -530,9 +530,22 @@ class Service:
         in that transaction, so the log shows the granted call beside the grant's. Returns the
         operation's plain JSON result.
         """
+        return self._run_inner(ctx, name, raw, granted=True)
+
+    def run_nested(self, ctx: CallContext, name: str, raw: Mapping[str, Any]) -> Any:
+        """Run ``name`` on ``raw`` inside ``ctx``'s transaction with its own audit event.
+
+        A bulk act's step (``agenttask.requeueMany``: one event per task it changes), with
+        every check of the front door, the autonomy bound included (:meth:`run_granted`).
+        """
+        return self._run_inner(ctx, name, raw, granted=False)
+
+    def _run_inner(
+        self, ctx: CallContext, name: str, raw: Mapping[str, Any], *, granted: bool
+    ) -> Any:
         tx = ctx.transaction()
         op = check_operation(
-            self.registry.get(name), name, ctx.actor, ctx.route, ctx.door, None, granted=True
+            self.registry.get(name), name, ctx.actor, ctx.route, ctx.door, None, granted=granted
         )
         check_grantable(op)
         request = self._decode(op, raw)

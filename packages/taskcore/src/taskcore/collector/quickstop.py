@@ -67,7 +67,7 @@ JOURNAL_NAME = "journal.sqlite"
 JOURNAL_VERSIONS = {
     "audit": 5,
     "tokens": 1,
-    "queue": 4,
+    "queue": 5,
     "authority": 3,
     "journal": 2,
     "collector": 2,

@@ -26,6 +26,7 @@ from taskcore.actors import Actor, Tier
 from taskcore.callnote import note_status
 from taskcore.codec import dumps
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.queue.retry import lapsed_exhausted
 from taskcore.queue.transitions import TaskAction, next_status
 from taskcore.queue.types import TaskStatus
 from taskcore.store.queue_api import TaskRecord
@@ -156,10 +157,14 @@ def lease_is_live(task: TaskRecord, now_ms: int) -> bool:
 
 
 def effective_status(task: TaskRecord, now_ms: int) -> TaskStatus:
-    """The status as observed at ``now_ms``: an expired lease reads as ``QUEUED``."""
+    """The status as observed at ``now_ms``: an expired lease reads as ``QUEUED``.
+
+    Or ``FAILED``, for a retrying task at its last attempt (docs/queue.md "Retries").
+    """
     status = TaskStatus(task.status)
     if status is TaskStatus.LEASED and not lease_is_live(task, now_ms):
-        return TaskStatus.QUEUED
+        # A retrying task whose lease lapsed at its last attempt is dead-lettered (retry.py).
+        return TaskStatus.FAILED if lapsed_exhausted(task, now_ms) else TaskStatus.QUEUED
     return status
 
 

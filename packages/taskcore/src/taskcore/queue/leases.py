@@ -62,6 +62,7 @@ from taskcore.queue.common import (
     write_task,
 )
 from taskcore.queue.requests import CheckpointIn, ClaimIn, ClaimNextIn, EscalateIn, ReleaseIn
+from taskcore.queue.retry import claim_changes, failure_changes, not_due_until, retries
 from taskcore.queue.transitions import TaskAction, next_status
 from taskcore.queue.types import ClaimResult, EscalateResult, LeaseHandle, TaskStatus, TaskView
 from taskcore.queue.views import gate_view, phase_view, task_view
@@ -163,7 +164,8 @@ class Refused:
 
 def _take(call: QueueCall, task: TaskRecord, lease_ms: int | None) -> ClaimResult:
     length = call.lease_length(lease_ms)
-    claimed = write_task(call, task, **lease_granted(task, call.actor, call.now_ms, length))
+    granted = lease_granted(task, call.actor, call.now_ms, length)
+    claimed = write_task(call, task, **granted, **claim_changes(task, call.now_ms))
     grant = open_grant(call, claimed)
     phase = call.tx.queue.latest_phase(call.workspace, claimed.task_id)
     assert claimed.lease_owner is not None
@@ -199,6 +201,7 @@ def claim(call: QueueCall, request: ClaimIn) -> ClaimResult:
             details={"leaseExpiresAtMs": task.lease_expires_at_ms},
         )
     next_status(status, TaskAction.CLAIM)
+    _require_claimable_now(call, task)
     if call.actor.autonomy > task.autonomy_ceiling:
         raise TaskError(
             ErrorCode.AUTONOMY_EXCEEDED,
@@ -208,18 +211,41 @@ def claim(call: QueueCall, request: ClaimIn) -> ClaimResult:
     return _take(call, task, request.lease_ms)
 
 
+def _require_claimable_now(call: QueueCall, task: TaskRecord) -> None:
+    """Scheduling (docs/queue.md "Scheduled tasks", "Pause"): not before runAt, not paused."""
+    due = not_due_until(task, call.now_ms)
+    if due is not None:
+        raise TaskError(
+            ErrorCode.CONFLICT,
+            f"the task is not claimable before {due} (runAtMs); claim it then, or another task",
+            details={"runAtMs": due},
+        )
+    if call.tx.queue.is_paused(call.workspace, task.verb):
+        raise TaskError(
+            ErrorCode.CONFLICT,
+            f"the verb {task.verb} is paused in this workspace; an admin resumes it with "
+            "agenttask.resume",
+            details={"verb": task.verb},
+        )
+
+
 def claim_next(call: QueueCall, request: ClaimNextIn) -> ClaimResult:
     """Lease the best task the caller is allowed to run, or answer ``{"claimed": false}``.
 
-    Best: highest priority, then oldest; among ``QUEUED`` tasks and tasks whose lease expired,
-    whose autonomy ceiling admits the caller, optionally of one carrier verb.
+    Best: highest priority, then oldest; among ``QUEUED`` tasks that are due and tasks whose
+    lease expired (a retrying task's after its back-off), whose autonomy ceiling admits the
+    caller, optionally of one carrier verb, and of no paused verb.
     """
+    paused = tuple(p.verb for p in call.tx.queue.paused_verbs(call.workspace))
+    if request.verb is not None and request.verb in paused:
+        return ClaimResult(claimed=False)
     task = call.tx.queue.best_claimable(
         call.workspace,
         max_autonomy=MAX_AUTONOMY,
         autonomy=call.actor.autonomy,
         verb=request.verb,
         now_ms=call.now_ms,
+        paused=() if request.verb is not None else paused,
     )
     if task is None:
         return ClaimResult(claimed=False)
@@ -247,6 +273,17 @@ def checkpoint(call: QueueCall, request: CheckpointIn) -> TaskView | Refused:
     status = require_holder(task, call.actor, call.now_ms, request.fence, action)
     kept_state = task.checkpoint_json if state is None else state
     last_error = task.last_error if request.last_error is None else request.last_error
+    retry = failure_changes(task, call.now_ms) if action is TaskAction.FAIL else None
+    if retry is not None:  # a failed attempt below maxAttempts: QUEUED again, after back-off
+        again = write_task(
+            call,
+            task,
+            **lease_cleared(next_status(status, TaskAction.RETRY), call.now_ms),
+            **retry,
+            checkpoint_json=kept_state,
+            last_error=last_error,
+        )
+        return task_view(again, call.now_ms)
     if action is not TaskAction.RENEW:
         target = next_status(status, action)
         done = write_task(
@@ -259,17 +296,7 @@ def checkpoint(call: QueueCall, request: CheckpointIn) -> TaskView | Refused:
         return task_view(done, call.now_ms)
     reason = runaway_reason(task, call.now_ms)
     if reason is not None:
-        write_task(
-            call, task, **lease_cleared(next_status(status, TaskAction.RUNAWAY), call.now_ms)
-        )
-        return Refused(
-            TaskError(
-                ErrorCode.LEASE_RUNAWAY,
-                f"{reason}; the renewal was refused and the task was requeued to resume from "
-                "its last checkpoint",
-                details={"taskId": task.task_id},
-            )
-        )
+        return _runaway(call, task, status, reason)
     next_status(status, TaskAction.RENEW)
     renewed = write_task(
         call,
@@ -279,6 +306,34 @@ def checkpoint(call: QueueCall, request: CheckpointIn) -> TaskView | Refused:
         last_error=last_error,
     )
     return task_view(renewed, call.now_ms)
+
+
+def _runaway(call: QueueCall, task: TaskRecord, status: TaskStatus, reason: str) -> Refused:
+    """The runaway guard's requeue; for a retrying task it counts an attempt (retry.py)."""
+    retry = failure_changes(task, call.now_ms)
+    if retry is None and retries(task):  # the last attempt: the task fails (dead letter)
+        write_task(
+            call,
+            task,
+            **lease_cleared(next_status(status, TaskAction.FAIL), call.now_ms),
+            last_error=reason,
+        )
+        outcome = "the task failed at its last attempt (maxAttempts)"
+    else:
+        write_task(
+            call,
+            task,
+            **lease_cleared(next_status(status, TaskAction.RUNAWAY), call.now_ms),
+            **(retry or {}),
+        )
+        outcome = "the task was requeued to resume from its last checkpoint"
+    return Refused(
+        TaskError(
+            ErrorCode.LEASE_RUNAWAY,
+            f"{reason}; the renewal was refused and {outcome}",
+            details={"taskId": task.task_id},
+        )
+    )
 
 
 def release(call: QueueCall, request: ReleaseIn) -> TaskView:

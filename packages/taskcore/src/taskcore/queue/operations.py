@@ -128,7 +128,8 @@ read from those tables cannot change under them):
 * ``create`` inserts one task row under a fresh random id (unique key) after reading the
   verb registry, the parent's immutable depth and ceiling and the matter's grants;
 * ``claimNext`` takes its row with ``FOR UPDATE SKIP LOCKED`` and writes it by version
-  compare-and-set; the gate and phase it shows are written by exclusive verbs only;
+  compare-and-set; the gate and phase it shows, and the paused verbs it reads, are written by
+  exclusive verbs only (``agenttask.pause`` / ``resume`` are not row-safe);
 * ``checkpoint`` and ``release`` read the task and write it by version compare-and-set, the
   fence, lease and runaway counters (``lease_extensions``, ``first_leased_at_ms``) all on
   that one row: a racing writer of the row makes the later one ``CONFLICT``, nothing lost;

@@ -20,6 +20,11 @@ import attrs
 
 from taskcore.codec import wire_field
 from taskcore.limits import (
+    BACKOFF_INITIAL_DEFAULT_MS,
+    BACKOFF_MAX_DEFAULT_MS,
+    BACKOFF_MAX_MS,
+    BACKOFF_MULTIPLIER_DEFAULT,
+    BACKOFF_MULTIPLIER_MAX,
     CHECKPOINT_PRUNE_DEFAULT_DAYS,
     CHECKPOINT_PRUNE_MAX_DAYS,
     CLAIM_WAIT_MAX_MS,
@@ -29,6 +34,9 @@ from taskcore.limits import (
     ID_MAX_CHARS,
     LEASE_MAX_MS,
     LEASE_MIN_MS,
+    QUEUE_ATTEMPTS_MAX,
+    QUEUE_BULK_MAX,
+    QUEUE_DELAY_MAX_MS,
     QUEUE_LIST_MAX,
     QUEUE_PRIORITY_MAX,
     QUEUE_PRIORITY_MIN,
@@ -41,6 +49,8 @@ from taskcore.queue.types import TaskStatus
 __all__ = [
     "ID_PATTERN",
     "VERB_PATTERN",
+    "BackoffIn",
+    "BulkIn",
     "CheckpointIn",
     "CheckpointWriteIn",
     "ClaimIn",
@@ -64,6 +74,7 @@ __all__ = [
     "ReleaseIn",
     "ReorderIn",
     "TaskRef",
+    "VerbRef",
     "VerbRegisterIn",
 ]
 
@@ -96,6 +107,27 @@ class TaskRef:
     task_id: str = _id("taskId", required=True)
 
 
+# -- scheduling and retries on create (docs/queue.md "Scheduled tasks", "Retries") -------------
+
+
+@attrs.frozen(kw_only=True)
+class BackoffIn:
+    """``backoff`` of ``agenttask.create``: the wait before a retry, full jitter.
+
+    The wait after attempt n fails is uniform in ``[0, min(maxMs, initialMs * multiplier **
+    (n - 1))]``.
+    """
+
+    initial_ms: int = wire_field(
+        default=BACKOFF_INITIAL_DEFAULT_MS, wire="initialMs", lo=1, hi=BACKOFF_MAX_MS
+    )
+    max_ms: int = wire_field(default=BACKOFF_MAX_DEFAULT_MS, wire="maxMs", lo=1, hi=BACKOFF_MAX_MS)
+    multiplier: float = wire_field(
+        default=BACKOFF_MULTIPLIER_DEFAULT,
+        doc=f"growth per attempt, 1.0 to {BACKOFF_MULTIPLIER_MAX}",
+    )
+
+
 @attrs.frozen(kw_only=True)
 class CreateIn:
     """``agenttask.create``: a task for a registered carrier verb."""
@@ -106,6 +138,27 @@ class CreateIn:
     run_id: str | None = _id("runId")
     matter_id: str | None = _id("matterId")
     matter_step_id: str | None = _id("matterStepId")
+    # scheduling and retries (sched)
+    run_at: int | None = wire_field(
+        default=None, wire="runAt", doc="epoch ms: not claimable before (runAt or delayMs)"
+    )
+    delay_ms: int | None = wire_field(
+        default=None,
+        wire="delayMs",
+        lo=0,
+        hi=QUEUE_DELAY_MAX_MS,
+        doc="not claimable for this many ms (runAt or delayMs, not both)",
+    )
+    max_attempts: int | None = wire_field(
+        default=None,
+        wire="maxAttempts",
+        lo=1,
+        hi=QUEUE_ATTEMPTS_MAX,
+        doc="runs before a failure is final (default 1: no retry)",
+    )
+    backoff: BackoffIn | None = wire_field(
+        default=None, doc="back-off between attempts (with maxAttempts above 1)"
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -285,6 +338,32 @@ class VerbRegisterIn:
 
     verb: str = wire_field(pattern=VERB_PATTERN)
     description: str = wire_field(default="", max_len=REASON_MAX_CHARS)
+
+
+@attrs.frozen(kw_only=True)
+class BulkIn:
+    """``agenttask.requeueMany`` / ``cancelMany``: the tasks a listing filter matches.
+
+    The filter of ``agenttask.list`` and the board's backlog (``observe.backlog``): effective
+    status, carrier verb, matter. At most ``limit`` (default and bound ``QUEUE_BULK_MAX``)
+    tasks of the filter are looked at, in drain order; ``dryRun`` answers what would change and changes nothing (the
+    board's confirmation step).
+    """
+
+    status: TaskStatus | None = wire_field(default=None)
+    verb: str | None = wire_field(default=None, pattern=VERB_PATTERN)
+    matter_id: str | None = _id("matterId")
+    limit: int | None = wire_field(default=None, lo=1, hi=QUEUE_BULK_MAX)
+    dry_run: bool = wire_field(
+        default=False, wire="dryRun", doc="list what would change, change nothing"
+    )
+
+
+@attrs.frozen(kw_only=True)
+class VerbRef:
+    """``{verb}``: ``agenttask.pause`` / ``agenttask.resume`` (docs/queue.md "Pause")."""
+
+    verb: str = wire_field(pattern=VERB_PATTERN)
 
 
 @attrs.frozen(kw_only=True)

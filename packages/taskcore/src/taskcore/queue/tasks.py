@@ -30,6 +30,7 @@ from taskcore.queue.common import (
 )
 from taskcore.queue.matters import descriptor_tokens, require_readable_matter, tokens
 from taskcore.queue.requests import CreateIn, FeedIn, ListIn, ReorderIn, TaskRef
+from taskcore.queue.schedule import REQUEUED, schedule_of
 from taskcore.queue.transitions import TaskAction, next_status
 from taskcore.queue.types import FeedResult, ListResult, RankResult, TaskStatus, TaskView
 from taskcore.queue.verb_registry import require_registered
@@ -102,6 +103,7 @@ def create(call: QueueCall, request: CreateIn) -> TaskView:
         created_by=call.actor.token_id,
         created_at_ms=call.now_ms,
         updated_at_ms=call.now_ms,
+        **schedule_of(request, call.now_ms),
     )
     return task_view(insert_task(call, record), call.now_ms)
 
@@ -159,10 +161,14 @@ def cancel(call: QueueCall, request: TaskRef) -> TaskView:
 
 
 def requeue(call: QueueCall, request: TaskRef) -> TaskView:
-    """Return a ``FAILED`` task to ``QUEUED`` with its checkpoint (and lastError) intact."""
+    """Return a ``FAILED`` task to ``QUEUED`` with its checkpoint (and lastError) intact.
+
+    A dead-lettered retrying task starts again at attempt 1, claimable at once.
+    """
     task = load_task(call, request.task_id)
     target = next_status(effective_status(task, call.now_ms), TaskAction.REQUEUE)
-    return task_view(write_task(call, task, **lease_cleared(target, call.now_ms)), call.now_ms)
+    again = write_task(call, task, **lease_cleared(target, call.now_ms), **REQUEUED)
+    return task_view(again, call.now_ms)
 
 
 def _set_priority(call: QueueCall, task: TaskRecord, priority: int) -> TaskRecord:

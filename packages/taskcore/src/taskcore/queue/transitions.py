@@ -44,6 +44,7 @@ class TaskAction(enum.Enum):
     COMPLETE = "agenttask.checkpoint(DONE)"
     FAIL = "agenttask.checkpoint(FAILED)"
     RUNAWAY = "the lease runaway guard"
+    RETRY = "a retry (a failed attempt below maxAttempts)"
     RELEASE = "agenttask.release"
     REQUEUE = "agenttask.requeue"
     CANCEL = "agenttask.cancel"
@@ -67,6 +68,7 @@ TASK_TRANSITIONS: Mapping[TaskStatus, Mapping[TaskAction, TaskStatus]] = Mapping
             _A.COMPLETE: _D,
             _A.FAIL: _F,
             _A.RUNAWAY: _Q,
+            _A.RETRY: _Q,
             _A.RELEASE: _Q,
             _A.ESCALATE: _E,
             _A.CANCEL: _C,

@@ -23,6 +23,8 @@ from taskcore.limits import LEASE_WALLCLOCK_CAP_SECONDS, MAX_LEASE_EXTENSIONS
 
 __all__ = [
     "ApprovalGateView",
+    "BackoffView",
+    "BulkResult",
     "ClaimResult",
     "ClearResult",
     "EscalateResult",
@@ -37,6 +39,8 @@ __all__ = [
     "LeaseView",
     "ListResult",
     "MatterView",
+    "PausedList",
+    "PausedVerbView",
     "PhaseView",
     "PhaseWritten",
     "PruneResult",
@@ -45,6 +49,7 @@ __all__ = [
     "TaskStatus",
     "TaskView",
     "VerbList",
+    "VerbPaused",
     "VerbRegistered",
     "VerbView",
 ]
@@ -91,6 +96,15 @@ class LeaseView:
 
 
 @attrs.frozen(kw_only=True)
+class BackoffView:
+    """A retrying task's back-off (docs/queue.md "Retries")."""
+
+    initial_ms: int = wire_field(wire="initialMs")
+    max_ms: int = wire_field(wire="maxMs")
+    multiplier: float = wire_field()
+
+
+@attrs.frozen(kw_only=True)
 class TaskView:
     """A queue task as every verb returns it.
 
@@ -118,6 +132,19 @@ class TaskView:
     fence: int = wire_field()
     lease: LeaseView | None = wire_field()
     escalation_gate_id: str | None = wire_field(wire="escalationGateId")
+    # scheduling and retries (docs/queue.md "Scheduled tasks", "Retries")
+    run_at_ms: int | None = wire_field(
+        default=None,
+        wire="runAtMs",
+        doc="not claimable before this time (epoch ms); null: claimable when queued",
+    )
+    attempt: int = wire_field(default=1, doc="the run this is (from 1)")
+    max_attempts: int = wire_field(
+        default=1, wire="maxAttempts", doc="runs before a failure is final (1: no retry)"
+    )
+    backoff: BackoffView | None = wire_field(
+        default=None, doc="the wait between attempts, when maxAttempts is above 1"
+    )
 
 
 @attrs.frozen(kw_only=True)
@@ -368,3 +395,46 @@ class MatterView:
     created_by: str = wire_field(wire="createdBy")
     created_at_ms: int = wire_field(wire="createdAtMs")
     readers: tuple[str, ...] = wire_field()
+
+
+# -- paused verbs (docs/queue.md "Pause") ---------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class PausedVerbView:
+    """A paused carrier verb: claimNext hands out none of its tasks."""
+
+    verb: str = wire_field()
+    paused_by: str = wire_field(wire="pausedBy")
+    paused_at_ms: int = wire_field(wire="pausedAtMs")
+
+
+@attrs.frozen(kw_only=True)
+class VerbPaused:
+    """What pause and resume answer: the verb, whether it is paused now, whether that changed."""
+
+    verb: str = wire_field()
+    paused: bool = wire_field()
+    changed: bool = wire_field(doc="false: it already was (pause and resume are idempotent)")
+
+
+@attrs.frozen(kw_only=True)
+class PausedList:
+    """``agenttask.paused``: the workspace's paused verbs, by name."""
+
+    verbs: tuple[PausedVerbView, ...] = wire_field()
+
+
+# -- bulk acts (docs/queue.md "Bulk requeue and cancel") ------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class BulkResult:
+    """What ``agenttask.requeueMany`` / ``cancelMany`` changed (or, dry, would change)."""
+
+    task_ids: tuple[str, ...] = wire_field(
+        wire="taskIds", doc="the tasks changed (each audited as its own call), in creation order"
+    )
+    skipped: int = wire_field(doc="tasks the filter matched in a status the act does not apply to")
+    more: bool = wire_field(doc="more tasks match past limit: call again")
+    dry_run: bool = wire_field(wire="dryRun")

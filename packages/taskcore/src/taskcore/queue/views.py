@@ -10,8 +10,10 @@ import json
 from typing import Any
 
 from taskcore.queue.common import effective_status, lease_is_live, parse_json_text
+from taskcore.queue.retry import lapsed_exhausted, lapsed_retry_at, retries
 from taskcore.queue.types import (
     ApprovalGateView,
+    BackoffView,
     ExtView,
     FeedEntry,
     GateStatus,
@@ -58,11 +60,35 @@ def task_view(task: TaskRecord, now_ms: int) -> TaskView:
         created_by=task.created_by,
         created_at_ms=task.created_at_ms,
         updated_at_ms=task.updated_at_ms,
-        finished_at_ms=task.finished_at_ms,
+        finished_at_ms=(
+            task.lease_expires_at_ms if lapsed_exhausted(task, now_ms) else task.finished_at_ms
+        ),
         fence=task.fence,
         lease=_lease(task, now_ms),
         escalation_gate_id=task.escalation_gate_id,
+        **_schedule(task, now_ms),
     )
+
+
+def _schedule(task: TaskRecord, now_ms: int) -> dict[str, Any]:
+    """runAtMs, attempt, maxAttempts, backoff as observed (a lapsed lease counts an attempt)."""
+    run_at, attempt = task.run_at_ms, task.attempt
+    again = lapsed_retry_at(task, now_ms)
+    if again is not None:
+        run_at, attempt = again, attempt + 1
+    backoff = None
+    if retries(task):
+        backoff = BackoffView(
+            initial_ms=task.backoff_initial_ms,
+            max_ms=task.backoff_max_ms,
+            multiplier=task.backoff_multiplier,
+        )
+    return {
+        "run_at_ms": run_at,
+        "attempt": attempt,
+        "max_attempts": task.max_attempts,
+        "backoff": backoff,
+    }
 
 
 def gate_view(gate: ApprovalGateRecord) -> ApprovalGateView:

@@ -29,6 +29,7 @@ __all__ = [
     "ExtRecord",
     "MatterReaderRecord",
     "MatterRecord",
+    "PausedVerbRecord",
     "PhaseRecord",
     "QueueCount",
     "QueueStore",
@@ -73,6 +74,17 @@ class TaskRecord:
     checkpoint_json: str | None = None
     last_error: str | None = None
     escalation_gate_id: str | None = None
+    # -- scheduling and retries (queue migration 5; docs/queue.md "Scheduled tasks",
+    # "Retries"): not claimable before ``run_at_ms``; ``attempt`` counts runs from 1 up to
+    # ``max_attempts``; ``retry_delay_ms`` is the back-off drawn at claim, applied if the lease
+    # lapses (a lapsed lease of a retrying task is claimable again that long after expiry).
+    run_at_ms: int | None = None
+    attempt: int = 1
+    max_attempts: int = 1
+    backoff_initial_ms: int = 1000
+    backoff_max_ms: int = 3_600_000
+    backoff_multiplier: float = 2.0
+    retry_delay_ms: int = 0
     version: int = 0
     seq: int = 0
 
@@ -195,6 +207,16 @@ class ExtPatch:
 
 
 @attrs.frozen(kw_only=True)
+class PausedVerbRecord:
+    """A carrier verb an admin paused: ``claimNext`` hands out none of its tasks."""
+
+    workspace: str
+    verb: str
+    paused_by: str
+    paused_at_ms: int
+
+
+@attrs.frozen(kw_only=True)
 class QueueCount:
     """A count of one workspace's rows in one state (metrics, the board's summary)."""
 
@@ -227,13 +249,22 @@ class QueueStore(Protocol):
         ...
 
     def best_claimable(
-        self, workspace: str, *, max_autonomy: int, autonomy: int, verb: str | None, now_ms: int
+        self,
+        workspace: str,
+        *,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+        paused: tuple[str, ...] = (),
     ) -> TaskRecord | None:
         """Return the task ``claimNext`` should take, or ``None``.
 
-        Candidates are ``QUEUED`` tasks and ``LEASED`` tasks whose lease expired at or before
-        ``now_ms``, with ``autonomy <= autonomy_ceiling <= max_autonomy`` and (if given) the
-        carrier ``verb``. The best is the highest priority, then the oldest (``created_at_ms``,
+        Candidates are ``QUEUED`` tasks due at ``now_ms`` (no ``run_at_ms`` ahead) and
+        ``LEASED`` tasks whose lease expired at or before ``now_ms`` (for a retrying task:
+        ``retry_delay_ms`` after that, and only below its last attempt), with
+        ``autonomy <= autonomy_ceiling <= max_autonomy``, (if given) the carrier ``verb``, and
+        none of the ``paused`` verbs. The best is the highest priority, then the oldest (``created_at_ms``,
         then ``seq``).
         """
         ...
@@ -244,6 +275,23 @@ class QueueStore(Protocol):
         A live lease that will expire, a task whose ``run_at_ms`` is ahead (``None``: none).
         A waiting ``claimNext`` is woken then (nothing commits when time passes).
         """
+        ...
+
+    # -- paused verbs (docs/queue.md "Pause") ----------------------------------------------
+    def pause_verb(self, record: PausedVerbRecord) -> bool:
+        """Pause a verb; return whether it was not paused already."""
+        ...
+
+    def resume_verb(self, workspace: str, verb: str) -> bool:
+        """Resume a verb (a commit that may free tasks: signals); return whether it was paused."""
+        ...
+
+    def is_paused(self, workspace: str, verb: str) -> bool:
+        """Whether ``verb`` is paused in ``workspace``."""
+        ...
+
+    def paused_verbs(self, workspace: str) -> tuple[PausedVerbRecord, ...]:
+        """The paused verbs of ``workspace``, sorted by name."""
         ...
 
     def list_tasks(

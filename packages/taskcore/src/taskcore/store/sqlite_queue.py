@@ -27,7 +27,17 @@ import attrs
 
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.queue_api import QueueCount, TaskRecord
-from taskcore.store.sqlite_queue_rows import EXTS, GATES, PHASES, QueueRows, is_unique
+from taskcore.store.sqlite_queue_rows import EXTS, GATES, PHASES, is_unique
+from taskcore.store.sqlite_queue_sched import (
+    DUE,
+    EFFECTIVE_FAILED,
+    EFFECTIVE_QUEUED,
+    LAPSED_RETRY,
+    NEXT_DUE_LEASE,
+    NEXT_DUE_SCHEDULED,
+    PausedVerbs,
+    not_paused,
+)
 from taskcore.store.sqlite_queue_schema import COMPONENT
 from taskcore.store.tables import Table
 from taskcore.store.wakeup import queue_topic
@@ -57,6 +67,10 @@ _TASK_MUTABLE = (
     "checkpoint_json",
     "last_error",
     "escalation_gate_id",
+    # scheduling and retries (queue migration 5)
+    "run_at_ms",
+    "attempt",
+    "retry_delay_ms",
 )
 
 
@@ -79,32 +93,36 @@ _ORDER = "ORDER BY priority DESC, created_at_ms, seq LIMIT 1"
 _KEY = "priority, created_at_ms, seq"  # the claimNext ordering key, covered by the indexes
 _READY_PROBE = (
     f"SELECT {_KEY} FROM queue_task INDEXED BY queue_task_ready "  # noqa: S608 - constant
-    f"WHERE workspace = ? AND status = 'QUEUED' AND autonomy_ceiling = ? {_ORDER}"
+    "WHERE workspace = ? AND status = 'QUEUED' AND autonomy_ceiling = ? "
 )
 _READY_VERB_PROBE = (
     f"SELECT {_KEY} FROM queue_task INDEXED BY queue_task_ready_verb "  # noqa: S608 - constant
-    f"WHERE workspace = ? AND verb = ? AND status = 'QUEUED' AND autonomy_ceiling = ? {_ORDER}"
+    "WHERE workspace = ? AND verb = ? AND status = 'QUEUED' AND autonomy_ceiling = ? "
 )
 _LEASE_PROBE_WHERE = (
     f"SELECT {_KEY} FROM queue_task INDEXED BY queue_task_leases "  # noqa: S608 - constant
     "WHERE workspace = ? AND status = 'LEASED' AND lease_expires_at_ms <= ? "
-    "AND autonomy_ceiling BETWEEN ? AND ?"
+    "AND autonomy_ceiling BETWEEN ? AND ? "
 )
-_LEASE_PROBE = f"{_LEASE_PROBE_WHERE} {_ORDER}"
-_LEASE_VERB_PROBE = f"{_LEASE_PROBE_WHERE} AND verb = ? {_ORDER}"
 
 
 @functools.cache
-def _claim_sql(ceilings: int, by_verb: bool) -> str:
+def _claim_sql(ceilings: int, by_verb: bool, paused: int = 0) -> str:
     """``claimNext``'s one statement: ``ceilings`` ready probes and the expired-lease probe.
+
+    Each probe carries the scheduling fragments of :mod:`taskcore.store.sqlite_queue_sched`
+    (due, lapsed-lease retry, ``paused`` paused verbs).
 
     >>> _claim_sql(0, False).count("INDEXED BY")
     1
     >>> _claim_sql(3, True).count("INDEXED BY queue_task_ready_verb")
     3
     """
-    ready = _READY_VERB_PROBE if by_verb else _READY_PROBE
-    lease = _LEASE_VERB_PROBE if by_verb else _LEASE_PROBE
+    skip = not_paused(("",) * paused)
+    base = _READY_VERB_PROBE if by_verb else _READY_PROBE
+    ready = f"{base}{DUE}{skip}{_ORDER}"
+    verb = "AND verb = ? " if by_verb else ""
+    lease = f"{_LEASE_PROBE_WHERE}{LAPSED_RETRY}{skip}{verb}{_ORDER}"
     # Constant fragments only; every value is a bound parameter.
     probes = [f"SELECT * FROM ({ready})"] * ceilings + [f"SELECT * FROM ({lease})"]  # noqa: S608
     union = " UNION ALL ".join(probes)
@@ -122,7 +140,7 @@ def may_free(before: TaskRecord | None, after: TaskRecord) -> bool:
     return after.status == _QUEUED and (before is None or before.status != _QUEUED)
 
 
-class SqliteQueueStore(QueueRows):
+class SqliteQueueStore(PausedVerbs):
     """The queue tables on one apsw connection (inside the caller's transaction)."""
 
     # -- tasks ------------------------------------------------------------------------------
@@ -177,30 +195,41 @@ class SqliteQueueStore(QueueRows):
         return True
 
     def best_claimable(
-        self, workspace: str, *, max_autonomy: int, autonomy: int, verb: str | None, now_ms: int
+        self,
+        workspace: str,
+        *,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+        paused: tuple[str, ...] = (),
     ) -> TaskRecord | None:
         """Return the task ``claimNext`` should take (see the protocol), or ``None``."""
-        # One statement: a covering probe per autonomy ceiling (the ordering key only, each
-        # one index search) and one for expired leases, the best key picked in SQL, and only
-        # the winner's row fetched.
+        # One statement: a probe per autonomy ceiling (each one index search) and one for
+        # expired leases, the best key picked in SQL, and only the winner's row fetched.
         ceilings = range(autonomy, max_autonomy + 1)
         args: list[Any] = []
         for ceiling in ceilings:
             args += [workspace, ceiling] if verb is None else [workspace, verb, ceiling]
-        args += [workspace, now_ms, autonomy, max_autonomy]
+            args += [now_ms, *paused]
+        args += [workspace, now_ms, autonomy, max_autonomy, now_ms, *paused]
         if verb is not None:
             args.append(verb)
-        best = self._one(_claim_sql(len(ceilings), verb is not None), tuple(args))
+        sql = _claim_sql(len(ceilings), verb is not None, len(paused))
+        best = self._one(sql, tuple(args))
         return None if best is None else TASKS.from_row(best)
 
     def next_due(self, workspace: str, now_ms: int) -> int | None:
-        """The earliest time after ``now_ms`` a task may become claimable by time alone."""
-        row = self._one(
-            "SELECT min(lease_expires_at_ms) FROM queue_task INDEXED BY queue_task_leases "
-            "WHERE workspace = ? AND status = 'LEASED' AND lease_expires_at_ms > ?",
-            (workspace, now_ms),
-        )
-        return None if row is None or row[0] is None else int(row[0])
+        """The earliest time after ``now_ms`` a task may become claimable by time alone.
+
+        A lease lapsing (a retrying task's back-off after it) or a scheduled task coming due.
+        """
+        times = [
+            row[0]
+            for sql in (NEXT_DUE_LEASE, NEXT_DUE_SCHEDULED)
+            if (row := self._one(sql, (workspace, now_ms))) is not None and row[0] is not None
+        ]
+        return min((int(t) for t in times), default=None)
 
     def list_tasks(
         self,
@@ -216,17 +245,7 @@ class SqliteQueueStore(QueueRows):
         """Return up to ``limit`` tasks in insertion order (see the protocol)."""
         clauses = ["workspace = ?"]
         args: list[Any] = [workspace]
-        if status == "QUEUED":
-            clauses.append(
-                "(status = 'QUEUED' OR (status = 'LEASED' AND lease_expires_at_ms <= ?))"
-            )
-            args.append(now_ms)
-        elif status == "LEASED":
-            clauses.append("status = 'LEASED' AND lease_expires_at_ms > ?")
-            args.append(now_ms)
-        elif status is not None:
-            clauses.append("status = ?")
-            args.append(status)
+        clauses, args = _status_clause(clauses, args, status, now_ms)
         if matter_id is not None:
             clauses.append("matter_id = ?")
             args.append(matter_id)
@@ -287,7 +306,8 @@ class SqliteQueueStore(QueueRows):
         where, args = ("WHERE workspace = ?", [workspace]) if workspace is not None else ("", [])
         rows = self._conn.execute(
             "SELECT workspace, CASE WHEN status = 'LEASED' AND lease_expires_at_ms <= ? "  # noqa: S608 - constant names
-            "THEN 'QUEUED' ELSE status END AS effective, COUNT(*), "
+            "THEN (CASE WHEN max_attempts > 1 AND attempt >= max_attempts THEN 'FAILED' "
+            "ELSE 'QUEUED' END) ELSE status END AS effective, COUNT(*), "
             "COUNT(*) FILTER (WHERE status = 'LEASED' AND lease_expires_at_ms <= ?) "
             f"FROM queue_task {where} GROUP BY workspace, effective "
             "ORDER BY workspace, effective",
@@ -310,8 +330,13 @@ class SqliteQueueStore(QueueRows):
 def _status_clause(
     clauses: list[str], args: list[Any], status: str | None, now_ms: int
 ) -> tuple[list[str], list[Any]]:
+    # The effective status (docs/queue.md "Retries": a retrying task's lease lapsed at its
+    # last attempt reads FAILED; sqlite_queue_sched's fragments).
     if status == "QUEUED":
-        clauses.append("(status = 'QUEUED' OR (status = 'LEASED' AND lease_expires_at_ms <= ?))")
+        clauses.append(EFFECTIVE_QUEUED)
+        args.append(now_ms)
+    elif status == "FAILED":
+        clauses.append(EFFECTIVE_FAILED)
         args.append(now_ms)
     elif status == "LEASED":
         clauses.append("status = 'LEASED' AND lease_expires_at_ms > ?")

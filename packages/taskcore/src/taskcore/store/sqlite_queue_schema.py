@@ -190,5 +190,43 @@ COMPONENT = Component(
             ) STRICT;
             """,
         ),
+        Migration(
+            5,
+            # Scheduled tasks, retries and paused verbs (docs/queue.md "Scheduled tasks",
+            # "Retries", "Pause"): a task is not claimable before run_at_ms; attempt counts
+            # from 1 up to max_attempts (1: no retry, the seed's behaviour); retry_delay_ms is
+            # the jittered back-off drawn at claim for the lease lapsing; queue_paused_verb
+            # holds the carrier verbs claimNext skips. queue_task_scheduled finds the next due;
+            # the ready indexes end with run_at_ms, so the claim's due check stays covered.
+            """
+            ALTER TABLE queue_task ADD COLUMN run_at_ms INTEGER;
+            ALTER TABLE queue_task ADD COLUMN attempt INTEGER NOT NULL DEFAULT 1
+                CHECK (attempt >= 1);
+            ALTER TABLE queue_task ADD COLUMN max_attempts INTEGER NOT NULL DEFAULT 1
+                CHECK (max_attempts >= 1);
+            ALTER TABLE queue_task ADD COLUMN backoff_initial_ms INTEGER NOT NULL DEFAULT 1000;
+            ALTER TABLE queue_task ADD COLUMN backoff_max_ms INTEGER NOT NULL DEFAULT 3600000;
+            ALTER TABLE queue_task ADD COLUMN backoff_multiplier REAL NOT NULL DEFAULT 2.0;
+            ALTER TABLE queue_task ADD COLUMN retry_delay_ms INTEGER NOT NULL DEFAULT 0
+                CHECK (retry_delay_ms >= 0);
+            CREATE INDEX queue_task_scheduled ON queue_task (workspace, run_at_ms)
+                WHERE status = 'QUEUED' AND run_at_ms IS NOT NULL;
+            DROP INDEX queue_task_ready;
+            CREATE INDEX queue_task_ready ON queue_task
+                (workspace, autonomy_ceiling, priority DESC, created_at_ms, seq, run_at_ms)
+                WHERE status = 'QUEUED';
+            DROP INDEX queue_task_ready_verb;
+            CREATE INDEX queue_task_ready_verb ON queue_task
+                (workspace, verb, autonomy_ceiling, priority DESC, created_at_ms, seq, run_at_ms)
+                WHERE status = 'QUEUED';
+            CREATE TABLE queue_paused_verb (
+                workspace TEXT NOT NULL,
+                verb TEXT NOT NULL,
+                paused_by TEXT NOT NULL,
+                paused_at_ms INTEGER NOT NULL,
+                PRIMARY KEY (workspace, verb)
+            ) STRICT;
+            """,
+        ),
     ),
 )

@@ -194,5 +194,39 @@ QUEUE = Component(
             # (store/postgres/listen.py), so nothing is created here.
             "SELECT 1",
         ),
+        Migration(
+            5,
+            # The SQLite twin's migration 5: scheduled tasks, retries, paused verbs.
+            """
+            ALTER TABLE queue_task ADD COLUMN run_at_ms BIGINT;
+            ALTER TABLE queue_task ADD COLUMN attempt BIGINT NOT NULL DEFAULT 1
+                CHECK (attempt >= 1);
+            ALTER TABLE queue_task ADD COLUMN max_attempts BIGINT NOT NULL DEFAULT 1
+                CHECK (max_attempts >= 1);
+            ALTER TABLE queue_task ADD COLUMN backoff_initial_ms BIGINT NOT NULL DEFAULT 1000;
+            ALTER TABLE queue_task ADD COLUMN backoff_max_ms BIGINT NOT NULL DEFAULT 3600000;
+            ALTER TABLE queue_task ADD COLUMN backoff_multiplier DOUBLE PRECISION NOT NULL
+                DEFAULT 2.0;
+            ALTER TABLE queue_task ADD COLUMN retry_delay_ms BIGINT NOT NULL DEFAULT 0
+                CHECK (retry_delay_ms >= 0);
+            CREATE INDEX queue_task_scheduled ON queue_task (workspace, run_at_ms)
+                WHERE status = 'QUEUED' AND run_at_ms IS NOT NULL;
+            DROP INDEX queue_task_ready;
+            CREATE INDEX queue_task_ready ON queue_task
+                (workspace, autonomy_ceiling, priority DESC, created_at_ms, seq, run_at_ms)
+                WHERE status = 'QUEUED';
+            DROP INDEX queue_task_ready_verb;
+            CREATE INDEX queue_task_ready_verb ON queue_task
+                (workspace, verb, autonomy_ceiling, priority DESC, created_at_ms, seq, run_at_ms)
+                WHERE status = 'QUEUED';
+            CREATE TABLE queue_paused_verb (
+                workspace TEXT COLLATE "C" NOT NULL,
+                verb TEXT COLLATE "C" NOT NULL,
+                paused_by TEXT COLLATE "C" NOT NULL,
+                paused_at_ms BIGINT NOT NULL,
+                PRIMARY KEY (workspace, verb)
+            );
+            """,
+        ),
     ),
 )

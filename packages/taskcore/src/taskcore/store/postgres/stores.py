@@ -31,6 +31,7 @@ from taskcore.store.sqlite_forge import SqliteForgeStore
 from taskcore.store.sqlite_journal import SqliteJournalStore
 from taskcore.store.sqlite_oauth import SqliteOAuthStore
 from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
+from taskcore.store.sqlite_queue_sched import DUE, LAPSED_RETRY, not_paused
 from taskcore.store.sqlite_retention import SqliteRetentionStore
 from taskcore.store.sqlite_tokens import TOKENS, SqliteTokenStore
 from taskcore.store.sqlite_webhooks import SqliteWebhookStore
@@ -60,11 +61,17 @@ def advisory_key(space: int, name: str) -> int:
 
 _CLAIM = (
     f"{_TASK_SELECT} WHERE workspace = ? AND autonomy_ceiling BETWEEN ? AND ? "
-    "AND (status = 'QUEUED' OR (status = 'LEASED' AND lease_expires_at_ms <= ?)) {verb}"
-    "ORDER BY priority DESC, created_at_ms, seq LIMIT 1 FOR UPDATE SKIP LOCKED"
+    # the ready set (due: store/sqlite_queue_sched.DUE) or a lapsed lease (LAPSED_RETRY)
+    f"AND ((status = 'QUEUED' {DUE}) OR "
+    f"(status = 'LEASED' AND lease_expires_at_ms <= ? {LAPSED_RETRY})) "
+    "{paused}{verb}ORDER BY priority DESC, created_at_ms, seq LIMIT 1 FOR UPDATE SKIP LOCKED"
 )
-_CLAIM_ANY = _CLAIM.format(verb="")
-_CLAIM_VERB = _CLAIM.format(verb="AND verb = ? ")
+
+
+def _claim_sql(by_verb: bool, paused: int) -> str:
+    """PostgreSQL's ``claimNext`` statement (the scheduling fragments shared with SQLite's)."""
+    skip = not_paused(("",) * paused)
+    return _CLAIM.format(paused=skip, verb="AND verb = ? " if by_verb else "")
 
 
 # An event's seq comes from a sequence, so concurrent writers (the shared writer lock) can
@@ -130,13 +137,20 @@ class PgQueueStore(SqliteQueueStore):
     """The queue: ``claimNext`` with ``SKIP LOCKED``, the phase index under a lock."""
 
     def best_claimable(
-        self, workspace: str, *, max_autonomy: int, autonomy: int, verb: str | None, now_ms: int
+        self,
+        workspace: str,
+        *,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+        paused: tuple[str, ...] = (),
     ) -> TaskRecord | None:
         """Return (and row-lock) the task ``claimNext`` should take, or ``None``."""
-        if verb is None:
-            row = self._one(_CLAIM_ANY, (workspace, autonomy, max_autonomy, now_ms))
-        else:
-            row = self._one(_CLAIM_VERB, (workspace, autonomy, max_autonomy, now_ms, verb))
+        args: list[Any] = [workspace, autonomy, max_autonomy, now_ms, now_ms, now_ms, *paused]
+        if verb is not None:
+            args.append(verb)
+        row = self._one(_claim_sql(verb is not None, len(paused)), tuple(args))
         return None if row is None else TASKS.from_row(row)
 
     def next_phase_index(self, workspace: str, task_id: str) -> int:
