@@ -1,8 +1,9 @@
 """The queue as a state machine, against a real journal, on both backends (hypothesis).
 
 Random interleavings of create, ``claimNext`` (at once, and with a short ``waitMs``),
-checkpoint ``DONE`` / ``FAILED``, release, requeue, cancel and lease expiry (the test clock
-moved past a lease) run through ``Service.dispatch``, against a model of what each task is.
+checkpoint ``DONE`` / ``FAILED``, release, requeue, cancel, lease expiry (the test clock
+moved past a lease) and pausing / resuming the carrier verb run through ``Service.dispatch``,
+against a model of what each task is.
 After every step:
 
 * **one holder**: no task is leased to two holders: each worker's ``agenttask.leases`` lists
@@ -12,10 +13,10 @@ After every step:
 * **reads agree with the model**: ``agenttask.get`` (effective status, fence, lease owner) and
   ``agenttask.list`` (per status) of every task.
 
-Adding a rule (pause/resume, dependencies, keys): write the ``@rule`` that calls the new verb
-and updates the model; put what makes a task unclaimable in :meth:`QueueModel.claimable`
-(``claimNext`` and its waiting form are checked against it), and anything a read should show
-in :meth:`QueueMachine.reads_agree_with_the_model`. The existing rules stay as they are.
+Adding a rule (dependencies, keys; pause/resume was added so): write the ``@rule`` that calls
+the new verb and updates the model; put what makes a task unclaimable in
+:meth:`QueueModel.claimable` (``claimNext`` and its waiting form are checked against it), and
+what a read should show in an ``@invariant``. The existing rules stay as they are.
 
 On PostgreSQL every example runs in a workspace of its own on the test's one database (the
 database is emptied per test, not per example); on SQLite likewise in the test's journal.
@@ -55,6 +56,7 @@ class TaskModel:
     """What the test believes about one task."""
 
     task_id: str
+    verb: str = "agent.run"
     status: str = "QUEUED"
     holder: str | None = None
     expires: int | None = None
@@ -81,6 +83,8 @@ class QueueModel:
     tasks: list[TaskModel] = attrs.Factory(list)
     finished: dict[str, str] = attrs.Factory(dict)
     """Task id -> the final status it reached (``DONE`` / ``CANCELLED``)."""
+    paused: set[str] = attrs.Factory(set)
+    """Carrier verbs paused (``agenttask.pause``): none of their tasks is handed out."""
 
     @property
     def now(self) -> int:
@@ -91,7 +95,7 @@ class QueueModel:
 
     def claimable(self, task: TaskModel) -> bool:
         """Whether ``claimNext`` may hand ``task`` out now (new unclaimable reasons go here)."""
-        return task.effective(self.now) == "QUEUED"
+        return task.effective(self.now) == "QUEUED" and task.verb not in self.paused
 
     def next_claim(self) -> TaskModel | None:
         """The task ``claimNext`` hands out: equal priorities, so the oldest claimable one."""
@@ -234,6 +238,19 @@ class QueueMachine(RuleBasedStateMachine):
         if code is None:
             self.model.settle(task, "CANCELLED")
 
+    @rule(pause=st.booleans())
+    def pause_or_resume(self, pause: bool) -> None:
+        """An admin pauses or resumes the carrier verb (idempotent; held leases stay held)."""
+        verb = "agenttask.pause" if pause else "agenttask.resume"
+        answer, code = self.call(self.admin, verb, {"verb": "agent.run"})
+        assert code is None
+        assert answer["paused"] is pause
+        assert answer["changed"] is (pause != ("agent.run" in self.model.paused))
+        if pause:
+            self.model.paused.add("agent.run")
+        else:
+            self.model.paused.discard("agent.run")
+
     @precondition(lambda self: any(t.held_by(self.model.now) for t in self.model.tasks))
     @rule()
     def expire(self) -> None:
@@ -260,6 +277,12 @@ class QueueMachine(RuleBasedStateMachine):
                 seen[task_id] = who.token_id
             mine = {t.task_id for t in self.model.tasks if t.held_by(now) == who.token_id}
             assert set(held) == mine
+
+    @invariant()
+    def paused_verbs_read_as_the_model(self) -> None:
+        answer, code = self.call(self.admin, "agenttask.paused", {})
+        assert code is None
+        assert {v["verb"] for v in answer["verbs"]} == self.model.paused
 
     @invariant()
     def final_states_stay_final(self) -> None:
