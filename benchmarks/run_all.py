@@ -902,6 +902,10 @@ def main() -> None:
         rows += wal_frames(20 if args.quick else 100)
         rows += journal_statements(10 if args.quick else 50)
         rows += http_cpu(rounds, 50 if args.quick else 200)
+    if "waiting" in only:  # issue 28: waiting claims (benchmarks/bench_waiting.py)
+        from bench_waiting import run as waiting_rows
+
+        rows += waiting_rows(wakes=30 if args.quick else 200, rounds=1 if args.quick else 3)
     print(
         f"machine: {platform.machine()} cpus={os.cpu_count()} "
         f"load={os.getloadavg()[0]:.1f} python={platform.python_version()}"
