@@ -973,6 +973,10 @@ def main() -> None:
         rows += goals30.workers(1 if args.quick else 5, 40 if args.quick else 400)
     if "postgres" in only:
         rows += goals30.postgres(1 if args.quick else 3, 24 if args.quick else 240)
+    if "waiting" in only:  # issue 28: waiting claims (benchmarks/bench_waiting.py)
+        from bench_waiting import run as waiting_rows
+
+        rows += waiting_rows(wakes=30 if args.quick else 200, rounds=1 if args.quick else 3)
     print(
         f"machine: {platform.machine()} cpus={os.cpu_count()} load (1 min) "
         f"{load_at_start:.1f} at start, {os.getloadavg()[0]:.1f} at end "

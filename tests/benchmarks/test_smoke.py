@@ -44,8 +44,20 @@ CASES: list[tuple[str, tuple[str, ...], str, bool]] = [
         "",
         False,
     ),
+    (
+        "bench_queueflow.py",
+        ("--cycles", "10", "--rounds", "1", "--batch", "5", "--blocked", "10", "--probes", "2"),
+        "",
+        False,
+    ),
     ("bench_sandbox.py", ("--runs", "1"), "", False),
     ("bench_session_grant.py", ("--rounds", "1"), "", False),
+    (
+        "bench_waiting.py",
+        ("--wakes", "5", "--waiters", "10", "--calls", "5", "--rounds", "1"),
+        "",
+        True,
+    ),
     (
         "bench_workers.py",
         ("--clients", "2", "--cycles", "8", "--rounds", "1"),

@@ -362,3 +362,50 @@ def test_scheduling_flags_and_verbs_round_trip(live):
     assert done == {"taskIds": [task["taskId"]], "skipped": 0, "more": False, "dryRun": False}
     again = _json(agent_task("queue", "requeue-many", "--json", *live.args()))
     assert again["skipped"] == 1
+
+
+# -- queue flow (issue 28): the create flags, create-many, limit-set, limit-list ---------------
+
+
+def test_flow_flags_dedup_wait_and_limit_over_the_cli(live):
+    parent = _json(agent_task("queue", "create", "agent.run", "--json", *live.args()))
+    first = _json(
+        agent_task(
+            "queue",
+            "create",
+            "agent.run",
+            "--unique-key",
+            "issue-7",
+            "--unique-for",
+            "60000",
+            "--concurrency-key",
+            "repo",
+            "--after",
+            parent["taskId"],
+            "--json",
+            *live.args(),
+        )
+    )
+    assert (first["uniqueKey"], first["concurrencyKey"]) == ("issue-7", "repo")
+    assert first["after"] == first["blockedBy"] == [parent["taskId"]]
+    again = _json(
+        agent_task(
+            "queue", "create", "agent.run", "--unique-key", "issue-7", "--json", *live.args()
+        )
+    )
+    assert (again["taskId"], again["deduplicated"]) == (first["taskId"], True)
+    limit = _json(agent_task("queue", "limit-set", "repo", "--max", "2", "--json", *live.args()))
+    assert (limit["key"], limit["max"], limit["leased"]) == ("repo", 2, 0)
+    listed = _json(agent_task("queue", "limit-list", "--json", *live.args()))
+    assert [x["key"] for x in listed["limits"]] == ["repo"]
+
+
+def test_create_many_over_the_cli(live):
+    tasks = json.dumps([{"verb": "agent.run", "payload": {"n": n}} for n in range(3)])
+    answer = _json(agent_task("queue", "create-many", "--tasks", tasks, "--json", *live.args()))
+    assert [t["payload"] for t in answer["tasks"]] == [{"n": 0}, {"n": 1}, {"n": 2}]
+    refused = agent_task(
+        "queue", "create-many", "--tasks", '[{"verb": "no.such"}]', "--json", *live.args()
+    )
+    assert refused.exit_code != 0
+    assert "$.tasks[0].verb" in refused.stdout + refused.stderr

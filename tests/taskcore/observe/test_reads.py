@@ -98,6 +98,16 @@ def test_the_backlog_is_in_drain_order_and_filters_by_verb_and_status(door):
     assert [t["taskId"] for t in first["tasks"] + second["tasks"]] == [high, low, other]
 
 
+def test_the_backlog_and_task_detail_show_keys_and_blockers(door):
+    parent = door.create()["taskId"]
+    child = door.create(MEMBER, after=[parent], concurrencyKey="repo")["taskId"]
+    shown = {t["taskId"]: t for t in door(ADMIN, "observe.backlog")["tasks"]}
+    assert (shown[child]["blockedBy"], shown[child]["concurrencyKey"]) == ([parent], "repo")
+    assert "blockedBy" not in shown[parent]
+    detail = door(ADMIN, "observe.task", {"taskId": child})["task"]
+    assert (detail["after"], detail["blockedBy"]) == ([parent], [parent])
+
+
 def test_task_detail_shows_phases_gate_and_audit_trail(door):
     claim = door.claimed()
     task_id = claim["task"]["taskId"]

@@ -19,7 +19,9 @@ from tests.taskcore.queue.support import ADMIN, MEMBER, OUTSIDER, START_MS, WORK
 OFF_MCP_VERBS = {"agenttask.list", "agenttask.checkpoint.prune"}
 """The seed's verbs only admins run (issue 19): everything else is an MCP tool."""
 HELD = "agenttask.leases"  # ours: the caller's own leases (taskcore/queue/held.py)
-MCP_VERBS = {*QUEUE_VERBS, "agenttask.gate.apply", HELD} - OFF_MCP_VERBS
+FLOW_QUEUE = {"agenttask.createMany"}  # issue 28 (taskcore/queue/flow_operations.py)
+FLOW_ADMIN = {"agenttask.limit.set", "agenttask.limit.list"}
+MCP_VERBS = {*QUEUE_VERBS, "agenttask.gate.apply", HELD, *FLOW_QUEUE} - OFF_MCP_VERBS
 ADMIN_VERBS = {
     "agenttask.verb.register",
     "agenttask.verb.list",
@@ -32,6 +34,7 @@ ADMIN_VERBS = {
     "agenttask.matter.revoke",
     *SCHED_VERBS,  # pause, resume, paused, requeueMany, cancelMany (issue 28)
 }
+FLOW_ADMIN_VERBS = ADMIN_VERBS | FLOW_ADMIN
 
 
 def _queue_ops():
@@ -44,7 +47,7 @@ def _queue_ops():
 def test_the_nineteen_seed_verbs_and_gate_apply_are_registered_on_the_queue_surface():
     ops = _queue_ops()
     queue = {name for name, op in ops.items() if op.surface is Surface.QUEUE}
-    assert queue == {*QUEUE_VERBS, "agenttask.gate.apply", HELD}
+    assert queue == {*QUEUE_VERBS, "agenttask.gate.apply", HELD, *FLOW_QUEUE}
     assert len(QUEUE_VERBS) == 19
 
 
@@ -62,7 +65,7 @@ def test_mcp_is_set_for_every_verb_but_what_only_admins_do():
 def test_admin_verbs_are_admin_surface_and_admin_tier():
     ops = _queue_ops()
     admin = {name for name, op in ops.items() if op.surface is Surface.ADMIN}
-    assert admin == ADMIN_VERBS
+    assert admin == FLOW_ADMIN_VERBS
     assert all(ops[name].min_tier is Tier.ADMIN and not ops[name].mcp for name in admin)
 
 

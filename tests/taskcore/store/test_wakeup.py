@@ -284,3 +284,63 @@ def test_a_commit_in_another_process_wakes_a_waiter_here(tmp_path: Path, storage
         if child.poll() is None:
             child.kill()
         waiter.close()
+
+
+def test_a_commit_elsewhere_between_a_look_and_the_waiter_registering_is_not_lost(
+    tmp_path, storage
+):
+    # A claimer reads the generation, looks (nothing), and only then registers its waiter:
+    # another replica's commit heard in between, while nobody here waited on the topic, must
+    # still wake it (on PostgreSQL the listener drops nothing; on SQLite a topic newly
+    # watched is checked once).
+    other = open_storage(tmp_path / "data")
+    try:
+        first = storage.wakeup.waiter(TOPIC, group=GROUP, since=storage.wakeup.generation(TOPIC))
+        _settle(first)  # the source listens from now on
+        first.close()
+        since = storage.wakeup.generation(TOPIC)  # the look
+        with other.write() as tx:
+            tx.queue.insert_task(_task("between"))
+        time.sleep(0.5)  # heard here while nobody waits on the topic
+        waiter = storage.wakeup.waiter(TOPIC, group=GROUP, since=since)
+        assert _wait_for(waiter, 1.0), "a commit between the look and the wait was lost"
+        waiter.close()
+    finally:
+        other.close()
+
+
+def test_notify_all_moves_every_generation_and_wakes_every_group():
+    wakeup = Wakeup()
+    never = queue_topic("never-named")
+    since = wakeup.generation(never)  # a look at a topic nobody named yet
+    one = wakeup.waiter(TOPIC, group=GROUP)
+    two = wakeup.waiter(TOPIC, group=GROUP)
+    other = wakeup.waiter(TOPIC, group=("agent.review", 1))
+    stream = wakeup.waiter(JOURNAL_TOPIC)
+    wakeup.notify_all()
+    assert wakeup.waiter(never, group=GROUP, since=since).signalled
+    assert [one.signalled, two.signalled, other.signalled, stream.signalled] == [
+        True,
+        False,
+        True,
+        True,
+    ]
+    wakeup.close()
+
+
+@pytest.mark.backend_only("postgresql", reason="the payload that names no topic is NOTIFY's")
+def test_a_notification_naming_no_topic_moves_the_generation_of_every_topic(storage):
+    import psycopg
+    from taskcore.store.postgres.listen import CHANNEL
+
+    first = storage.wakeup.waiter(TOPIC, group=GROUP, since=storage.wakeup.generation(TOPIC))
+    _settle(first)  # the listener runs from now on
+    first.close()
+    topic = queue_topic("not-waited-on")
+    since = storage.wakeup.generation(topic)
+    with psycopg.connect(os.environ["AGENT_TASK_DATABASE"], autocommit=True) as conn:
+        conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, '{"o":"elsewhere","all":true}'))
+    time.sleep(0.5)  # heard here while nobody waits on the topic
+    waiter = storage.wakeup.waiter(topic, group=GROUP, since=since)
+    assert _wait_for(waiter, 1.0), "a notification naming no topic did not move this one"
+    waiter.close()

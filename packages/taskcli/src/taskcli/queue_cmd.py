@@ -15,7 +15,7 @@ from typing import Any
 
 import attrs
 import click
-from taskcore.queue import held, operations, sched_ops
+from taskcore.queue import flow_operations, held, operations, sched_ops
 from taskcore.service import Operation, Registry
 
 from taskcli.common import ServiceClient, client_options, human
@@ -86,12 +86,14 @@ _ALIASES: dict[str, dict[str, tuple[str, ...]]] = {
 def queue_operations() -> tuple[Operation[Any, Any], ...]:
     """The queue's operations: the nineteen verbs, gate.apply, the admin verbs, and ours.
 
-    Ours: ``agenttask.leases``, and the scheduling verbs (pause, resume, paused, the bulk
-    requeue and cancel), which their own modules register.
+    Ours: ``agenttask.leases``, the queue-flow verbs (``createMany``, ``limit.set``,
+    ``limit.list``) and the scheduling verbs (pause, resume, paused, the bulk requeue and
+    cancel), which their own modules register.
     """
     registry = Registry()
     operations.register(registry)
     held.register(registry)
+    flow_operations.register(registry)
     sched_ops.register(registry)
     return tuple(registry)
 

@@ -102,6 +102,7 @@ def portable_tool_name(name: str) -> str:
 _OPERATION_MODULES: tuple[str, ...] = (
     "taskcore.queue.operations",
     "taskcore.queue.held",
+    "taskcore.queue.flow_operations",
     "taskcore.queue.sched_ops",
     "taskcore.donegate.operations",
     "taskcore.workflow.operations",

@@ -75,6 +75,7 @@ JOURNAL_VERSIONS = {
     "forge": 1,
     "oauth": 1,
     "webhooks": 1,
+    "queueflow": 1,
 }
 """The schema version of each journal component this code reads.
 

@@ -54,6 +54,7 @@ from taskcore.observe.types import (
     WhoAmI,
     WorkflowTaskView,
 )
+from taskcore.queue import flow
 from taskcore.queue.common import QueueCall, load_task
 from taskcore.queue.requests import TaskRef
 from taskcore.queue.views import gate_view, phase_view, task_view
@@ -164,7 +165,7 @@ def backlog(call: QueueCall, request: BacklogIn) -> BacklogResult:
     )
     page = rows[:limit]
     return BacklogResult(
-        tasks=tuple(task_view(t, call.now_ms) for t in page),
+        tasks=flow.views(call, page),  # with keys and blockers (issue 28)
         next_cursor=page[-1].task_id if len(rows) > limit else None,
     )
 
@@ -180,7 +181,7 @@ def task_detail(call: QueueCall, request: TaskRef) -> TaskDetail:
         AuditQuery(workspace=call.workspace, subject=task.task_id), limit=OBSERVE_TASK_AUDIT
     )
     return TaskDetail(
-        task=task_view(task, call.now_ms),
+        task=flow.view(call, task),
         phases=tuple(
             phase_view(p)
             for p in call.tx.queue.phases(call.workspace, task.task_id, limit=OBSERVE_TASK_PHASES)

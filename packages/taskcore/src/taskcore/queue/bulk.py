@@ -14,11 +14,12 @@ import enum
 import attrs
 
 from taskcore.limits import QUEUE_BULK_MAX
+from taskcore.queue import flow
 from taskcore.queue.common import QueueCall, effective_status
 from taskcore.queue.requests import BulkIn
 from taskcore.queue.types import TaskStatus
 
-__all__ = ["BulkAct", "Selection", "select"]
+__all__ = ["BulkAct", "Selection", "creation_order", "select", "still_applies"]
 
 
 class BulkAct(enum.Enum):
@@ -62,3 +63,29 @@ def select(call: QueueCall, act: BulkAct, request: BulkIn) -> Selection:
     page = rows[:limit]
     chosen = tuple(t.task_id for t in page if act.applies(effective_status(t, call.now_ms)))
     return Selection(task_ids=chosen, skipped=len(page) - len(chosen), more=len(rows) > limit)
+
+
+# -- queueflow: a bulk act meets the cascades of the acts before it -----------------------------
+
+
+def still_applies(call: QueueCall, act: BulkAct, task_id: str) -> bool:
+    """Whether ``act`` still applies to ``task_id`` now, after the acts before it.
+
+    A cancel (or the requeue of a parent) may have moved a task since :func:`select` chose it:
+    cancelling a parent fails its open children (queue flow, docs/queue.md "Dependencies").
+    And a child one of whose parents ended ``FAILED`` or ``CANCELLED`` is requeued only after
+    that parent (``agenttask.requeue`` refuses it before): run the act in creation order,
+    parents first, and such a child is counted as skipped.
+    """
+    task = call.tx.queue.get_task(call.workspace, task_id)
+    if task is None or not act.applies(effective_status(task, call.now_ms)):
+        return False
+    if act is BulkAct.REQUEUE:
+        return flow.orphaned_by(call, task)[0] is None
+    return True
+
+
+def creation_order(call: QueueCall, task_ids: tuple[str, ...]) -> tuple[str, ...]:
+    """``task_ids`` oldest first: every parent before its children (they are created after)."""
+    rows = [call.tx.queue.get_task(call.workspace, t) for t in task_ids]
+    return tuple(r.task_id for r in sorted((r for r in rows if r is not None), key=lambda r: r.seq))

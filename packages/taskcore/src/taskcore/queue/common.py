@@ -31,6 +31,7 @@ from taskcore.queue.transitions import TaskAction, next_status
 from taskcore.queue.types import TaskStatus
 from taskcore.store.queue_api import TaskRecord
 from taskcore.store.storage import Transaction
+from taskcore.store.wakeup import queue_topic
 
 __all__ = [
     "QueueCall",
@@ -127,6 +128,13 @@ def write_task(call: QueueCall, task: TaskRecord, **changes: Any) -> TaskRecord:
     noted for its audit event (:mod:`taskcore.callnote`): the status as observed before
     (an expired lease reads ``QUEUED``) and the status stored.
     """
+    stored = _write_row(call, task, changes)
+    if stored.status != task.status:
+        _settle_flow(call, task, stored)
+    return stored
+
+
+def _write_row(call: QueueCall, task: TaskRecord, changes: dict[str, Any]) -> TaskRecord:
     stored = attrs.evolve(task, version=task.version + 1, **changes)
     if not call.tx.queue.update_task(stored, before=task):
         raise TaskError(
@@ -134,6 +142,57 @@ def write_task(call: QueueCall, task: TaskRecord, **changes: Any) -> TaskRecord:
         )
     note_status(task.task_id, effective_status(task, call.now_ms).value, stored.status)
     return stored
+
+
+# -- queueflow (issue 28): what a status move means for dependants and concurrency keys -----
+_ENDED = frozenset({TaskStatus.FAILED.value, TaskStatus.CANCELLED.value})
+
+
+def _settle_flow(call: QueueCall, before: TaskRecord, after: TaskRecord) -> None:
+    """After a status move: keep the flow row's gate, wake claimers, fail orphaned children.
+
+    A keyed task leaving ``LEASED`` frees a slot of its key and a parent reaching ``DONE``
+    may free its children: both signal the workspace's waiting claimers. A parent ending
+    ``FAILED`` or ``CANCELLED`` fails each open child (saying which parent), and so on down
+    (a work list, not recursion: a chain may be long).
+    """
+    moves = [(before, after)]
+    while moves:
+        old, new = moves.pop()
+        terminal = TaskStatus(new.status).terminal
+        flow = call.tx.queueflow.set_gated(call.workspace, new.task_id, terminal=terminal)
+        keyed = flow is not None and flow.concurrency_key is not None
+        if keyed and old.status == TaskStatus.LEASED.value:
+            call.tx.signal(queue_topic(call.workspace))
+        if new.status == TaskStatus.DONE.value:
+            if call.tx.queueflow.has_children(call.workspace, new.task_id):
+                call.tx.signal(queue_topic(call.workspace))
+        elif new.status in _ENDED:
+            reason = f"parent {new.task_id} ended {new.status}"
+            for child_id in call.tx.queueflow.open_children(call.workspace, new.task_id):
+                moved = _fail_child(call, child_id, reason)
+                if moved is not None:
+                    moves.append(moved)
+
+
+def _fail_child(
+    call: QueueCall, child_id: str, reason: str
+) -> tuple[TaskRecord, TaskRecord] | None:
+    """Fail an open child; ``None`` when a racing writer ended it first.
+
+    On PostgreSQL the row-safe verbs run side by side: another parent's end may be failing
+    the same child; its commit makes this compare-and-set miss, and the re-read sees it ended.
+    """
+    changes = {**lease_cleared(TaskStatus.FAILED, call.now_ms), "last_error": reason}
+    for _ in range(2):
+        child = load_task(call, child_id)
+        if TaskStatus(child.status).terminal:
+            return None
+        stored = attrs.evolve(child, version=child.version + 1, **changes)
+        if call.tx.queue.update_task(stored, before=child):
+            note_status(child_id, effective_status(child, call.now_ms).value, stored.status)
+            return child, stored
+    raise TaskError(ErrorCode.CONFLICT, "the task changed while this call ran; read it and retry")
 
 
 def insert_task(call: QueueCall, record: TaskRecord) -> TaskRecord:

@@ -49,6 +49,7 @@ from taskcore.limits import (
     MAX_LEASE_EXTENSIONS,
     QUEUE_PAYLOAD_MAX_BYTES,
 )
+from taskcore.queue import flow
 from taskcore.queue.approval import GRANT_VERB, input_hash, mint_gate, open_grant, void_open_gate
 from taskcore.queue.common import (
     QueueCall,
@@ -208,6 +209,7 @@ def claim(call: QueueCall, request: ClaimIn) -> ClaimResult:
             f"the task admits autonomy up to {task.autonomy_ceiling}; this token has "
             f"{call.actor.autonomy}",
         )
+    flow.check_claimable(call, task)
     return _take(call, task, request.lease_ms)
 
 
@@ -239,6 +241,15 @@ def claim_next(call: QueueCall, request: ClaimNextIn) -> ClaimResult:
     paused = tuple(p.verb for p in call.tx.queue.paused_verbs(call.workspace))
     if request.verb is not None and request.verb in paused:
         return ClaimResult(claimed=False)
+    task = _best(call, request, paused, gated=_flow_gated(call))
+    if task is None:
+        return ClaimResult(claimed=False)
+    return _take(call, task, request.lease_ms)
+
+
+def _best(
+    call: QueueCall, request: ClaimNextIn, paused: tuple[str, ...], *, gated: bool
+) -> TaskRecord | None:
     task = call.tx.queue.best_claimable(
         call.workspace,
         max_autonomy=MAX_AUTONOMY,
@@ -246,10 +257,29 @@ def claim_next(call: QueueCall, request: ClaimNextIn) -> ClaimResult:
         verb=request.verb,
         now_ms=call.now_ms,
         paused=() if request.verb is not None else paused,
+        gated=gated,
     )
-    if task is None:
-        return ClaimResult(claimed=False)
-    return _take(call, task, request.lease_ms)
+    if gated or task is None:
+        return task
+    found = call.tx.queueflow.flows(call.workspace, (task.task_id,)).get(task.task_id)
+    if found is None or not found.gated:
+        return task
+    # A gated task committed between the check and the claim (PostgreSQL: each statement
+    # sees the latest commits): claim again, through the gate.
+    call.tx.queueflow.serialize_limited_claims(call.workspace)
+    return _best(call, request, paused, gated=True)
+
+
+def _flow_gated(call: QueueCall) -> bool:
+    """queueflow: whether this workspace's claim must check the flow gate (parents, keys).
+
+    When it must, a PostgreSQL workspace's keyed claims take turns first
+    (:meth:`~taskcore.store.queueflow_api.QueueFlowStore.serialize_limited_claims`).
+    """
+    if not call.tx.queueflow.gates_claims(call.workspace):
+        return False
+    call.tx.queueflow.serialize_limited_claims(call.workspace)
+    return True
 
 
 def checkpoint(call: QueueCall, request: CheckpointIn) -> TaskView | Refused:

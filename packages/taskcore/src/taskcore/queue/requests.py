@@ -28,21 +28,26 @@ from taskcore.limits import (
     CHECKPOINT_PRUNE_DEFAULT_DAYS,
     CHECKPOINT_PRUNE_MAX_DAYS,
     CLAIM_WAIT_MAX_MS,
+    CONCURRENCY_LIMIT_MAX,
+    CREATE_MANY_MAX,
     EXT_CHILD_KEYS_MAX,
     EXT_PROMPT_MAX_CHARS,
     EXT_TITLE_MAX_CHARS,
     ID_MAX_CHARS,
     LEASE_MAX_MS,
     LEASE_MIN_MS,
+    QUEUE_AFTER_MAX,
     QUEUE_ATTEMPTS_MAX,
     QUEUE_BULK_MAX,
     QUEUE_DELAY_MAX_MS,
+    QUEUE_KEY_MAX_CHARS,
     QUEUE_LIST_MAX,
     QUEUE_PRIORITY_MAX,
     QUEUE_PRIORITY_MIN,
     REASON_MAX_CHARS,
     TEXT_MAX_CHARS,
     U64_MAX,
+    UNIQUE_FOR_MAX_MS,
 )
 from taskcore.queue.types import TaskStatus
 
@@ -56,6 +61,7 @@ __all__ = [
     "ClaimIn",
     "ClaimNextIn",
     "CreateIn",
+    "CreateManyIn",
     "EscalateIn",
     "ExtCreateIn",
     "ExtSetWaitingIn",
@@ -65,6 +71,7 @@ __all__ = [
     "GateDecisionIn",
     "GateRef",
     "GateRejectIn",
+    "LimitSetIn",
     "ListIn",
     "MatterCreateIn",
     "MatterGrantIn",
@@ -159,6 +166,48 @@ class CreateIn:
     backoff: BackoffIn | None = wire_field(
         default=None, doc="back-off between attempts (with maxAttempts above 1)"
     )
+    # -- queueflow (issue 28): unique tasks, concurrency keys, dependencies ------------------
+    unique_key: str | None = wire_field(
+        default=None,
+        wire="uniqueKey",
+        min_len=1,
+        max_len=QUEUE_KEY_MAX_CHARS,
+        doc="a create whose key matches a live task of the workspace answers that task",
+    )
+    unique_for: int | None = wire_field(
+        default=None,
+        wire="uniqueFor",
+        hi=UNIQUE_FOR_MAX_MS,
+        doc="ms the uniqueKey keeps holding past the task's end (needs uniqueKey)",
+    )
+    concurrency_key: str | None = wire_field(
+        default=None,
+        wire="concurrencyKey",
+        min_len=1,
+        max_len=QUEUE_KEY_MAX_CHARS,
+        doc="claimNext leases at most the key's limit (agenttask.limit.set) of these at once",
+    )
+    after: tuple[str, ...] | None = wire_field(
+        default=None,
+        max_len=QUEUE_AFTER_MAX,
+        item_pattern=ID_PATTERN,
+        doc="task ids of this workspace that must all be DONE first",
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CreateManyIn:
+    """``agenttask.createMany``: up to CREATE_MANY_MAX creates, one transaction, all or nothing."""
+
+    tasks: tuple[CreateIn, ...] = wire_field(min_len=1, max_len=CREATE_MANY_MAX)
+
+
+@attrs.frozen(kw_only=True)
+class LimitSetIn:
+    """``agenttask.limit.set``: the most leased tasks a concurrency key may have (admin)."""
+
+    key: str = wire_field(min_len=1, max_len=QUEUE_KEY_MAX_CHARS)
+    max: int = wire_field(hi=CONCURRENCY_LIMIT_MAX)
 
 
 @attrs.frozen(kw_only=True)

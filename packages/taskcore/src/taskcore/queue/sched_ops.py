@@ -20,7 +20,7 @@ from typing import Any
 from taskcore.actors import RiskClass, Tier
 from taskcore.limits import LEASE_DEFAULT_MS, LEASE_MAX_MS
 from taskcore.queue import schedule
-from taskcore.queue.bulk import BulkAct, select
+from taskcore.queue.bulk import BulkAct, creation_order, select, still_applies
 from taskcore.queue.common import QueueCall
 from taskcore.queue.requests import BulkIn, NoInput, VerbRef
 from taskcore.queue.types import BulkResult, PausedList, VerbPaused
@@ -63,15 +63,24 @@ def _paused(ctx: CallContext, _: NoInput) -> PausedList:
 
 def _bulk(act: BulkAct) -> Any:
     def handler(ctx: CallContext, request: BulkIn) -> BulkResult:
-        chosen = select(_call(ctx), act, request)
-        if not request.dry_run:
-            for task_id in chosen.task_ids:  # each its own call: checks and an audit event
-                ctx.service.run_nested(ctx, act.value, {"taskId": task_id})
+        call = _call(ctx)
+        chosen = select(call, act, request)
+        if request.dry_run:
+            return BulkResult(
+                task_ids=chosen.task_ids, skipped=chosen.skipped, more=chosen.more, dry_run=True
+            )
+        done: list[str] = []
+        for task_id in creation_order(call, chosen.task_ids):  # parents before children
+            if still_applies(call, act, task_id):  # queueflow: a cascade may have moved it
+                ctx.service.run_nested(ctx, act.value, {"taskId": task_id})  # checks, audit
+                done.append(task_id)
+        changed = set(done)
+        acted = tuple(t for t in chosen.task_ids if t in changed)  # in drain order
         return BulkResult(
-            task_ids=chosen.task_ids,
-            skipped=chosen.skipped,
+            task_ids=acted,
+            skipped=chosen.skipped + len(chosen.task_ids) - len(acted),
             more=chosen.more,
-            dry_run=request.dry_run,
+            dry_run=False,
         )
 
     return handler

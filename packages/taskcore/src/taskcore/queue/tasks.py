@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import attrs
 
+from taskcore import audit
+from taskcore.codec import unstructure as codec_unstructure
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.limits import MAX_AGENT_TASK_DEPTH, QUEUE_LIST_DEFAULT, QUEUE_PAYLOAD_MAX_BYTES
+from taskcore.queue import flow
 from taskcore.queue.approval import void_open_gate
 from taskcore.queue.common import (
     QueueCall,
@@ -29,10 +32,17 @@ from taskcore.queue.common import (
     write_task,
 )
 from taskcore.queue.matters import descriptor_tokens, require_readable_matter, tokens
-from taskcore.queue.requests import CreateIn, FeedIn, ListIn, ReorderIn, TaskRef
+from taskcore.queue.requests import CreateIn, CreateManyIn, FeedIn, ListIn, ReorderIn, TaskRef
 from taskcore.queue.schedule import REQUEUED, schedule_of
 from taskcore.queue.transitions import TaskAction, next_status
-from taskcore.queue.types import FeedResult, ListResult, RankResult, TaskStatus, TaskView
+from taskcore.queue.types import (
+    CreateManyResult,
+    FeedResult,
+    ListResult,
+    RankResult,
+    TaskStatus,
+    TaskView,
+)
 from taskcore.queue.verb_registry import require_registered
 from taskcore.queue.views import feed_entry, gate_view, task_view
 from taskcore.store.queue_api import TaskRecord
@@ -40,6 +50,7 @@ from taskcore.store.queue_api import TaskRecord
 __all__ = [
     "cancel",
     "create",
+    "create_many",
     "feed",
     "get",
     "list_tasks",
@@ -87,8 +98,13 @@ def create(call: QueueCall, request: CreateIn) -> TaskView:
         ceiling = min(ceiling, parent.autonomy_ceiling)
     if request.matter_id is not None:
         require_readable_matter(call, request.matter_id)
+    parents = flow.check_create(call, request)
+    task_id = new_id("at")
+    existing = flow.deduplicate(call, request, task_id)
+    if existing is not None:
+        return existing
     record = TaskRecord(
-        task_id=new_id("at"),
+        task_id=task_id,
         workspace=call.workspace,
         verb=request.verb,
         payload_json=payload_json,
@@ -105,7 +121,46 @@ def create(call: QueueCall, request: CreateIn) -> TaskView:
         updated_at_ms=call.now_ms,
         **schedule_of(request, call.now_ms),
     )
-    return task_view(insert_task(call, record), call.now_ms)
+    stored = insert_task(call, record)
+    flow.record_flow(call, request, stored)
+    orphaned = flow.failed_parent(parents, request.after or ())
+    if orphaned is not None:  # a parent already ended FAILED or CANCELLED: so does this task
+        stored = write_task(
+            call, stored, **lease_cleared(TaskStatus.FAILED, call.now_ms), last_error=orphaned
+        )
+    return flow.view(call, stored)
+
+
+def create_many(call: QueueCall, request: CreateManyIn) -> CreateManyResult:
+    """Create each task of ``request.tasks`` in order, in this one transaction: all or nothing.
+
+    Each entry answers what ``agenttask.create`` would (a deduplicated one included), and
+    each task created gets an audit event of its own (operation ``agenttask.create``, the
+    task as subject, ``calls`` 0: the call itself is the ``createMany`` event). A refused
+    entry refuses the whole call, its path naming the entry (``$.tasks[3].verb``).
+    """
+    out: list[TaskView] = []
+    for index, entry in enumerate(request.tasks):
+        try:
+            shown = create(call, entry)
+        except TaskError as exc:
+            raise exc.at(f"$.tasks[{index}]") from None
+        out.append(shown)
+        if not shown.deduplicated:
+            audit.append(
+                call.tx,
+                at_ms=call.now_ms,
+                actor=call.actor.token_id,
+                workspace=call.workspace,
+                operation="agenttask.create",
+                input_digest=audit.input_digest(codec_unstructure(entry)),
+                outcome="OK",
+                subject=shown.task_id,
+                calls=0,
+                status_before=None,
+                status_after=shown.status.value,
+            )
+    return CreateManyResult(tasks=tuple(out))
 
 
 def get(call: QueueCall, request: TaskRef) -> TaskView:
@@ -113,7 +168,7 @@ def get(call: QueueCall, request: TaskRef) -> TaskView:
     task = load_task(call, request.task_id)
     if not may_read(call, task):
         raise task_not_found(request.task_id)
-    return task_view(task, call.now_ms)
+    return flow.view(call, task)
 
 
 def _after_seq(
@@ -145,7 +200,7 @@ def list_tasks(call: QueueCall, request: ListIn) -> ListResult:
     )
     page = rows[:limit]
     next_cursor = page[-1].task_id if len(rows) > limit else None
-    return ListResult(tasks=tuple(task_view(t, call.now_ms) for t in page), next_cursor=next_cursor)
+    return ListResult(tasks=flow.views(call, page), next_cursor=next_cursor)
 
 
 def cancel(call: QueueCall, request: TaskRef) -> TaskView:
@@ -167,8 +222,9 @@ def requeue(call: QueueCall, request: TaskRef) -> TaskView:
     """
     task = load_task(call, request.task_id)
     target = next_status(effective_status(task, call.now_ms), TaskAction.REQUEUE)
+    flow.check_requeue(call, task)  # queueflow: not behind a parent that ended badly
     again = write_task(call, task, **lease_cleared(target, call.now_ms), **REQUEUED)
-    return task_view(again, call.now_ms)
+    return flow.view(call, again)
 
 
 def _set_priority(call: QueueCall, task: TaskRecord, priority: int) -> TaskRecord:

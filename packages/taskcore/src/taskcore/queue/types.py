@@ -27,6 +27,7 @@ __all__ = [
     "BulkResult",
     "ClaimResult",
     "ClearResult",
+    "CreateManyResult",
     "EscalateResult",
     "ExtView",
     "FeedEntry",
@@ -37,6 +38,8 @@ __all__ = [
     "GrantApplied",
     "LeaseHandle",
     "LeaseView",
+    "LimitList",
+    "LimitView",
     "ListResult",
     "MatterView",
     "PausedList",
@@ -144,6 +147,51 @@ class TaskView:
     )
     backoff: BackoffView | None = wire_field(
         default=None, doc="the wait between attempts, when maxAttempts is above 1"
+    )
+    # -- queueflow (issue 28): present only when set -------------------------------------
+    unique_key: str | None = wire_field(default=None, wire="uniqueKey", omit_none=True)
+    concurrency_key: str | None = wire_field(default=None, wire="concurrencyKey", omit_none=True)
+    after: tuple[str, ...] | None = wire_field(
+        default=None, omit_none=True, doc="the tasks this one runs after"
+    )
+    blocked_by: tuple[str, ...] | None = wire_field(
+        default=None,
+        wire="blockedBy",
+        omit_none=True,
+        doc="the tasks of after that are not DONE (a FAILED or CANCELLED one failed this task)",
+    )
+    deduplicated: bool | None = wire_field(
+        default=None,
+        omit_none=True,
+        doc="true: the create matched this live task's uniqueKey and created nothing",
+    )
+
+
+@attrs.frozen(kw_only=True)
+class CreateManyResult:
+    """``agenttask.createMany``: what each create answered, in the order given."""
+
+    tasks: tuple[TaskView, ...] = wire_field()
+
+
+@attrs.frozen(kw_only=True)
+class LimitView:
+    """A concurrency key's limit and how many of its tasks hold a live lease now."""
+
+    key: str = wire_field()
+    max: int = wire_field()
+    leased: int = wire_field(doc="tasks of the key holding a live lease now")
+    set_by: str = wire_field(wire="setBy")
+    set_at_ms: int = wire_field(wire="setAtMs")
+
+
+@attrs.frozen(kw_only=True)
+class LimitList:
+    """``agenttask.limit.list``: every limit set in the workspace, by key."""
+
+    limits: tuple[LimitView, ...] = wire_field()
+    default_max: int = wire_field(
+        wire="defaultMax", doc="the limit of a concurrencyKey no limit was set for"
     )
 
 

@@ -257,6 +257,7 @@ class QueueStore(Protocol):
         verb: str | None,
         now_ms: int,
         paused: tuple[str, ...] = (),
+        gated: bool = False,
     ) -> TaskRecord | None:
         """Return the task ``claimNext`` should take, or ``None``.
 
@@ -264,8 +265,11 @@ class QueueStore(Protocol):
         ``LEASED`` tasks whose lease expired at or before ``now_ms`` (for a retrying task:
         ``retry_delay_ms`` after that, and only below its last attempt), with
         ``autonomy <= autonomy_ceiling <= max_autonomy``, (if given) the carrier ``verb``, and
-        none of the ``paused`` verbs. The best is the highest priority, then the oldest (``created_at_ms``,
-        then ``seq``).
+        none of the ``paused`` verbs. The best is the highest priority, then the oldest
+        (``created_at_ms``, then ``seq``). With ``gated`` (the workspace has tasks with parents
+        or concurrency keys: ``queueflow``), a candidate must also pass the flow gate
+        (:data:`taskcore.store.sqlite_queueflow.CLAIM_GATE`): every parent ``DONE``, its key
+        below its limit.
         """
         ...
 

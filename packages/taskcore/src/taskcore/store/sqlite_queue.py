@@ -39,6 +39,7 @@ from taskcore.store.sqlite_queue_sched import (
     not_paused,
 )
 from taskcore.store.sqlite_queue_schema import COMPONENT
+from taskcore.store.sqlite_queueflow import CLAIM_GATE
 from taskcore.store.tables import Table
 from taskcore.store.wakeup import queue_topic
 
@@ -106,8 +107,17 @@ _LEASE_PROBE_WHERE = (
 )
 
 
+# -- queueflow: the probes with the flow gate (issue 28: parents DONE, key under its limit) --
+_ORDER_AT = len(_ORDER) + 1  # the probes end with " " + _ORDER: the gate goes before it
+
+
+def _gated(probe: str) -> str:
+    """``probe`` with :data:`CLAIM_GATE` before its ``ORDER BY`` (one more ``now_ms``)."""
+    return f"{probe[:-_ORDER_AT]} {CLAIM_GATE} {_ORDER}"
+
+
 @functools.cache
-def _claim_sql(ceilings: int, by_verb: bool, paused: int = 0) -> str:
+def _claim_sql(ceilings: int, by_verb: bool, paused: int = 0, gated: bool = False) -> str:
     """``claimNext``'s one statement: ``ceilings`` ready probes and the expired-lease probe.
 
     Each probe carries the scheduling fragments of :mod:`taskcore.store.sqlite_queue_sched`
@@ -117,12 +127,16 @@ def _claim_sql(ceilings: int, by_verb: bool, paused: int = 0) -> str:
     1
     >>> _claim_sql(3, True).count("INDEXED BY queue_task_ready_verb")
     3
+    >>> _claim_sql(2, False, gated=True).count("queueflow_dep")
+    3
     """
     skip = not_paused(("",) * paused)
     base = _READY_VERB_PROBE if by_verb else _READY_PROBE
     ready = f"{base}{DUE}{skip}{_ORDER}"
     verb = "AND verb = ? " if by_verb else ""
     lease = f"{_LEASE_PROBE_WHERE}{LAPSED_RETRY}{skip}{verb}{_ORDER}"
+    if gated:  # queueflow: the flow gate last in each probe (its one now_ms last too)
+        ready, lease = _gated(ready), _gated(lease)
     # Constant fragments only; every value is a bound parameter.
     probes = [f"SELECT * FROM ({ready})"] * ceilings + [f"SELECT * FROM ({lease})"]  # noqa: S608
     union = " UNION ALL ".join(probes)
@@ -203,19 +217,23 @@ class SqliteQueueStore(PausedVerbs):
         verb: str | None,
         now_ms: int,
         paused: tuple[str, ...] = (),
+        gated: bool = False,
     ) -> TaskRecord | None:
         """Return the task ``claimNext`` should take (see the protocol), or ``None``."""
         # One statement: a probe per autonomy ceiling (each one index search) and one for
         # expired leases, the best key picked in SQL, and only the winner's row fetched.
+        # Gated (queueflow), each probe also checks the flow gate.
         ceilings = range(autonomy, max_autonomy + 1)
+        gate: list[Any] = [now_ms] if gated else []
         args: list[Any] = []
         for ceiling in ceilings:
             args += [workspace, ceiling] if verb is None else [workspace, verb, ceiling]
-            args += [now_ms, *paused]
+            args += [now_ms, *paused, *gate]
         args += [workspace, now_ms, autonomy, max_autonomy, now_ms, *paused]
         if verb is not None:
             args.append(verb)
-        sql = _claim_sql(len(ceilings), verb is not None, len(paused))
+        args += gate
+        sql = _claim_sql(len(ceilings), verb is not None, len(paused), gated)
         best = self._one(sql, tuple(args))
         return None if best is None else TASKS.from_row(best)
 

@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from taskcore.store.oauth_api import OAuthStore
     from taskcore.store.postgres.storage import PostgresStorage
     from taskcore.store.queue_api import QueueStore
+    from taskcore.store.queueflow_api import QueueFlowStore
     from taskcore.store.retention_api import RetentionStore
     from taskcore.store.tokens_api import TokenStore
     from taskcore.store.webhooks_api import WebhookStore
@@ -87,6 +88,7 @@ _COMPONENT_MODULES: tuple[str, ...] = (
     "forge",
     "oauth",
     "webhooks",
+    "queueflow",
 )
 
 
@@ -115,6 +117,11 @@ class Transaction(Protocol):
     @property
     def queue(self) -> QueueStore:
         """The agent task queue (tasks, verbs, matters, approval gates, checkpoints, ext)."""
+        ...
+
+    @property
+    def queueflow(self) -> QueueFlowStore:
+        """Unique keys, concurrency keys and limits, dependencies of queue tasks."""
         ...
 
     @property
@@ -349,6 +356,13 @@ class SqliteTransaction:
         from taskcore.store.sqlite_queue import SqliteQueueStore
 
         return SqliteQueueStore(self.conn, self.signal)
+
+    @cached_property
+    def queueflow(self) -> QueueFlowStore:
+        """Unique keys, concurrency keys and limits, dependencies of queue tasks."""
+        from taskcore.store.sqlite_queueflow import SqliteQueueFlowStore
+
+        return SqliteQueueFlowStore(self.conn)
 
     @cached_property
     def authority(self) -> AuthorityStore:

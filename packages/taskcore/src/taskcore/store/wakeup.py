@@ -200,6 +200,7 @@ class Wakeup:
         self.lock = threading.Lock()
         self.source = source
         self._generations: dict[str, int] = {}
+        self._epoch = 0  # added to every topic's generation: notify_all() moves them all
         # topic -> group -> waiters in arrival order (group None: woken by every notify)
         self._waiters: dict[str, dict[Hashable | None, list[Waiter]]] = {}
         self._timers: list[tuple[float, str]] = []  # (monotonic deadline, topic), a heap
@@ -214,7 +215,7 @@ class Wakeup:
     def generation(self, topic: str) -> int:
         """How many times ``topic`` was notified in this process (read it before you look)."""
         with self.lock:
-            return self._generations.get(topic, 0)
+            return self._epoch + self._generations.get(topic, 0)
 
     def notify(self, topics: Iterable[str]) -> None:
         """Wake the waiters of ``topics``: one per group, every ungrouped one.
@@ -238,6 +239,25 @@ class Wakeup:
                         if not member.signalled:
                             member._wake()
                             break
+
+    def notify_all(self) -> None:
+        """Notify every topic, also those nobody waits on or ever named here.
+
+        For a source that cannot say what it missed (a listener that reconnected, a
+        notification too large to name its topics): every generation moves, so a waiter that
+        looked before and registers after starts out woken, and every waiter now is woken
+        (one per group, every ungrouped one).
+        """
+        with self.lock:
+            self._epoch += 1
+            self.notified += 1
+            for groups in self._waiters.values():
+                for group, members in groups.items():
+                    for member in members:
+                        if not member.signalled:
+                            member._wake()
+                            if group is not None:
+                                break
 
     def notify_at(self, topic: str, delay_s: float) -> None:
         """Notify ``topic`` after ``delay_s`` seconds (something becomes due by time alone).
@@ -296,7 +316,7 @@ class Wakeup:
             groups = self._waiters.setdefault(topic, {})
             first = not groups
             groups.setdefault(group, []).append(waiter)
-            if since is not None and self._generations.get(topic, 0) > since:
+            if since is not None and self._epoch + self._generations.get(topic, 0) > since:
                 waiter.signalled = True
             topics = frozenset(self._waiters) if first else None
         if self.source is not None:

@@ -8,10 +8,12 @@ its own notifications: those were notified in-process already, right after the c
 
 :class:`PgListen` is the one listening connection of a process's storage: a daemon thread
 started by the first waiter, reading notifications and calling
-:meth:`~taskcore.store.wakeup.Wakeup.notify` for the topics someone here waits on. A dropped
+:meth:`~taskcore.store.wakeup.Wakeup.notify` for the topics it names (also those nobody here waits
+on yet: a waiter registering just after must find their generation moved). A dropped
 connection is reopened (after a short pause). The first waiter of the process looks once more
-once ``LISTEN`` runs, and after a reconnection every topic waited on is notified once: a
-commit may have gone unheard meanwhile.
+once ``LISTEN`` runs, and after a reconnection every topic is notified once
+(:meth:`~taskcore.store.wakeup.Wakeup.notify_all`, also those nobody waits on yet): a commit
+may have gone unheard meanwhile.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ __all__ = ["CHANNEL", "PAYLOAD_MAX_BYTES", "PgListen", "new_origin", "notify_sql
 CHANNEL = "agent_task_wakeup"
 PAYLOAD_MAX_BYTES = 7000
 """PostgreSQL refuses payloads of 8000 bytes and more; past this one the topics are dropped
-and ``"all": true`` sent instead (every waiter of the receiving replica looks once)."""
+and ``"all": true`` sent instead (every topic of the receiving replica is notified once)."""
 
 
 def new_origin() -> str:
@@ -116,7 +118,11 @@ class PgListen:
         return started
 
     def watch(self, topics: frozenset[str]) -> None:
-        """The topics waited on here (notifications of others are dropped)."""
+        """The topics waited on here: kept for inspection only, never a filter.
+
+        Every notification is delivered, its topics waited on or not: a claimer that looked
+        before the commit and registers after must find the topic's generation moved.
+        """
         with self._lock:
             self._topics = topics
 
@@ -157,20 +163,23 @@ class PgListen:
 
     def _deliver_all(self) -> None:
         with self._lock:
-            watched, wakeup = self._topics, self._wakeup
-        if wakeup is not None and watched:
-            wakeup.notify(watched)
+            wakeup = self._wakeup
+        if wakeup is not None:
+            wakeup.notify_all()  # what was missed is unknown: every topic, waited on or not
 
     def _deliver(self, text: str) -> None:
         origin, topics = parse(text)
         if origin == self.origin:
             return
         with self._lock:
-            watched = self._topics
             wakeup = self._wakeup
         self.received += 1
         if wakeup is None:
             return
-        chosen = watched if topics is None else [t for t in topics if t in watched]
-        if chosen:
-            wakeup.notify(chosen)
+        # Every topic, not only those waited on now: the notify bumps each topic's generation,
+        # so a claimer that looked before this commit and registers its waiter only after
+        # (``since=`` the generation it read) starts out woken instead of missing it.
+        if topics is None:
+            wakeup.notify_all()
+        elif topics:
+            wakeup.notify(topics)

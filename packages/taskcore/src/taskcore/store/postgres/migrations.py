@@ -24,6 +24,7 @@ from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.postgres.migrations_events import WEBHOOKS
 from taskcore.store.postgres.migrations_oauth import OAUTH
 from taskcore.store.postgres.migrations_queue import QUEUE
+from taskcore.store.postgres.migrations_queueflow import QUEUEFLOW
 from taskcore.store.sqlite import Component, Migration
 
 __all__ = [
@@ -523,6 +524,7 @@ COMPONENTS: tuple[Component, ...] = (
     FORGE,
     OAUTH,
     WEBHOOKS,
+    QUEUEFLOW,
 )
 """Every component, in migration order (the order of ``storage.journal_components``)."""
 

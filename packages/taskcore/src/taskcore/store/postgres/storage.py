@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from taskcore.store.journal_api import JournalStore
     from taskcore.store.oauth_api import OAuthStore
     from taskcore.store.queue_api import QueueStore
+    from taskcore.store.queueflow_api import QueueFlowStore
     from taskcore.store.retention_api import RetentionStore
     from taskcore.store.tokens_api import TokenStore
     from taskcore.store.webhooks_api import WebhookStore
@@ -191,6 +192,13 @@ class PgTransaction:
         from taskcore.store.postgres.stores import PgQueueStore
 
         return PgQueueStore(self._apsw, self.signal)
+
+    @cached_property
+    def queueflow(self) -> QueueFlowStore:
+        """Unique keys, concurrency keys and limits, dependencies of queue tasks."""
+        from taskcore.store.postgres.stores import PgQueueFlowStore
+
+        return PgQueueFlowStore(self._apsw)
 
     @cached_property
     def authority(self) -> AuthorityStore:

@@ -32,6 +32,7 @@ from taskcore.store.sqlite_journal import SqliteJournalStore
 from taskcore.store.sqlite_oauth import SqliteOAuthStore
 from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
 from taskcore.store.sqlite_queue_sched import DUE, LAPSED_RETRY, not_paused
+from taskcore.store.sqlite_queueflow import CLAIM_GATE, SqliteQueueFlowStore
 from taskcore.store.sqlite_retention import SqliteRetentionStore
 from taskcore.store.sqlite_tokens import TOKENS, SqliteTokenStore
 from taskcore.store.sqlite_webhooks import SqliteWebhookStore
@@ -47,6 +48,7 @@ __all__ = [
     "PgForgeStore",
     "PgJournalStore",
     "PgOAuthStore",
+    "PgQueueFlowStore",
     "PgQueueStore",
     "PgRetentionStore",
     "PgTokenStore",
@@ -71,10 +73,17 @@ _CLAIM = (
 )
 
 
-def _claim_sql(by_verb: bool, paused: int) -> str:
+# -- queueflow: the flow gate (parents DONE, key under its limit) is the last condition ------
+_FLOW_LIMIT_LOCK_SPACE = 0x6167_7466  # "agtf": a workspace's keyed claims take turns
+
+
+def _claim_sql(by_verb: bool, paused: int, gated: bool = False) -> str:
     """PostgreSQL's ``claimNext`` statement (the scheduling fragments shared with SQLite's)."""
     skip = not_paused(("",) * paused)
-    return _CLAIM.format(paused=skip, verb="AND verb = ? " if by_verb else "")
+    verb = "AND verb = ? " if by_verb else ""
+    if gated:
+        verb = f"{verb}{CLAIM_GATE} "
+    return _CLAIM.format(paused=skip, verb=verb)
 
 
 # An event's seq comes from a sequence, so concurrent writers (the shared writer lock) can
@@ -152,12 +161,15 @@ class PgQueueStore(SqliteQueueStore):
         verb: str | None,
         now_ms: int,
         paused: tuple[str, ...] = (),
+        gated: bool = False,
     ) -> TaskRecord | None:
         """Return (and row-lock) the task ``claimNext`` should take, or ``None``."""
         args: list[Any] = [workspace, autonomy, max_autonomy, now_ms, now_ms, now_ms, *paused]
         if verb is not None:
             args.append(verb)
-        row = self._one(_claim_sql(verb is not None, len(paused)), tuple(args))
+        if gated:
+            args.append(now_ms)
+        row = self._one(_claim_sql(verb is not None, len(paused), gated), tuple(args))
         return None if row is None else TASKS.from_row(row)
 
     def next_phase_index(self, workspace: str, task_id: str) -> int:
@@ -167,6 +179,37 @@ class PgQueueStore(SqliteQueueStore):
             (advisory_key(_PHASE_LOCK_SPACE, f"{workspace}\x1f{task_id}".replace("\x00", "")),),
         )
         return super().next_phase_index(workspace, task_id)
+
+
+class PgQueueFlowStore(SqliteQueueFlowStore):
+    """Queue flow rows: parents read ``FOR SHARE``, a workspace's limited claims in turn."""
+
+    def parent_statuses(self, workspace: str, task_ids: tuple[str, ...]) -> dict[str, str]:
+        """The parents' statuses, share-locked: a parent's end waits for this child's commit."""
+        return self._statuses(workspace, task_ids, " FOR SHARE")
+
+    def gates_claims(self, workspace: str) -> bool:
+        """Whether any non-terminal task of the workspace has parents or a concurrency key."""
+        row = self._one(
+            "SELECT 1 FROM queueflow_task WHERE workspace = ? AND gated = 1 LIMIT 1",
+            (workspace,),
+        )
+        return row is not None
+
+    def serialize_limited_claims(self, workspace: str) -> None:
+        """Take the workspace's keyed-claim advisory lock when a live task has a key.
+
+        ``claimNext`` runs under the shared writer lock: two claimers of one key could each
+        count the other's lease as not yet there. Taken before the claim's statement, the
+        lock makes them take turns, and each one's count sees the previous one's commit.
+        """
+        if self._one(
+            "SELECT 1 FROM queueflow_task WHERE workspace = ? AND gated = 1 "
+            "AND concurrency_key IS NOT NULL LIMIT 1",
+            (workspace,),
+        ):
+            key = advisory_key(_FLOW_LIMIT_LOCK_SPACE, workspace.replace("\x00", ""))
+            self._one("SELECT pg_advisory_xact_lock(?)", (key,))
 
 
 class PgAuthorityStore(SqliteAuthorityStore):
