@@ -18,9 +18,16 @@
     var a = document.activeElement;
     return a && live.contains(a) && (a.tagName === "INPUT" || a.tagName === "TEXTAREA" || a.tagName === "SELECT");
   }
-  function refresh() {
+  var settled = [];  // called once the region is current (after the look in flight, if any)
+  function flush() {
+    var calls = settled;
+    settled = [];
+    calls.forEach(function (call) { call(); });
+  }
+  function refresh(then) {
+    if (then) { settled.push(then); }
     if (busy) { again = true; return; }
-    if (document.hidden || editing()) { return; }
+    if (document.hidden || editing()) { flush(); return; }
     busy = true;
     fetch(window.location.href, { headers: { "X-Board-Live": "1" }, credentials: "same-origin", cache: "no-store" })
       .then(function (response) {
@@ -36,7 +43,7 @@
       .catch(function () { /* the next event or tick tries again */ })
       .then(function () {
         busy = false;
-        if (again) { again = false; soon(); }
+        if (again) { again = false; soon(); } else { flush(); }
       });
   }
   function soon() {
@@ -44,7 +51,7 @@
     timer = window.setTimeout(function () { timer = null; refresh(); }, QUIET_MS);
   }
   function poll() {
-    if (poller === null) { poller = window.setInterval(refresh, POLL_MS); }
+    if (poller === null) { poller = window.setInterval(function () { refresh(); }, POLL_MS); }
     live.setAttribute("data-live-mode", "poll");
   }
   var wanted = live.getAttribute("data-events");
@@ -52,7 +59,12 @@
     poll();
   } else {
     var source = new EventSource(base + "/events" + (wanted ? "?" + wanted : ""));
-    source.onopen = function () { live.setAttribute("data-live-mode", "stream"); };
+    // The stream starts where the log stands when it opens, which is after the page was
+    // rendered: what committed in between comes with no event, so the region is looked at
+    // once on each opening, and the page says "stream" when that look has landed.
+    source.onopen = function () {
+      refresh(function () { live.setAttribute("data-live-mode", "stream"); });
+    };
     source.onmessage = soon;
     source.onerror = function () {
       // The browser reconnects by itself (with Last-Event-ID); a refused stream is closed.
