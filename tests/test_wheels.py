@@ -43,13 +43,17 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.ci import skip_or_fail
 from tests.test_distributions import DISTRIBUTIONS, ROOT, VERSION, check_requirements
 
 UV = ROOT / ".tools" / "bin" / "uv"
 
-pytestmark = pytest.mark.skipif(
-    not UV.exists(), reason="needs the pinned uv in .tools (./dev installs it on first use)"
-)
+
+@pytest.fixture(autouse=True, scope="module")
+def _needs_uv() -> None:
+    """Every check here builds with the pinned uv (a skip locally, a failure under CI)."""
+    if not UV.exists():
+        skip_or_fail("needs the pinned uv in .tools (./dev installs it on first use)")
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.ci import in_ci
+from tests.ci import in_ci, skip_or_fail
 from tests.harness.install import InstallError, ensure, node22
 from tests.oauth.support import OAuthWorld, consent_in_browser, consent_url_of
 
@@ -29,7 +29,7 @@ HERE = Path(__file__).parent / "clients"
 @pytest.fixture(scope="module")
 def ts_sdk() -> Path:
     if shutil.which("node") is None:
-        pytest.skip("node is not on PATH")
+        skip_or_fail("node is not on PATH (the TypeScript SDK client runs on it)")
     try:
         return ensure("mcp-sdk-ts").package_dir
     except InstallError as err:

@@ -9,14 +9,20 @@ browser tests are skipped with the command that installs one.
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import uuid
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from taskcore import Service, Tier
+from starlette.applications import Starlette
+from starlette.routing import Mount
+from taskboard import SessionStore, create_board
+from taskcore import Actor, Service, Tier
 from taskcore.auth import issue_token
+from taskcore.testing import FakeClock
 from taskhttp import BackgroundServer, create_app
 
 from tests.ci import skip_or_fail
@@ -98,3 +104,30 @@ def sign_in(page, live: Live, token: str) -> None:
     page.fill("#token", token)
     page.click("button[type=submit]")
     page.wait_for_url("**/board/queue")
+
+
+@pytest.fixture
+def admin_board(tmp_path):
+    """A served board (no browser) with an admin of a fresh workspace signed in.
+
+    Yields ``(service, actor, client)``: the client holds the session cookie.
+    """
+    service = Service.open(tmp_path / "data")
+    workspace = f"w{uuid.uuid4().hex[:10]}"
+    admin = issue_token(
+        service.storage, service.clock, workspace=workspace, tier=Tier.ADMIN, autonomy=3
+    )
+    sessions = SessionStore(idle_ms=60_000, now_ms=FakeClock(0).now_ms)
+    app = Starlette(routes=[Mount("/board", app=create_board(service, sessions=sessions))])
+    with BackgroundServer(app) as url:
+        client = httpx.Client(base_url=url, follow_redirects=False, timeout=30)
+        page = client.get("/board/login")
+        found = re.search(r'name="csrf" value="([^"]+)"', page.text)
+        assert found is not None
+        client.post("/board/login", data={"csrf": found.group(1), "token": admin.token})
+        actor = Actor(
+            token_id=admin.record.token_id, workspace=workspace, tier=Tier.ADMIN, autonomy=3
+        )
+        yield service, actor, client
+        client.close()
+    service.close()

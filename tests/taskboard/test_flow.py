@@ -3,16 +3,7 @@ and what blocks it, in the queue table and on the task page. Both backends."""
 
 from __future__ import annotations
 
-import re
-import uuid
-
-import httpx
 import pytest
-from taskboard import SessionStore, create_board
-from taskcore import Actor, Service, Tier
-from taskcore.auth import issue_token
-from taskcore.testing import FakeClock
-from taskhttp import BackgroundServer
 
 
 @pytest.fixture(autouse=True)
@@ -21,29 +12,9 @@ def _both_backends(backend: str) -> str:
 
 
 @pytest.fixture
-def world(tmp_path):
-    """A served board with an admin signed in (as tests/taskboard/test_scheduling.py)."""
-    from starlette.applications import Starlette
-    from starlette.routing import Mount
-
-    service = Service.open(tmp_path / "data")
-    workspace = f"w{uuid.uuid4().hex[:10]}"
-    admin = issue_token(
-        service.storage, service.clock, workspace=workspace, tier=Tier.ADMIN, autonomy=3
-    )
-    sessions = SessionStore(idle_ms=60_000, now_ms=FakeClock(0).now_ms)
-    app = Starlette(routes=[Mount("/board", app=create_board(service, sessions=sessions))])
-    with BackgroundServer(app) as url:
-        client = httpx.Client(base_url=url, follow_redirects=False, timeout=30)
-        page = client.get("/board/login")
-        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
-        client.post("/board/login", data={"csrf": csrf, "token": admin.token})
-        actor = Actor(
-            token_id=admin.record.token_id, workspace=workspace, tier=Tier.ADMIN, autonomy=3
-        )
-        yield service, actor, client
-        client.close()
-    service.close()
+def world(admin_board):
+    """A served board with an admin signed in (tests/taskboard/conftest.py)."""
+    return admin_board
 
 
 def test_the_queue_and_the_task_page_show_keys_and_blockers(world):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.taskcli.frontdoor import RealLive, agent_task
+from tests.taskcli.frontdoor import RealLive, agent_setup, agent_task, agent_world
 
 AGENT_TASK = str(Path(sys.executable).parent / "agent-task")
 
@@ -35,41 +35,12 @@ def live(tmp_path_factory, _both_backends):
 
 @pytest.fixture
 def world(tmp_path: Path):
-    home = tmp_path / "home"
-    home.mkdir()
-    project = tmp_path / "proj"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    env = {
-        "HOME": str(home),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "CLAUDE_CONFIG_DIR": None,
-        "CODEX_HOME": None,
-        "AGENT_TASK_URL": None,
-        "AGENT_TASK_TOKEN_FILE": None,
-        "AGENT_TASK_TOKEN": None,
-    }
-    return home, project, env
+    return agent_world(tmp_path)
 
 
 def _setup(live: RealLive, world, *extra: str, harness: str = "claude-code", scope: str = "user"):
-    _, project, env = world
-    return agent_task(
-        "agent",
-        "setup",
-        "--harness",
-        harness,
-        "--scope",
-        scope,
-        "--project-dir",
-        str(project),
-        "--url",
-        live.url,
-        "--token-file",
-        str(live.token_files["agent"]),
-        *extra,
-        env=env,
-    )
+    token = str(live.token_files["agent"])
+    return agent_setup(live, world, "--token-file", token, *extra, harness=harness, scope=scope)
 
 
 def test_dry_run_prints_the_diff_and_writes_nothing(live, world):

@@ -7,7 +7,6 @@ logged_in`); setup and doctor run in process with the test's ``HOME``.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +15,7 @@ import httpx
 import pytest
 from taskcli.agent_grant import mcp_call
 
-from tests.taskcli.frontdoor import RealLive, agent_task
+from tests.taskcli.frontdoor import RealLive, agent_setup, agent_task, agent_world
 from tests.taskcli.test_agent_login import _expire, _post, logged_in
 
 AGENT_TASK = str(Path(sys.executable).parent / "agent-task")
@@ -36,42 +35,11 @@ def live(tmp_path_factory, _both_backends):
 
 @pytest.fixture
 def world(tmp_path: Path):
-    home = tmp_path / "home"
-    home.mkdir()
-    project = tmp_path / "proj"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    env = {
-        "HOME": str(home),
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin",
-        "CLAUDE_CONFIG_DIR": None,
-        "CODEX_HOME": None,
-        "XDG_CONFIG_HOME": None,
-        "AGENT_TASK_URL": None,
-        "AGENT_TASK_TOKEN_FILE": None,
-        "AGENT_TASK_TOKEN": None,
-        "AGENT_TASK_GRANT_FILE": None,
-    }
-    return home, project, env
+    return agent_world(tmp_path, path_tail="/usr/bin:/bin")
 
 
 def _setup(live, world, *extra: str, harness: str, scope: str = "project"):
-    _, project, env = world
-    return agent_task(
-        "agent",
-        "setup",
-        "--harness",
-        harness,
-        "--scope",
-        scope,
-        "--project-dir",
-        str(project),
-        "--url",
-        live.url,
-        "--oauth",
-        *extra,
-        env=env,
-    )
+    return agent_setup(live, world, "--oauth", *extra, harness=harness, scope=scope)
 
 
 def test_dry_run_for_codex_writes_the_url_alone_and_hooks_naming_the_grant(live, world):

@@ -8,6 +8,8 @@ import pytest
 from click.testing import CliRunner
 from taskcli import collector_cmd, operator_cmd
 
+from tests.ci import skip_or_fail
+
 
 def load_commands():
     group = click.Group()
@@ -238,7 +240,7 @@ def test_a_profile_whose_command_cannot_start_in_its_sandbox_is_refused_at_insta
     from taskcore.collector.sandbox import bwrap_available
 
     if not bwrap_available():
-        pytest.skip("needs bubblewrap: without it nothing is hidden from the command")
+        skip_or_fail("needs bubblewrap: without it nothing is hidden from the command")
     data, *_ = setup(tmp_path, repo)
     python = _venv(tmp_path)
     base = ["--arg", python, "--arg", "-c", "--arg", "pass", "--sandbox-minimum", "bwrap"]

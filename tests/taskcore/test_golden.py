@@ -21,6 +21,8 @@ import pytest
 from taskcore import golden
 from taskcore.errors import ErrorCode, TaskError
 
+from tests.ci import skip_or_fail
+
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = ROOT / "golden"
 UV = ROOT / ".tools" / "bin" / "uv"
@@ -73,10 +75,6 @@ def test_only_a_listed_vector_is_ever_opened(kind, name):
 
 # -- from the built distributions -----------------------------------------------------------------
 
-needs_uv = pytest.mark.skipif(
-    not UV.exists(), reason="needs the pinned uv in .tools (./dev installs it on first use)"
-)
-
 
 def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
@@ -89,6 +87,8 @@ def _run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The sdist, and a wheel built again from that sdist alone, away from the checkout."""
+    if not UV.exists():
+        skip_or_fail("needs the pinned uv in .tools (./dev installs it on first use)")
     out = tmp_path_factory.mktemp("dist")
     package = str(ROOT / "packages" / "taskcore")  # whatever its distribution is named
     _run(str(UV), "build", "--sdist", "-o", str(out), "--quiet", package)
@@ -103,7 +103,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"sdist": sdist, "wheel": wheel}
 
 
-@needs_uv
 def test_the_sdist_carries_the_golden_directory(built):
     with tarfile.open(built["sdist"]) as archive:
         members = {
@@ -118,7 +117,6 @@ def test_the_sdist_carries_the_golden_directory(built):
     assert "hatch_golden.py" in members
 
 
-@needs_uv
 def test_the_wheel_built_from_the_sdist_carries_the_vectors_as_package_data(built):
     prefix = f"taskcore/{golden.PACKAGE_DATA}/"
     with zipfile.ZipFile(built["wheel"]) as archive:
@@ -143,7 +141,6 @@ print(json.dumps({
 """
 
 
-@needs_uv
 def test_an_installed_wheel_lists_and_loads_its_own_vectors(built, tmp_path):
     venv = tmp_path / "venv"
     _run(sys.executable, "-m", "venv", "--without-pip", str(venv))
