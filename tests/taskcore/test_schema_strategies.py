@@ -84,6 +84,8 @@ DECODER_ONLY: dict[str, set[tuple[ErrorCode, re.Pattern[str]]]] = {
         (ErrorCode.INVALID_VALUE, re.compile(r"\$\.(?:executor|executor_provenance|trust_class)")),
         (ErrorCode.MISSING_FIELD, re.compile(r"\$\.executor")),
         (ErrorCode.INVALID_VALUE, re.compile(r"\$\.criteria\[\d+\]\.findings\[\d+\]")),
+        # One row per criterion: JSON Schema's uniqueItems compares whole rows, not one key.
+        (ErrorCode.INVALID_CRITERIA, re.compile(r"\$\.criteria\[\d+\]\.criterion")),
     },
     # The new fence must exceed the old one; dispositions, observed states and effects agree.
     "FenceSupersession": {(ErrorCode.INVALID_RECOVERY, re.compile(r"\$\.new_fence"))},
