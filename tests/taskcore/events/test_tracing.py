@@ -3,6 +3,8 @@ per task across its calls, whoever makes them and whatever context they send."""
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -122,6 +124,22 @@ def test_the_environment_configures_the_served_tracer(monkeypatch):
     tracer = tracer_from_env({"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "x"})
     assert tracer is not None
     tracer.shutdown()
+
+
+def test_a_missing_exporter_is_a_warning_only_when_named(caplog):
+    """The SDK's default exporter (otlp) missing means no tracing, quietly; a named one warns."""
+    import importlib.metadata
+
+    if importlib.metadata.entry_points(group="opentelemetry_traces_exporter", name="otlp"):
+        pytest.skip("the OTLP exporter is installed here: nothing is missing")
+    with caplog.at_level(logging.DEBUG, logger="taskcore.tracing"):
+        assert tracer_from_env({}) is None
+    assert [r.levelno for r in caplog.records] == [logging.DEBUG]
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="taskcore.tracing"):
+        assert tracer_from_env({"OTEL_TRACES_EXPORTER": "otlp"}) is None
+    assert [r.levelno for r in caplog.records] == [logging.WARNING]
+    assert "opentelemetry-exporter-otlp-proto-http" in caplog.records[0].getMessage()
 
 
 def test_without_a_tracer_nothing_of_opentelemetry_is_imported():

@@ -132,12 +132,21 @@ def _resource(env: Mapping[str, str]) -> Resource:
     return Resource.create({} if named else {"service.name": "agent-task"})
 
 
-def _exporter(name: str) -> SpanExporter | None:
+def _exporter(name: str, *, named: bool) -> SpanExporter | None:
+    """The exporter called ``name``; ``None`` (said in the log) when it is not installed.
+
+    ``named``: the operator named it in ``OTEL_TRACES_EXPORTER`` (a warning when missing);
+    otherwise it is the SDK's default, ``otlp``, and a server without the OTLP exporter
+    installed simply does not trace (said at debug level, not at every start).
+    """
     for point in entry_points(group=_EXPORTERS, name=name):
         exporter: SpanExporter = point.load()()
         return exporter
     hint = " (pip install opentelemetry-exporter-otlp-proto-http)" if name == "otlp" else ""
-    _LOG.warning("OTEL_TRACES_EXPORTER names %r, which is not installed%s", name, hint)
+    if named:
+        _LOG.warning("OTEL_TRACES_EXPORTER names %r, which is not installed%s", name, hint)
+    else:
+        _LOG.debug("no tracing: the default exporter %r is not installed%s", name, hint)
     return None
 
 
@@ -150,7 +159,8 @@ def provider_from_env(env: Mapping[str, str]) -> OtelTracer | None:
     if not names or "none" in names:
         return None
     provider = TracerProvider(resource=_resource(env))
-    exporters = [e for e in (_exporter(n) for n in names) if e is not None]
+    named = "OTEL_TRACES_EXPORTER" in env
+    exporters = [e for e in (_exporter(n, named=named) for n in names) if e is not None]
     if not exporters:
         return None
     for exporter in exporters:
