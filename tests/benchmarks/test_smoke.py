@@ -26,6 +26,12 @@ BENCH = ROOT / "benchmarks"
 CASES: list[tuple[str, tuple[str, ...], str, bool]] = [
     ("bench_codec.py", ("--seconds", "0.01", "--rounds", "1"), "", False),
     ("bench_collector.py", ("--runs", "1", "--hook-runs", "1"), "", False),
+    (
+        "bench_commit_pages.py",
+        ("--pages", "1,2", "--commits", "3", "--rounds", "1"),
+        "ms per page",
+        False,
+    ),
     ("bench_gate.py", ("--sizes", "1", "--runs", "1"), "", False),
     ("bench_http.py", ("--clients", "1", "--cycles", "5", "--rounds", "1"), "echo/queue", False),
     ("bench_journal.py", ("--quick",), "", False),
