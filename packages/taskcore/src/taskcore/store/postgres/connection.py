@@ -126,6 +126,9 @@ _CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)
 _LITERAL = re.compile(r"'(?:[^']|'')*'")
 
 
+_SAVEPOINT = "SAVEPOINT agent_task_insert"
+_RELEASE = "RELEASE SAVEPOINT agent_task_insert"
+
 SAVEPOINT_TABLES = frozenset({"audit_event"})
 """Tables whose inserts keep the savepoint path whatever their keys: the event log's rows.
 
@@ -273,6 +276,7 @@ class PgConnection:
         self._begin = begin
         self._pipelined = pipelined
         self._deferred: list[tuple[str, Sequence[Any] | None]] = []
+        self._late: list[tuple[str, list[Any] | None]] = []
         self._rowid: int | None = None
 
     @property
@@ -305,20 +309,45 @@ class PgConnection:
         """Run a write whose result nobody reads with the next statement or the ``COMMIT``.
 
         The call's own audit event is the last write of its transaction: it travels with the
-        ``COMMIT`` (one round trip). A failure fails the commit: nothing is written.
+        ``COMMIT`` (one round trip), inside its own savepoint as every audit insert
+        (:data:`SAVEPOINT_TABLES`). A failure fails the commit: nothing is written.
+        Unpipelined, the ``COMMIT`` is one simple query, so the write's values are bound in
+        it by psycopg (:meth:`commit`).
         """
-        if not self._pipelined:
-            self.execute(sql, args)
-            return
         if "\x00" in sql:
             raise TaskError(ErrorCode.BAD_INPUT, "a statement holds a NUL character")
-        self._deferred.append((translate(sql), _clean(args)))
+        query, values = translate(sql), _clean(args)
+        if not self._pipelined:
+            self._late.append((query, values))
+            return
+        self._deferred.extend(((_SAVEPOINT, None), (query, values), (_RELEASE, None)))
+
+    def _run_late(self) -> None:
+        """Run deferred writes now (a statement came after them): each in its savepoint."""
+        late, self._late = self._late, []
+        for query, values in late:
+            try:
+                self._insert(query, values)
+            except psycopg.Error as exc:
+                mapped = pg_error(exc)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
 
     def commit(self, tail: tuple[str, ...]) -> None:
         """End the transaction with ``tail`` (``COMMIT``, maybe a ``NOTIFY`` first).
 
-        Deferred writes (and a ``BEGIN`` not yet sent) go in the same round trip.
+        Deferred writes (and a ``BEGIN`` not yet sent) go in the same round trip: in one
+        pipeline, or (unpipelined) in one simple query, each write in its savepoint with
+        its values bound client-side (psycopg's literals).
         """
+        if self._late:
+            late, self._late = self._late, []
+            self.start()
+            bind = psycopg.ClientCursor(self.raw).mogrify
+            writes = [f"{_SAVEPOINT}; {bind(q, v)}; {_RELEASE}" for q, v in late]
+            self.raw.execute("; ".join((*writes, *tail)))
+            return
         prefix = self._prefix()
         if not prefix:
             self.raw.execute("; ".join(tail))
@@ -338,6 +367,8 @@ class PgConnection:
         self._rowid = None
         if not self._pipelined:
             self.start()
+            if self._late:
+                self._run_late()
         guarded = None
         if _is_insert(sql) and self._facts is not None:
             guarded = guarded_insert(query, self._facts)
@@ -406,12 +437,12 @@ class PgConnection:
         self.start()
         try:
             with self.raw.pipeline():
-                self.raw.execute("SAVEPOINT agent_task_insert", prepare=False)
+                self.raw.execute(_SAVEPOINT, prepare=False)
                 cur = self.raw.execute(query, args, prepare=False)
-                self.raw.execute("RELEASE SAVEPOINT agent_task_insert", prepare=False)
+                self.raw.execute(_RELEASE, prepare=False)
         except psycopg.Error:
             self.raw.execute("ROLLBACK TO SAVEPOINT agent_task_insert", prepare=False)
-            self.raw.execute("RELEASE SAVEPOINT agent_task_insert", prepare=False)
+            self.raw.execute(_RELEASE, prepare=False)
             raise
         return cur
 
