@@ -19,7 +19,7 @@ journal's, kept across processes and hosts:
   of :data:`WRITER_LOCK`: such transactions run concurrently with each other (on every
   replica) and rely on their row locks (``FOR UPDATE SKIP LOCKED``, the task row's version
   compare-and-set, unique keys), while every other write still waits for all of them and
-  they for it. Their token check reads the token row ``FOR SHARE``
+  they for it. Their token check reads the token row after their shared lock is held
   (:class:`~taskcore.store.postgres.stores.PgTokenStore`), so a revocation, an exclusive
   writer, commits only after the calls in flight with that token and every later call sees it.
 * **Round trips.** On a server across a network (``pipelined``) a transaction's ``BEGIN``
@@ -184,7 +184,7 @@ class PgTransaction:
         """Bearer tokens (hashes only)."""
         from taskcore.store.postgres.stores import PgTokenStore
 
-        return PgTokenStore(self._apsw, share_rows=self.shared)
+        return PgTokenStore(self._apsw)
 
     @cached_property
     def queue(self) -> QueueStore:
@@ -250,16 +250,13 @@ class PgTransaction:
         return PgWebhookStore(self._apsw)
 
     def prefetch(self, keys: CallKeys) -> None:
-        """Read the rows of one workflow call at once (:mod:`taskcore.store.callrows`).
-
-        In a shared write the token is left to its store, which reads it ``FOR SHARE``.
-        """
+        """Read the rows of one workflow call at once (:mod:`taskcore.store.callrows`)."""
         from taskcore.store.callrows import Seeded, prefetch_call
 
         prefetch_call(
             self.conn,
             authority=cast("Seeded", self.authority),
-            tokens=None if self.shared else cast("Seeded", self.tokens),
+            tokens=cast("Seeded", self.tokens),
             journal=cast("Seeded", self.journal),
             keys=keys,
         )

@@ -20,8 +20,6 @@ from __future__ import annotations
 import zlib
 from typing import TYPE_CHECKING, Any, cast
 
-import apsw
-
 from taskcore.store.audit_api import AuditEvent
 from taskcore.store.queue_api import TaskRecord
 from taskcore.store.queueflow_api import ClaimContext, FlowRecord
@@ -35,9 +33,8 @@ from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
 from taskcore.store.sqlite_queue_sched import DUE, LAPSED_RETRY, not_paused
 from taskcore.store.sqlite_queueflow import CLAIM_GATE, SqliteQueueFlowStore
 from taskcore.store.sqlite_retention import SqliteRetentionStore
-from taskcore.store.sqlite_tokens import TOKENS, SqliteTokenStore
+from taskcore.store.sqlite_tokens import SqliteTokenStore
 from taskcore.store.sqlite_webhooks import SqliteWebhookStore
-from taskcore.store.tokens_api import TokenRecord
 
 if TYPE_CHECKING:
     from taskcore.store.postgres.connection import PgConnection
@@ -145,25 +142,17 @@ class PgAuditStore(SqliteAuditStore):
 
 
 class PgTokenStore(SqliteTokenStore):
-    """Tokens; in a shared-lock write transaction :meth:`get` reads the row ``FOR SHARE``."""
+    """Tokens (same statements; a shared write reads the row plainly, see below).
 
-    def __init__(self, conn: apsw.Connection, *, share_rows: bool = False) -> None:
-        super().__init__(conn)
-        self._share_rows = share_rows
-
-    def seed(self, key: tuple[Any, ...], row: Any) -> None:
-        """Take a row read for this store, except in a shared write (its reads lock the row)."""
-        if not self._share_rows:
-            super().seed(key, row)
-
-    def get(self, token_id: str) -> TokenRecord | None:
-        """The token, row-share-locked in a shared write (a revocation then waits for us)."""
-        if not self._share_rows:
-            return super().get(token_id)
-        row = self._conn.execute(
-            f"{TOKENS.select()} WHERE token_id = ? FOR SHARE", (token_id,)
-        ).fetchone()
-        return None if row is None else TOKENS.from_row(row)
+    A row-safe call (the shared writer lock) reads its token with no row lock. Every write
+    of the ``token`` table (issue, revoke) runs in an exclusive write transaction: its
+    :data:`~taskcore.store.postgres.storage.WRITER_LOCK` waits for every shared holder and
+    keeps new ones out until it commits, and a shared writer takes its lock (the ``BEGIN``
+    statement) before it reads the token in a later statement (``READ COMMITTED``: a fresh
+    snapshot). So a revocation commits only after the calls in flight with that token, and
+    every call whose transaction starts later sees it: what a ``FOR SHARE`` read gave, with
+    no row lock (and no MultiXact when several workers share one token).
+    """
 
 
 class PgQueueStore(SqliteQueueStore):
