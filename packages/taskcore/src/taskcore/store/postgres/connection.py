@@ -387,7 +387,7 @@ class PgConnection:
                 raise
             raise mapped from exc
         self._changes = max(cur.rowcount, 0)
-        rows = cur.fetchall() if cur.description is not None else []
+        rows = _rows(cur)
         return PgCursor(rows)
 
     def _with_prefix(self, query: str, args: Sequence[Any] | None) -> psycopg.Cursor[Any]:
@@ -413,7 +413,7 @@ class PgConnection:
             # whose first xid-taking statement it was broke the event log's horizon under
             # concurrent replicas (tests/replicas/test_events.py, the SIGKILL case).
             cur = self.raw.execute(query, args, prepare=False)
-        rows = cur.fetchall() if cur.description is not None else []
+        rows = _rows(cur)
         if cur.rowcount == 0:
             table = _INSERT_INTO.match(sql)
             raise apsw.ConstraintError(
@@ -457,6 +457,21 @@ class PgConnection:
         row = self.raw.execute("SELECT lastval()").fetchone()
         assert row is not None
         return int(row[0])
+
+
+_TUPLES_OK = psycopg.pq.ExecStatus.TUPLES_OK
+
+
+def _rows(cur: psycopg.Cursor[Any]) -> list[tuple[Any, ...]]:
+    """The statement's rows (none for a command).
+
+    ``cur.description``'s test, without the ``Column`` objects it builds (one per column,
+    per statement: a task row has 30).
+    """
+    res = cur.pgresult
+    if res is None or not (res.nfields or res.status == _TUPLES_OK):
+        return []
+    return cur.fetchall()
 
 
 def _clean(args: Sequence[Any] | None) -> list[Any] | None:
