@@ -278,6 +278,7 @@ class PgConnection:
         self._deferred: list[tuple[str, Sequence[Any] | None]] = []
         self._late: list[tuple[str, list[Any] | None]] = []
         self._rowid: int | None = None
+        self._cur: psycopg.Cursor[Any] | None = None
 
     @property
     def started(self) -> bool:
@@ -366,6 +367,8 @@ class PgConnection:
         query = translate(sql)
         self._rowid = None
         if not self._pipelined:
+            if self._begin and _is_select(sql):
+                return self._begin_with(query, args)
             self.start()
             if self._late:
                 self._run_late()
@@ -380,7 +383,7 @@ class PgConnection:
             elif self._begin or self._deferred:
                 cur = self._with_prefix(query, args)
             else:
-                cur = self.raw.execute(query, args, prepare=None)
+                cur = self._cursor().execute(query, args, prepare=None)
         except psycopg.Error as exc:
             mapped = pg_error(exc)
             if mapped is exc:
@@ -389,6 +392,34 @@ class PgConnection:
         self._changes = max(cur.rowcount, 0)
         rows = _rows(cur)
         return PgCursor(rows)
+
+    def _cursor(self) -> psycopg.Cursor[Any]:
+        """The connection's one cursor for plain statements (each one's rows are copied out)."""
+        if self._cur is None:
+            self._cur = self.raw.cursor()
+        return self._cur
+
+    def _begin_with(self, query: str, args: Sequence[Any] | None) -> PgCursor:
+        """The transaction's first statement, a read, sent after its ``BEGIN`` statements.
+
+        One simple query (one round trip; its values bound by psycopg, as :meth:`commit`'s).
+        Each statement of a simple query takes its own snapshot, so the read sees every commit
+        before the writer lock was granted, as when they went in two round trips.
+        """
+        begin, self._begin = self._begin, ()
+        bound = query if args is None else psycopg.ClientCursor(self.raw).mogrify(query, args)
+        text = "; ".join((*begin, bound))
+        try:
+            cur = self._cursor().execute(text)
+            while cur.nextset():
+                pass
+        except psycopg.Error as exc:
+            mapped = pg_error(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+        self._changes = max(cur.rowcount, 0)
+        return PgCursor(_rows(cur))
 
     def _with_prefix(self, query: str, args: Sequence[Any] | None) -> psycopg.Cursor[Any]:
         """A statement sent with the ``BEGIN`` and deferred writes before it, in one round trip.
@@ -412,7 +443,7 @@ class PgConnection:
             # Not prepared, as no insert was before: with the audit insert prepared, a writer
             # whose first xid-taking statement it was broke the event log's horizon under
             # concurrent replicas (tests/replicas/test_events.py, the SIGKILL case).
-            cur = self.raw.execute(query, args, prepare=False)
+            cur = self._cursor().execute(query, args, prepare=False)
         rows = _rows(cur)
         if cur.rowcount == 0:
             table = _INSERT_INTO.match(sql)
@@ -482,6 +513,10 @@ def _clean(args: Sequence[Any] | None) -> list[Any] | None:
         _no_nul(a) if isinstance(a, str) else (bytes(a) if isinstance(a, memoryview) else a)
         for a in args
     ]
+
+
+def _is_select(sql: str) -> bool:
+    return sql.lstrip()[:6].upper() == "SELECT"
 
 
 def _is_insert(sql: str) -> bool:

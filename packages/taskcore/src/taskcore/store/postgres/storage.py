@@ -365,8 +365,6 @@ class PostgresStorage:
                 conn = PgConnection(raw, facts=self.facts, begin=begin, pipelined=self.pipelined)
                 tx = PgTransaction(conn, writable=writable, shared=shared)
                 try:
-                    if not self.pipelined:
-                        conn.start()  # nothing to fold it into: BEGIN (and the lock) now
                     yield tx
                     if not conn.started and writable:
                         conn.start()  # nothing ran: commit an empty transaction, as before
