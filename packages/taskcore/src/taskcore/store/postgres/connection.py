@@ -20,16 +20,23 @@ The translation is small and total:
 A statement that fails aborts the PostgreSQL transaction; every store turns a constraint
 error into a refusal (a ``TaskError``), so the transaction ends there, as it must.
 
-The call path, in round trips (issue 30):
+The call path, in round trips (issue 30). A row-safe queue call is three or four: ``BEGIN``
++ writer lock + token re-check (one simple query), the verb's own statements, then audit
+event + ``NOTIFY`` + ``COMMIT`` (one simple query); the queue cycle (create + claimNext +
+checkpoint DONE) is 13 (it was 25):
 
 * **The transaction's first statement carries its ``BEGIN``.** A transaction opened with
-  ``begin`` statements sends them with its first statement in one pipeline (one round trip):
-  the writer lock and the call's token re-check arrive together. That is opt-in (``pipelined``,
-  the URL's ``?pipeline=on``), meant for a server across a network. On a loopback or Unix-socket server a round trip costs less than
-  psycopg's pipeline machinery (measured: ``BEGIN`` + lock, then the token read, as two
-  round trips, 0.12 ms and 0.05 ms of CPU; the same in one pipeline, 0.24-0.39 ms and
-  0.10-0.14 ms of CPU), so there the ``BEGIN`` goes as one simple query with the first
-  statement, and deferred writes run at once (:func:`pipelined_for`).
+  ``begin`` statements sends them with its first statement: the writer lock and the call's
+  token re-check arrive together. By default (loopback or Unix-socket server) when that
+  statement is a read, as one simple query, its values bound client-side by psycopg
+  (``ClientCursor.mogrify``): each statement of a simple query takes its own snapshot, so
+  the read sees every commit made before the lock was granted. Any other first statement
+  waits for the ``BEGIN`` to go alone. With ``pipelined`` (the URL's ``?pipeline=on``, meant
+  for a server across a network) the ``BEGIN`` goes with any first statement in one
+  pipeline; on loopback psycopg's pipeline machinery costs more than the round trip it
+  saves (measured: ``BEGIN`` + lock, then the token read, as two round trips, 0.12 ms and
+  0.05 ms of CPU; the same in one pipeline, 0.24-0.39 ms and 0.10-0.14 ms of CPU), and
+  deferred writes run at once if a statement follows them (:func:`pipelined_for`).
 * **No savepoint where no statement needs rolling back.** A one-row ``INSERT ... VALUES``
   into a table with no foreign key (:class:`InsertFacts`, read once per storage) is sent as
   ``INSERT ... ON CONFLICT DO NOTHING``: a duplicate key inserts nothing and is reported as
@@ -40,12 +47,15 @@ The call path, in round trips (issue 30):
   column returns it (``RETURNING``), so ``last_insert_rowid()`` needs no ``lastval()`` round
   trip.
 * **The call's audit event travels with the ``COMMIT``** (:meth:`PgConnection.defer`): its
-  sequence number is not read back, and a failure fails the commit (pipelined servers).
-* **Prepared statements.** Statements outside a pipeline are prepared by psycopg once seen
-  five times on a connection (its ``prepare_threshold``); pooled connections keep them.
-  Inserts are not: a prepared audit insert, the first statement of its transaction to take
-  a transaction id, broke the event log's horizon under concurrent replicas
-  (``tests/replicas/test_events.py``, the SIGKILL case), so they run unprepared as before.
+  sequence number is not read back, and a failure fails the commit. Unpipelined it is one
+  simple query, ``SAVEPOINT; INSERT ...; RELEASE; SELECT pg_notify(...); COMMIT``, the
+  insert's values bound by psycopg; pipelined, the same statements in one pipeline. The
+  savepoint stays (:data:`SAVEPOINT_TABLES` says why).
+* **Prepared statements.** Statements outside a pipeline or a simple query are prepared by
+  psycopg once seen five times on a connection (its ``prepare_threshold``); pooled
+  connections keep them. Inserts are not (they ran unprepared before issue 30 and still do).
+* **No ``Column`` objects.** A statement's rows are fetched when its result has tuples
+  (``_rows``), the test ``cursor.description`` makes without building its ``Column`` list.
 
 >>> translate("SELECT a FROM t INDEXED BY t_a WHERE a = ? AND b LIKE '%?' AND rowid = ?")
 "SELECT a FROM t WHERE a = %s AND b LIKE '%%?' AND ctid = %s"
@@ -132,9 +142,19 @@ _RELEASE = "RELEASE SAVEPOINT agent_task_insert"
 SAVEPOINT_TABLES = frozenset({"audit_event"})
 """Tables whose inserts keep the savepoint path whatever their keys: the event log's rows.
 
-With the audit insert as ``ON CONFLICT DO NOTHING`` the replicas' event stream missed its
-catch-up under load (``tests/replicas/test_events.py``, the SIGKILL case, 3 runs of 4) where
-main's path never did; the cause is not found yet, so the event log keeps main's path."""
+With the audit insert as ``ON CONFLICT DO NOTHING`` (no savepoint) the replicas' event
+stream missed its catch-up under load (``tests/replicas/test_events.py``, the SIGKILL case,
+3 runs of 4). The likely cause: the event log's horizon
+(:class:`taskcore.events.log.Horizon`) bounds a gap's writer by the reader's snapshot
+``xmax``, which is PostgreSQL's latest *completed* xid + 1, not the next xid to be assigned.
+A writer W that took its xid after writer V but drew its seq before V's is invisible to a
+reader that sees V's event once V committed, unless some transaction with an xid at or
+above W's has completed: W's xid is then at or above ``xmax`` (neither in the snapshot's
+running list nor below its ``xmin``), the gap reads as settled, and W's event is skipped.
+Inside a savepoint, the insert's subtransaction takes a fresh xid right after drawing the
+seq, and V's commit advances the latest completed xid to it: past every xid taken before
+V drew its seq, W's included. So the audit insert keeps its savepoint (and the xid held
+before the seq, ``_SEQ_AFTER_XID`` in ``store/postgres/stores.py``)."""
 
 
 @attrs.frozen

@@ -22,10 +22,10 @@ journal's, kept across processes and hosts:
   they for it. Their token check reads the token row after their shared lock is held
   (:class:`~taskcore.store.postgres.stores.PgTokenStore`), so a revocation, an exclusive
   writer, commits only after the calls in flight with that token and every later call sees it.
-* **Round trips.** On a server across a network (``pipelined``) a transaction's ``BEGIN``
-  and writer lock travel with its first statement, so a transaction that runs none takes no
-  lock; on this host they are sent when the transaction opens
-  (:mod:`taskcore.store.postgres.connection`).
+* **Round trips.** A transaction's ``BEGIN`` and writer lock travel with its first
+  statement (on this host when that is a read, as one simple query; on a server across a
+  network, ``pipelined``, any statement in one pipeline), so a transaction that runs none
+  takes no lock (:mod:`taskcore.store.postgres.connection`).
 * **Durable when acknowledged.** ``COMMIT`` returns after the WAL is flushed
   (``synchronous_commit`` is left at its default, ``on``).
 * **Reads see one snapshot.** ``read()`` is ``REPEATABLE READ READ ONLY``.
