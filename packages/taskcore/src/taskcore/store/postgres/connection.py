@@ -31,7 +31,9 @@ checkpoint DONE) is 13 (it was 25):
   statement is a read, as one simple query, its values bound client-side by psycopg
   (``ClientCursor.mogrify``): each statement of a simple query takes its own snapshot, so
   the read sees every commit made before the lock was granted. Any other first statement
-  waits for the ``BEGIN`` to go alone. With ``pipelined`` (the URL's ``?pipeline=on``, meant
+  waits for the ``BEGIN`` to go alone. (The storage does this for a shared write only, the
+  row-safe queue verbs; it starts every other transaction when it opens, so a ``write()``
+  held open holds the writer lock.) With ``pipelined`` (the URL's ``?pipeline=on``, meant
   for a server across a network) the ``BEGIN`` goes with any first statement in one
   pipeline; on loopback psycopg's pipeline machinery costs more than the round trip it
   saves (measured: ``BEGIN`` + lock, then the token read, as two round trips, 0.12 ms and

@@ -22,10 +22,11 @@ journal's, kept across processes and hosts:
   they for it. Their token check reads the token row after their shared lock is held
   (:class:`~taskcore.store.postgres.stores.PgTokenStore`), so a revocation, an exclusive
   writer, commits only after the calls in flight with that token and every later call sees it.
-* **Round trips.** A transaction's ``BEGIN`` and writer lock travel with its first
-  statement (on this host when that is a read, as one simple query; on a server across a
-  network, ``pipelined``, any statement in one pipeline), so a transaction that runs none
-  takes no lock (:mod:`taskcore.store.postgres.connection`).
+* **Round trips.** A shared write's ``BEGIN`` and writer lock travel with its first
+  statement, the call's token re-check (on this host as one simple query; on a server across
+  a network, ``pipelined``, in one pipeline, as every transaction's), so a transaction that
+  runs none takes no lock; on this host other transactions send them when they open
+  (:mod:`taskcore.store.postgres.connection`).
 * **Durable when acknowledged.** ``COMMIT`` returns after the WAL is flushed
   (``synchronous_commit`` is left at its default, ``on``).
 * **Reads see one snapshot.** ``read()`` is ``REPEATABLE READ READ ONLY``.
@@ -365,6 +366,11 @@ class PostgresStorage:
                 conn = PgConnection(raw, facts=self.facts, begin=begin, pipelined=self.pipelined)
                 tx = PgTransaction(conn, writable=writable, shared=shared)
                 try:
+                    if not self.pipelined and not shared:
+                        # BEGIN (and the writer lock) now: a write() held open holds the lock.
+                        # A shared write (the row-safe queue verbs) sends them with its first
+                        # statement instead, its token re-check (PgConnection._begin_with).
+                        conn.start()
                     yield tx
                     if not conn.started and writable:
                         conn.start()  # nothing ran: commit an empty transaction, as before
