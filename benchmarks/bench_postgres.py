@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import shutil
@@ -65,6 +66,20 @@ class Database:
 
     def drop(self) -> None:
         _admin(self.server, f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+
+CPU_MS: dict[tuple[str, int], list[float]] = {}
+"""This process's CPU per cycle (ms) of each timed run, by ``(contender, workers)``."""
+
+
+def _timed_cpu(label: str, workers: int, cycles: int, run: Callable[[], float]) -> float:
+    """``run()``'s rate; its process CPU per cycle (``time.process_time``) goes to CPU_MS."""
+    started = time.process_time()
+    rate = run()
+    CPU_MS.setdefault((label, workers), []).append(
+        (time.process_time() - started) * 1000 / (workers * max(1, cycles // workers))
+    )
+    return rate
 
 
 def _threads(workers: int, per_worker: int, cycle: Callable[[], None]) -> float:
@@ -315,7 +330,12 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
                         ("agent-task on SQLite", sqlite),
                     ):
                         rates.setdefault((label, workers), []).append(
-                            contender.rate(workers, args.cycles)
+                            _timed_cpu(
+                                label,
+                                workers,
+                                args.cycles,
+                                functools.partial(contender.rate, workers, args.cycles),
+                            )
                         )
             finally:
                 theirs.close()
@@ -330,6 +350,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
                         "case": f"{label}, {workers} worker{'s' if workers > 1 else ''}",
                         "cycles_per_s": rate,
                         "vs_procrastinate": rate / base,
+                        "cpu_ms_per_cycle": _median(CPU_MS[(label, workers)]),
                     }
                 )
         with psycopg.connect(ours_db.url, autocommit=True) as conn:
@@ -354,11 +375,17 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
         f"load average (1 min) {load_before:.2f} at start, {os.getloadavg()[0]:.2f} at end, "
         f"{os.cpu_count()} cores"
     )
-    print(f"{'case':52} {'cycles/s':>10} {'vs Procrastinate':>17}")
+    print(f"{'case':52} {'cycles/s':>10} {'vs Procrastinate':>17} {'CPU ms/cycle':>13}")
     for row in rows:
         ratio = row["vs_procrastinate"]
         shown = "" if ratio is None else f"{ratio:.2f}x"
-        print(f"{row['case']:52} {row['cycles_per_s']:10.0f} {shown:>17}")
+        cpu = row.get("cpu_ms_per_cycle")
+        cpu_shown = "" if cpu is None else f"{cpu:.2f}"
+        print(f"{row['case']:52} {row['cycles_per_s']:10.0f} {shown:>17} {cpu_shown:>13}")
+    print(
+        "CPU ms/cycle: this benchmark process's CPU (time.process_time) over the timed cycles, "
+        "median of the rounds (server CPU not included)"
+    )
     return rows
 
 

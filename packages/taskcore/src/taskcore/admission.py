@@ -210,8 +210,7 @@ def authenticate_in_call(tx: Transaction, bearer: str, admitted: Actor) -> None:
     """The admitted bearer's authentication, inside the call's write transaction.
 
     The same check as :meth:`Service.authenticate` (the token must exist, match and be
-    live), reading the token row the live guard reads (``FOR SHARE`` under a shared writer
-    lock); :class:`Lapsed` if it fails.
+    live), reading the token row the live guard reads; :class:`Lapsed` if it fails.
     """
     try:
         actor = authenticate_in(tx, bearer)

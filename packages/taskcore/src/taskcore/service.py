@@ -738,7 +738,8 @@ class Service:
                 with held, self.write(shared=op.row_safe) as tx:
                     # The live authorization guard: the token must still be valid inside the
                     # transaction that acts on it (revocation serializes with this commit:
-                    # under a shared writer lock the token row is read FOR SHARE).
+                    # it is an exclusive writer, and a shared writer reads the token after
+                    # taking its shared writer lock).
                     # In-process actors built by trusted code have no token record.
                     if bearer is not None:
                         authenticate_in_call(tx, bearer, actor)

@@ -16,6 +16,7 @@ Nothing in a refusal tells them apart.
 
 from __future__ import annotations
 
+import enum
 import json
 import secrets
 from typing import Any
@@ -30,11 +31,14 @@ from taskcore.queue.retry import lapsed_exhausted
 from taskcore.queue.transitions import TaskAction, next_status
 from taskcore.queue.types import TaskStatus
 from taskcore.store.queue_api import TaskRecord
+from taskcore.store.queueflow_api import FlowRecord
 from taskcore.store.storage import Transaction
 from taskcore.store.wakeup import queue_topic
 
 __all__ = [
+    "UNREAD",
     "QueueCall",
+    "Unread",
     "cleared_lease",
     "effective_status",
     "insert_task",
@@ -50,6 +54,15 @@ __all__ = [
     "task_not_found",
     "write_task",
 ]
+
+
+class Unread(enum.Enum):
+    """A flow row not read yet (:func:`write_task`'s ``known_flow``)."""
+
+    UNREAD = enum.auto()
+
+
+UNREAD = Unread.UNREAD
 
 
 @attrs.frozen(kw_only=True)
@@ -116,7 +129,13 @@ def parse_json_text(text: str | None) -> Any:
     return None if text is None else json.loads(text)
 
 
-def write_task(call: QueueCall, task: TaskRecord, **changes: Any) -> TaskRecord:
+def write_task(
+    call: QueueCall,
+    task: TaskRecord,
+    known_flow: FlowRecord | Unread | None = UNREAD,
+    /,
+    **changes: Any,
+) -> TaskRecord:
     """Store ``task`` with ``changes`` if its row is unchanged since it was read; return it.
 
     The stored record is made in one copy (its version one more than ``task``'s) and only
@@ -127,10 +146,13 @@ def write_task(call: QueueCall, task: TaskRecord, **changes: Any) -> TaskRecord:
     Every queue transition writes its task here, so this is where the call's status move is
     noted for its audit event (:mod:`taskcore.callnote`): the status as observed before
     (an expired lease reads ``QUEUED``) and the status stored.
+
+    ``known_flow`` is the task's ``queueflow`` row as this transaction already read it with
+    the row-locked task (``None``: it has none), so settling the move need not read it again.
     """
     stored = _write_row(call, task, changes)
     if stored.status != task.status:
-        _settle_flow(call, task, stored)
+        _settle_flow(call, task, stored, known_flow)
     return stored
 
 
@@ -148,7 +170,9 @@ def _write_row(call: QueueCall, task: TaskRecord, changes: dict[str, Any]) -> Ta
 _ENDED = frozenset({TaskStatus.FAILED.value, TaskStatus.CANCELLED.value})
 
 
-def _settle_flow(call: QueueCall, before: TaskRecord, after: TaskRecord) -> None:
+def _settle_flow(
+    call: QueueCall, before: TaskRecord, after: TaskRecord, known: FlowRecord | Unread | None
+) -> None:
     """After a status move: keep the flow row's gate, wake claimers, fail orphaned children.
 
     A keyed task leaving ``LEASED`` frees a slot of its key and a parent reaching ``DONE``
@@ -156,23 +180,32 @@ def _settle_flow(call: QueueCall, before: TaskRecord, after: TaskRecord) -> None
     ``FAILED`` or ``CANCELLED`` fails each open child (saying which parent), and so on down
     (a work list, not recursion: a chain may be long).
     """
-    moves = [(before, after)]
+    moves: list[tuple[TaskRecord, TaskRecord, FlowRecord | Unread | None]] = [
+        (before, after, known)
+    ]
     while moves:
-        old, new = moves.pop()
+        old, new, row = moves.pop()
         terminal = TaskStatus(new.status).terminal
-        flow = call.tx.queueflow.set_gated(call.workspace, new.task_id, terminal=terminal)
+        done = new.status == TaskStatus.DONE.value
+        if row is UNREAD:
+            flow, children = call.tx.queueflow.settle_row(
+                call.workspace, new.task_id, terminal=terminal, children=done
+            )
+        else:  # the first move's row came with its task (a claim)
+            flow = None if row is None else call.tx.queueflow.regate(row, terminal=terminal)
+            children = done and call.tx.queueflow.has_children(call.workspace, new.task_id)
         keyed = flow is not None and flow.concurrency_key is not None
         if keyed and old.status == TaskStatus.LEASED.value:
             call.tx.signal(queue_topic(call.workspace))
-        if new.status == TaskStatus.DONE.value:
-            if call.tx.queueflow.has_children(call.workspace, new.task_id):
+        if done:
+            if children:
                 call.tx.signal(queue_topic(call.workspace))
         elif new.status in _ENDED:
             reason = f"parent {new.task_id} ended {new.status}"
             for child_id in call.tx.queueflow.open_children(call.workspace, new.task_id):
                 moved = _fail_child(call, child_id, reason)
                 if moved is not None:
-                    moves.append(moved)
+                    moves.append((*moved, UNREAD))
 
 
 def _fail_child(

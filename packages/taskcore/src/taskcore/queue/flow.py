@@ -123,11 +123,11 @@ def _holds(task: TaskRecord, unique_for_ms: int, now_ms: int) -> bool:
     return now_ms < task.finished_at_ms + unique_for_ms
 
 
-def record_flow(call: QueueCall, request: CreateIn, task: TaskRecord) -> None:
-    """Write the new task's flow row and dependencies."""
+def record_flow(call: QueueCall, request: CreateIn, task: TaskRecord) -> bool:
+    """Write the new task's flow row and dependencies; whether it has any."""
     after = request.after or ()
     if request.unique_key is None and request.concurrency_key is None and not after:
-        return
+        return False
     call.tx.queueflow.insert_flow(
         FlowRecord(
             workspace=call.workspace,
@@ -140,6 +140,7 @@ def record_flow(call: QueueCall, request: CreateIn, task: TaskRecord) -> None:
     )
     if after:
         call.tx.queueflow.insert_deps(call.workspace, task.task_id, tuple(after))
+    return True
 
 
 def failed_parent(statuses: dict[str, str], after: tuple[str, ...]) -> str | None:

@@ -52,7 +52,9 @@ from taskcore.limits import (
 from taskcore.queue import flow
 from taskcore.queue.approval import GRANT_VERB, input_hash, mint_gate, open_grant, void_open_gate
 from taskcore.queue.common import (
+    UNREAD,
     QueueCall,
+    Unread,
     effective_status,
     is_admin,
     json_text,
@@ -68,6 +70,7 @@ from taskcore.queue.transitions import TaskAction, next_status
 from taskcore.queue.types import ClaimResult, EscalateResult, LeaseHandle, TaskStatus, TaskView
 from taskcore.queue.views import gate_view, phase_view, task_view
 from taskcore.store.queue_api import TaskRecord
+from taskcore.store.queueflow_api import FlowRecord
 
 __all__ = [
     "Refused",
@@ -163,12 +166,19 @@ class Refused:
     error: TaskError
 
 
-def _take(call: QueueCall, task: TaskRecord, lease_ms: int | None) -> ClaimResult:
+def _take(
+    call: QueueCall,
+    task: TaskRecord,
+    lease_ms: int | None,
+    flow_row: FlowRecord | Unread | None = UNREAD,
+) -> ClaimResult:
     length = call.lease_length(lease_ms)
     granted = lease_granted(task, call.actor, call.now_ms, length)
-    claimed = write_task(call, task, **granted, **claim_changes(task, call.now_ms))
+    claimed = write_task(call, task, flow_row, **granted, **claim_changes(task, call.now_ms))
     grant = open_grant(call, claimed)
-    phase = call.tx.queue.latest_phase(call.workspace, claimed.task_id)
+    # Phase checkpoints are written only under a live lease (checkpoints.write_phase), and
+    # every claim raises the fence: a task never claimed before (fence 0) has none.
+    phase = None if task.fence == 0 else call.tx.queue.latest_phase(call.workspace, claimed.task_id)
     assert claimed.lease_owner is not None
     assert claimed.lease_expires_at_ms is not None
     return ClaimResult(
@@ -238,19 +248,25 @@ def claim_next(call: QueueCall, request: ClaimNextIn) -> ClaimResult:
     lease expired (a retrying task's after its back-off), whose autonomy ceiling admits the
     caller, optionally of one carrier verb, and of no paused verb.
     """
-    paused = tuple(p.verb for p in call.tx.queue.paused_verbs(call.workspace))
+    context = call.tx.queueflow.claim_context(call.workspace)
+    paused = context.paused
     if request.verb is not None and request.verb in paused:
         return ClaimResult(claimed=False)
-    task = _best(call, request, paused, gated=_flow_gated(call))
+    if context.gated:
+        # queueflow: a PostgreSQL workspace's keyed claims take turns first
+        # (QueueFlowStore.serialize_limited_claims).
+        call.tx.queueflow.serialize_limited_claims(call.workspace, keyed=context.keyed)
+    task, found = _best(call, request, paused, gated=context.gated)
     if task is None:
         return ClaimResult(claimed=False)
-    return _take(call, task, request.lease_ms)
+    return _take(call, task, request.lease_ms, found)
 
 
 def _best(
     call: QueueCall, request: ClaimNextIn, paused: tuple[str, ...], *, gated: bool
-) -> TaskRecord | None:
-    task = call.tx.queue.best_claimable(
+) -> tuple[TaskRecord | None, FlowRecord | None]:
+    """The task to claim and its flow row (queueflow; read with it)."""
+    task, found = call.tx.queue.claim_candidate(
         call.workspace,
         max_autonomy=MAX_AUTONOMY,
         autonomy=call.actor.autonomy,
@@ -259,27 +275,12 @@ def _best(
         paused=() if request.verb is not None else paused,
         gated=gated,
     )
-    if gated or task is None:
-        return task
-    found = call.tx.queueflow.flows(call.workspace, (task.task_id,)).get(task.task_id)
-    if found is None or not found.gated:
-        return task
+    if gated or task is None or found is None or not found.gated:
+        return task, found
     # A gated task committed between the check and the claim (PostgreSQL: each statement
     # sees the latest commits): claim again, through the gate.
     call.tx.queueflow.serialize_limited_claims(call.workspace)
     return _best(call, request, paused, gated=True)
-
-
-def _flow_gated(call: QueueCall) -> bool:
-    """queueflow: whether this workspace's claim must check the flow gate (parents, keys).
-
-    When it must, a PostgreSQL workspace's keyed claims take turns first
-    (:meth:`~taskcore.store.queueflow_api.QueueFlowStore.serialize_limited_claims`).
-    """
-    if not call.tx.queueflow.gates_claims(call.workspace):
-        return False
-    call.tx.queueflow.serialize_limited_claims(call.workspace)
-    return True
 
 
 def checkpoint(call: QueueCall, request: CheckpointIn) -> TaskView | Refused:

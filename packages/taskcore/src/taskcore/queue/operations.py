@@ -133,8 +133,9 @@ read from those tables cannot change under them):
 * ``checkpoint`` and ``release`` read the task and write it by version compare-and-set, the
   fence, lease and runaway counters (``lease_extensions``, ``first_leased_at_ms``) all on
   that one row: a racing writer of the row makes the later one ``CONFLICT``, nothing lost;
-* the front door's token check reads the token row ``FOR SHARE`` and the audit row is a
-  plain insert (its ``seq`` from a sequence). No idempotency, rate or gate rows are written.
+* the front door's token check reads the token row after the shared writer lock is held (a
+  revocation is an exclusive writer: it waits for the calls in flight, later calls see it)
+  and the audit row is a plain insert (its ``seq`` from a sequence). No idempotency, rate or gate rows are written.
 """
 
 

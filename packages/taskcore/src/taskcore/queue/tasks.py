@@ -122,7 +122,8 @@ def create(call: QueueCall, request: CreateIn) -> TaskView:
         **schedule_of(request, call.now_ms),
     )
     stored = insert_task(call, record)
-    flow.record_flow(call, request, stored)
+    if not flow.record_flow(call, request, stored):
+        return task_view(stored, call.now_ms)  # no flow row, no parents: nothing to read
     orphaned = flow.failed_parent(parents, request.after or ())
     if orphaned is not None:  # a parent already ended FAILED or CANCELLED: so does this task
         stored = write_task(

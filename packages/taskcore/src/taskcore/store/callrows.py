@@ -12,8 +12,7 @@ another statement; any write through a store forgets what that store memoised, a
 transaction starts with empty memos.
 
 Plain SQL over the tables both backends share, so the PostgreSQL transaction runs the same
-statement (its connection translates the placeholders). A PostgreSQL shared write reads
-tokens ``FOR SHARE`` and takes no seeded token row (see ``PgTokenStore``).
+statement (its connection translates the placeholders).
 """
 
 from __future__ import annotations

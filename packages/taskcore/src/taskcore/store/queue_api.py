@@ -19,9 +19,12 @@ as ``False`` instead of a silent overwrite.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import attrs
+
+if TYPE_CHECKING:
+    from taskcore.store.queueflow_api import FlowRecord
 
 __all__ = [
     "ApprovalGateRecord",
@@ -270,6 +273,25 @@ class QueueStore(Protocol):
         or concurrency keys: ``queueflow``), a candidate must also pass the flow gate
         (:data:`taskcore.store.sqlite_queueflow.CLAIM_GATE`): every parent ``DONE``, its key
         below its limit.
+        """
+        ...
+
+    def claim_candidate(
+        self,
+        workspace: str,
+        *,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+        paused: tuple[str, ...] = (),
+        gated: bool = False,
+    ) -> tuple[TaskRecord | None, FlowRecord | None]:
+        """:meth:`best_claimable`, and the ``queueflow`` row of the task it found (or ``None``).
+
+        PostgreSQL reads both in one statement. A task's flow row is written with the task
+        and, while the task is not terminal, its ``gated`` never changes, so the row read
+        with the (row-locked) candidate is the row as it stands.
         """
         ...
 

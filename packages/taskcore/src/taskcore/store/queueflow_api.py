@@ -19,7 +19,7 @@ from typing import Protocol
 
 import attrs
 
-__all__ = ["FlowRecord", "LimitRecord", "QueueFlowStore", "UniqueHolder"]
+__all__ = ["ClaimContext", "FlowRecord", "LimitRecord", "QueueFlowStore", "UniqueHolder"]
 
 
 @attrs.frozen(kw_only=True)
@@ -32,6 +32,19 @@ class FlowRecord:
     concurrency_key: str | None = None
     has_parents: bool = False
     gated: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class ClaimContext:
+    """What ``claimNext`` reads of a workspace before its claim (:meth:`QueueFlowStore.claim_context`)."""
+
+    paused: tuple[str, ...] = ()
+    """The paused verbs, sorted."""
+    gated: bool = False
+    """:meth:`QueueFlowStore.gates_claims`."""
+    keyed: bool | None = None
+    """Whether a gated task has a concurrency key (``None``: not read; see
+    :meth:`QueueFlowStore.serialize_limited_claims`)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -70,6 +83,19 @@ class QueueFlowStore(Protocol):
 
     def set_gated(self, workspace: str, task_id: str, *, terminal: bool) -> FlowRecord | None:
         """Mark the task's row gated unless ``terminal``; return the row (``None``: no row)."""
+        ...
+
+    def regate(self, flow: FlowRecord, *, terminal: bool) -> FlowRecord:
+        """:meth:`set_gated` of a row already read in this transaction (no read)."""
+        ...
+
+    def settle_row(
+        self, workspace: str, task_id: str, *, terminal: bool, children: bool
+    ) -> tuple[FlowRecord | None, bool]:
+        """:meth:`set_gated`, and with ``children`` :meth:`has_children` (else ``False``).
+
+        PostgreSQL reads both in one statement.
+        """
         ...
 
     def claim_unique(self, workspace: str, key: str, task_id: str, unique_for_ms: int) -> bool:
@@ -141,10 +167,15 @@ class QueueFlowStore(Protocol):
         """Whether any non-terminal task of the workspace has parents or a concurrency key."""
         ...
 
-    def serialize_limited_claims(self, workspace: str) -> None:
+    def claim_context(self, workspace: str) -> ClaimContext:
+        """The workspace's paused verbs and :meth:`gates_claims` (PostgreSQL: one read)."""
+        ...
+
+    def serialize_limited_claims(self, workspace: str, *, keyed: bool | None = None) -> None:
         """Make concurrent ``claimNext`` calls of a workspace with limits take turns.
 
         Nothing on SQLite (one writer); on PostgreSQL a transaction advisory lock, taken
-        before the claim reads, when a live task of the workspace has a concurrency key.
+        before the claim reads, when a live task of the workspace has a concurrency key
+        (``keyed``: as :meth:`claim_context` read it; ``None``: read it now).
         """
         ...

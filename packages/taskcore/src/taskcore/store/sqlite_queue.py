@@ -27,6 +27,7 @@ import attrs
 
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.queue_api import QueueCount, TaskRecord
+from taskcore.store.queueflow_api import FlowRecord
 from taskcore.store.sqlite_queue_rows import EXTS, GATES, PHASES, is_unique
 from taskcore.store.sqlite_queue_sched import (
     DUE,
@@ -39,7 +40,7 @@ from taskcore.store.sqlite_queue_sched import (
     not_paused,
 )
 from taskcore.store.sqlite_queue_schema import COMPONENT
-from taskcore.store.sqlite_queueflow import CLAIM_GATE
+from taskcore.store.sqlite_queueflow import CLAIM_GATE, SqliteQueueFlowStore
 from taskcore.store.tables import Table
 from taskcore.store.wakeup import queue_topic
 
@@ -236,6 +237,32 @@ class SqliteQueueStore(PausedVerbs):
         sql = _claim_sql(len(ceilings), verb is not None, len(paused), gated)
         best = self._one(sql, tuple(args))
         return None if best is None else TASKS.from_row(best)
+
+    def claim_candidate(
+        self,
+        workspace: str,
+        *,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+        paused: tuple[str, ...] = (),
+        gated: bool = False,
+    ) -> tuple[TaskRecord | None, FlowRecord | None]:
+        """:meth:`best_claimable` and the found task's flow row (two reads in process)."""
+        task = self.best_claimable(
+            workspace,
+            max_autonomy=max_autonomy,
+            autonomy=autonomy,
+            verb=verb,
+            now_ms=now_ms,
+            paused=paused,
+            gated=gated,
+        )
+        if task is None:
+            return None, None
+        flows = SqliteQueueFlowStore(self._conn).flows(workspace, (task.task_id,))
+        return task, flows.get(task.task_id)
 
     def next_due(self, workspace: str, now_ms: int) -> int | None:
         """The earliest time after ``now_ms`` a task may become claimable by time alone.

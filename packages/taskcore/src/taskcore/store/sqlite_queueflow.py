@@ -18,7 +18,7 @@ from typing import Any
 import apsw
 
 from taskcore.limits import CONCURRENCY_LIMIT_DEFAULT
-from taskcore.store.queueflow_api import FlowRecord, LimitRecord, UniqueHolder
+from taskcore.store.queueflow_api import ClaimContext, FlowRecord, LimitRecord, UniqueHolder
 from taskcore.store.sqlite import Component, Migration
 
 __all__ = ["CLAIM_GATE", "COMPONENT", "SqliteQueueFlowStore"]
@@ -151,14 +151,15 @@ class SqliteQueueFlowStore:
             "WHERE workspace = ? AND task_id = ?",
             (workspace, task_id),
         )
-        if row is None:
-            return None
-        flow = _flow(row)
+        return None if row is None else self.regate(_flow(row), terminal=terminal)
+
+    def regate(self, flow: FlowRecord, *, terminal: bool) -> FlowRecord:
+        """:meth:`set_gated` of a row already read in this transaction (no read)."""
         gated = not terminal and (flow.has_parents or flow.concurrency_key is not None)
         if gated != flow.gated:
             self._conn.execute(
                 "UPDATE queueflow_task SET gated = ? WHERE workspace = ? AND task_id = ?",
-                (int(gated), workspace, task_id),
+                (int(gated), flow.workspace, flow.task_id),
             )
         return FlowRecord(
             workspace=flow.workspace,
@@ -168,6 +169,13 @@ class SqliteQueueFlowStore:
             has_parents=flow.has_parents,
             gated=gated,
         )
+
+    def settle_row(
+        self, workspace: str, task_id: str, *, terminal: bool, children: bool
+    ) -> tuple[FlowRecord | None, bool]:
+        """:meth:`set_gated`, and with ``children`` :meth:`has_children` (else ``False``)."""
+        flow = self.set_gated(workspace, task_id, terminal=terminal)
+        return flow, children and self.has_children(workspace, task_id)
 
     # -- unique keys ------------------------------------------------------------------------
     def claim_unique(self, workspace: str, key: str, task_id: str, unique_for_ms: int) -> bool:
@@ -328,7 +336,15 @@ class SqliteQueueFlowStore:
         )
         return row is not None
 
-    def serialize_limited_claims(self, workspace: str) -> None:
+    def claim_context(self, workspace: str) -> ClaimContext:
+        """The workspace's paused verbs and :meth:`gates_claims` (two reads in process)."""
+        rows = self._conn.execute(
+            "SELECT verb FROM queue_paused_verb WHERE workspace = ? ORDER BY verb", (workspace,)
+        )
+        paused = tuple(str(r[0]) for r in rows)
+        return ClaimContext(paused=paused, gated=self.gates_claims(workspace))
+
+    def serialize_limited_claims(self, workspace: str, *, keyed: bool | None = None) -> None:
         """Nothing to do: SQLite has one writer at a time."""
 
 

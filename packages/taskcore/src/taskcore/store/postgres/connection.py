@@ -20,16 +20,25 @@ The translation is small and total:
 A statement that fails aborts the PostgreSQL transaction; every store turns a constraint
 error into a refusal (a ``TaskError``), so the transaction ends there, as it must.
 
-The call path, in round trips (issue 30):
+The call path, in round trips (issue 30). A row-safe queue call is three or four: ``BEGIN``
++ writer lock + token re-check (one simple query), the verb's own statements, then audit
+event + ``NOTIFY`` + ``COMMIT`` (one simple query); the queue cycle (create + claimNext +
+checkpoint DONE) is 13 (it was 25):
 
 * **The transaction's first statement carries its ``BEGIN``.** A transaction opened with
-  ``begin`` statements sends them with its first statement in one pipeline (one round trip):
-  the writer lock and the call's token re-check arrive together. That is opt-in (``pipelined``,
-  the URL's ``?pipeline=on``), meant for a server across a network. On a loopback or Unix-socket server a round trip costs less than
-  psycopg's pipeline machinery (measured: ``BEGIN`` + lock, then the token read, as two
-  round trips, 0.12 ms and 0.05 ms of CPU; the same in one pipeline, 0.24-0.39 ms and
-  0.10-0.14 ms of CPU), so there the ``BEGIN`` goes as one simple query with the first
-  statement, and deferred writes run at once (:func:`pipelined_for`).
+  ``begin`` statements sends them with its first statement: the writer lock and the call's
+  token re-check arrive together. By default (loopback or Unix-socket server) when that
+  statement is a read, as one simple query, its values bound client-side by psycopg
+  (``ClientCursor.mogrify``): each statement of a simple query takes its own snapshot, so
+  the read sees every commit made before the lock was granted. Any other first statement
+  waits for the ``BEGIN`` to go alone. (The storage does this for a shared write only, the
+  row-safe queue verbs; it starts every other transaction when it opens, so a ``write()``
+  held open holds the writer lock.) With ``pipelined`` (the URL's ``?pipeline=on``, meant
+  for a server across a network) the ``BEGIN`` goes with any first statement in one
+  pipeline; on loopback psycopg's pipeline machinery costs more than the round trip it
+  saves (measured: ``BEGIN`` + lock, then the token read, as two round trips, 0.12 ms and
+  0.05 ms of CPU; the same in one pipeline, 0.24-0.39 ms and 0.10-0.14 ms of CPU), and
+  deferred writes run at once if a statement follows them (:func:`pipelined_for`).
 * **No savepoint where no statement needs rolling back.** A one-row ``INSERT ... VALUES``
   into a table with no foreign key (:class:`InsertFacts`, read once per storage) is sent as
   ``INSERT ... ON CONFLICT DO NOTHING``: a duplicate key inserts nothing and is reported as
@@ -40,12 +49,15 @@ The call path, in round trips (issue 30):
   column returns it (``RETURNING``), so ``last_insert_rowid()`` needs no ``lastval()`` round
   trip.
 * **The call's audit event travels with the ``COMMIT``** (:meth:`PgConnection.defer`): its
-  sequence number is not read back, and a failure fails the commit (pipelined servers).
-* **Prepared statements.** Statements outside a pipeline are prepared by psycopg once seen
-  five times on a connection (its ``prepare_threshold``); pooled connections keep them.
-  Inserts are not: a prepared audit insert, the first statement of its transaction to take
-  a transaction id, broke the event log's horizon under concurrent replicas
-  (``tests/replicas/test_events.py``, the SIGKILL case), so they run unprepared as before.
+  sequence number is not read back, and a failure fails the commit. Unpipelined it is one
+  simple query, ``SAVEPOINT; INSERT ...; RELEASE; SELECT pg_notify(...); COMMIT``, the
+  insert's values bound by psycopg; pipelined, the same statements in one pipeline. The
+  savepoint stays (:data:`SAVEPOINT_TABLES` says why).
+* **Prepared statements.** Statements outside a pipeline or a simple query are prepared by
+  psycopg once seen five times on a connection (its ``prepare_threshold``); pooled
+  connections keep them. Inserts are not (they ran unprepared before issue 30 and still do).
+* **No ``Column`` objects.** A statement's rows are fetched when its result has tuples
+  (``_rows``), the test ``cursor.description`` makes without building its ``Column`` list.
 
 >>> translate("SELECT a FROM t INDEXED BY t_a WHERE a = ? AND b LIKE '%?' AND rowid = ?")
 "SELECT a FROM t WHERE a = %s AND b LIKE '%%?' AND ctid = %s"
@@ -126,12 +138,25 @@ _CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)
 _LITERAL = re.compile(r"'(?:[^']|'')*'")
 
 
+_SAVEPOINT = "SAVEPOINT agent_task_insert"
+_RELEASE = "RELEASE SAVEPOINT agent_task_insert"
+
 SAVEPOINT_TABLES = frozenset({"audit_event"})
 """Tables whose inserts keep the savepoint path whatever their keys: the event log's rows.
 
-With the audit insert as ``ON CONFLICT DO NOTHING`` the replicas' event stream missed its
-catch-up under load (``tests/replicas/test_events.py``, the SIGKILL case, 3 runs of 4) where
-main's path never did; the cause is not found yet, so the event log keeps main's path."""
+With the audit insert as ``ON CONFLICT DO NOTHING`` (no savepoint) the replicas' event
+stream missed its catch-up under load (``tests/replicas/test_events.py``, the SIGKILL case,
+3 runs of 4). The likely cause: the event log's horizon
+(:class:`taskcore.events.log.Horizon`) bounds a gap's writer by the reader's snapshot
+``xmax``, which is PostgreSQL's latest *completed* xid + 1, not the next xid to be assigned.
+A writer W that took its xid after writer V but drew its seq before V's is invisible to a
+reader that sees V's event once V committed, unless some transaction with an xid at or
+above W's has completed: W's xid is then at or above ``xmax`` (neither in the snapshot's
+running list nor below its ``xmin``), the gap reads as settled, and W's event is skipped.
+Inside a savepoint, the insert's subtransaction takes a fresh xid right after drawing the
+seq, and V's commit advances the latest completed xid to it: past every xid taken before
+V drew its seq, W's included. So the audit insert keeps its savepoint (and the xid held
+before the seq, ``_SEQ_AFTER_XID`` in ``store/postgres/stores.py``)."""
 
 
 @attrs.frozen
@@ -273,7 +298,9 @@ class PgConnection:
         self._begin = begin
         self._pipelined = pipelined
         self._deferred: list[tuple[str, Sequence[Any] | None]] = []
+        self._late: list[tuple[str, list[Any] | None]] = []
         self._rowid: int | None = None
+        self._cur: psycopg.Cursor[Any] | None = None
 
     @property
     def started(self) -> bool:
@@ -305,20 +332,45 @@ class PgConnection:
         """Run a write whose result nobody reads with the next statement or the ``COMMIT``.
 
         The call's own audit event is the last write of its transaction: it travels with the
-        ``COMMIT`` (one round trip). A failure fails the commit: nothing is written.
+        ``COMMIT`` (one round trip), inside its own savepoint as every audit insert
+        (:data:`SAVEPOINT_TABLES`). A failure fails the commit: nothing is written.
+        Unpipelined, the ``COMMIT`` is one simple query, so the write's values are bound in
+        it by psycopg (:meth:`commit`).
         """
-        if not self._pipelined:
-            self.execute(sql, args)
-            return
         if "\x00" in sql:
             raise TaskError(ErrorCode.BAD_INPUT, "a statement holds a NUL character")
-        self._deferred.append((translate(sql), _clean(args)))
+        query, values = translate(sql), _clean(args)
+        if not self._pipelined:
+            self._late.append((query, values))
+            return
+        self._deferred.extend(((_SAVEPOINT, None), (query, values), (_RELEASE, None)))
+
+    def _run_late(self) -> None:
+        """Run deferred writes now (a statement came after them): each in its savepoint."""
+        late, self._late = self._late, []
+        for query, values in late:
+            try:
+                self._insert(query, values)
+            except psycopg.Error as exc:
+                mapped = pg_error(exc)
+                if mapped is exc:
+                    raise
+                raise mapped from exc
 
     def commit(self, tail: tuple[str, ...]) -> None:
         """End the transaction with ``tail`` (``COMMIT``, maybe a ``NOTIFY`` first).
 
-        Deferred writes (and a ``BEGIN`` not yet sent) go in the same round trip.
+        Deferred writes (and a ``BEGIN`` not yet sent) go in the same round trip: in one
+        pipeline, or (unpipelined) in one simple query, each write in its savepoint with
+        its values bound client-side (psycopg's literals).
         """
+        if self._late:
+            late, self._late = self._late, []
+            self.start()
+            bind = psycopg.ClientCursor(self.raw).mogrify
+            writes = [f"{_SAVEPOINT}; {bind(q, v)}; {_RELEASE}" for q, v in late]
+            self.raw.execute("; ".join((*writes, *tail)))
+            return
         prefix = self._prefix()
         if not prefix:
             self.raw.execute("; ".join(tail))
@@ -337,7 +389,11 @@ class PgConnection:
         query = translate(sql)
         self._rowid = None
         if not self._pipelined:
+            if self._begin and _is_select(sql):
+                return self._begin_with(query, args)
             self.start()
+            if self._late:
+                self._run_late()
         guarded = None
         if _is_insert(sql) and self._facts is not None:
             guarded = guarded_insert(query, self._facts)
@@ -349,15 +405,43 @@ class PgConnection:
             elif self._begin or self._deferred:
                 cur = self._with_prefix(query, args)
             else:
-                cur = self.raw.execute(query, args, prepare=None)
+                cur = self._cursor().execute(query, args, prepare=None)
         except psycopg.Error as exc:
             mapped = pg_error(exc)
             if mapped is exc:
                 raise
             raise mapped from exc
         self._changes = max(cur.rowcount, 0)
-        rows = cur.fetchall() if cur.description is not None else []
+        rows = _rows(cur)
         return PgCursor(rows)
+
+    def _cursor(self) -> psycopg.Cursor[Any]:
+        """The connection's one cursor for plain statements (each one's rows are copied out)."""
+        if self._cur is None:
+            self._cur = self.raw.cursor()
+        return self._cur
+
+    def _begin_with(self, query: str, args: Sequence[Any] | None) -> PgCursor:
+        """The transaction's first statement, a read, sent after its ``BEGIN`` statements.
+
+        One simple query (one round trip; its values bound by psycopg, as :meth:`commit`'s).
+        Each statement of a simple query takes its own snapshot, so the read sees every commit
+        before the writer lock was granted, as when they went in two round trips.
+        """
+        begin, self._begin = self._begin, ()
+        bound = query if args is None else psycopg.ClientCursor(self.raw).mogrify(query, args)
+        text = "; ".join((*begin, bound))
+        try:
+            cur = self._cursor().execute(text)
+            while cur.nextset():
+                pass
+        except psycopg.Error as exc:
+            mapped = pg_error(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+        self._changes = max(cur.rowcount, 0)
+        return PgCursor(_rows(cur))
 
     def _with_prefix(self, query: str, args: Sequence[Any] | None) -> psycopg.Cursor[Any]:
         """A statement sent with the ``BEGIN`` and deferred writes before it, in one round trip.
@@ -381,8 +465,8 @@ class PgConnection:
             # Not prepared, as no insert was before: with the audit insert prepared, a writer
             # whose first xid-taking statement it was broke the event log's horizon under
             # concurrent replicas (tests/replicas/test_events.py, the SIGKILL case).
-            cur = self.raw.execute(query, args, prepare=False)
-        rows = cur.fetchall() if cur.description is not None else []
+            cur = self._cursor().execute(query, args, prepare=False)
+        rows = _rows(cur)
         if cur.rowcount == 0:
             table = _INSERT_INTO.match(sql)
             raise apsw.ConstraintError(
@@ -406,12 +490,12 @@ class PgConnection:
         self.start()
         try:
             with self.raw.pipeline():
-                self.raw.execute("SAVEPOINT agent_task_insert", prepare=False)
+                self.raw.execute(_SAVEPOINT, prepare=False)
                 cur = self.raw.execute(query, args, prepare=False)
-                self.raw.execute("RELEASE SAVEPOINT agent_task_insert", prepare=False)
+                self.raw.execute(_RELEASE, prepare=False)
         except psycopg.Error:
             self.raw.execute("ROLLBACK TO SAVEPOINT agent_task_insert", prepare=False)
-            self.raw.execute("RELEASE SAVEPOINT agent_task_insert", prepare=False)
+            self.raw.execute(_RELEASE, prepare=False)
             raise
         return cur
 
@@ -428,6 +512,21 @@ class PgConnection:
         return int(row[0])
 
 
+_TUPLES_OK = psycopg.pq.ExecStatus.TUPLES_OK
+
+
+def _rows(cur: psycopg.Cursor[Any]) -> list[tuple[Any, ...]]:
+    """The statement's rows (none for a command).
+
+    ``cur.description``'s test, without the ``Column`` objects it builds (one per column,
+    per statement: a task row has 30).
+    """
+    res = cur.pgresult
+    if res is None or not (res.nfields or res.status == _TUPLES_OK):
+        return []
+    return cur.fetchall()
+
+
 def _clean(args: Sequence[Any] | None) -> list[Any] | None:
     """Arguments as psycopg takes them: no NUL in a string, bytes for a memoryview."""
     if args is None:
@@ -436,6 +535,10 @@ def _clean(args: Sequence[Any] | None) -> list[Any] | None:
         _no_nul(a) if isinstance(a, str) else (bytes(a) if isinstance(a, memoryview) else a)
         for a in args
     ]
+
+
+def _is_select(sql: str) -> bool:
+    return sql.lstrip()[:6].upper() == "SELECT"
 
 
 def _is_insert(sql: str) -> bool:

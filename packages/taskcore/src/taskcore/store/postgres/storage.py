@@ -19,12 +19,13 @@ journal's, kept across processes and hosts:
   of :data:`WRITER_LOCK`: such transactions run concurrently with each other (on every
   replica) and rely on their row locks (``FOR UPDATE SKIP LOCKED``, the task row's version
   compare-and-set, unique keys), while every other write still waits for all of them and
-  they for it. Their token check reads the token row ``FOR SHARE``
+  they for it. Their token check reads the token row after their shared lock is held
   (:class:`~taskcore.store.postgres.stores.PgTokenStore`), so a revocation, an exclusive
   writer, commits only after the calls in flight with that token and every later call sees it.
-* **Round trips.** On a server across a network (``pipelined``) a transaction's ``BEGIN``
-  and writer lock travel with its first statement, so a transaction that runs none takes no
-  lock; on this host they are sent when the transaction opens
+* **Round trips.** A shared write's ``BEGIN`` and writer lock travel with its first
+  statement, the call's token re-check (on this host as one simple query; on a server across
+  a network, ``pipelined``, in one pipeline, as every transaction's), so a transaction that
+  runs none takes no lock; on this host other transactions send them when they open
   (:mod:`taskcore.store.postgres.connection`).
 * **Durable when acknowledged.** ``COMMIT`` returns after the WAL is flushed
   (``synchronous_commit`` is left at its default, ``on``).
@@ -184,7 +185,7 @@ class PgTransaction:
         """Bearer tokens (hashes only)."""
         from taskcore.store.postgres.stores import PgTokenStore
 
-        return PgTokenStore(self._apsw, share_rows=self.shared)
+        return PgTokenStore(self._apsw)
 
     @cached_property
     def queue(self) -> QueueStore:
@@ -250,16 +251,13 @@ class PgTransaction:
         return PgWebhookStore(self._apsw)
 
     def prefetch(self, keys: CallKeys) -> None:
-        """Read the rows of one workflow call at once (:mod:`taskcore.store.callrows`).
-
-        In a shared write the token is left to its store, which reads it ``FOR SHARE``.
-        """
+        """Read the rows of one workflow call at once (:mod:`taskcore.store.callrows`)."""
         from taskcore.store.callrows import Seeded, prefetch_call
 
         prefetch_call(
             self.conn,
             authority=cast("Seeded", self.authority),
-            tokens=None if self.shared else cast("Seeded", self.tokens),
+            tokens=cast("Seeded", self.tokens),
             journal=cast("Seeded", self.journal),
             keys=keys,
         )
@@ -368,8 +366,11 @@ class PostgresStorage:
                 conn = PgConnection(raw, facts=self.facts, begin=begin, pipelined=self.pipelined)
                 tx = PgTransaction(conn, writable=writable, shared=shared)
                 try:
-                    if not self.pipelined:
-                        conn.start()  # nothing to fold it into: BEGIN (and the lock) now
+                    if not self.pipelined and not shared:
+                        # BEGIN (and the writer lock) now: a write() held open holds the lock.
+                        # A shared write (the row-safe queue verbs) sends them with its first
+                        # statement instead, its token re-check (PgConnection._begin_with).
+                        conn.start()
                     yield tx
                     if not conn.started and writable:
                         conn.start()  # nothing ran: commit an empty transaction, as before

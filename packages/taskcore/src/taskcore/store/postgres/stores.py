@@ -20,10 +20,9 @@ from __future__ import annotations
 import zlib
 from typing import TYPE_CHECKING, Any, cast
 
-import apsw
-
 from taskcore.store.audit_api import AuditEvent
 from taskcore.store.queue_api import TaskRecord
+from taskcore.store.queueflow_api import ClaimContext, FlowRecord
 from taskcore.store.sqlite_audit import EVENTS, SqliteAuditStore
 from taskcore.store.sqlite_authority import SqliteAuthorityStore
 from taskcore.store.sqlite_collector import SqliteCollectorStore
@@ -34,9 +33,8 @@ from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
 from taskcore.store.sqlite_queue_sched import DUE, LAPSED_RETRY, not_paused
 from taskcore.store.sqlite_queueflow import CLAIM_GATE, SqliteQueueFlowStore
 from taskcore.store.sqlite_retention import SqliteRetentionStore
-from taskcore.store.sqlite_tokens import TOKENS, SqliteTokenStore
+from taskcore.store.sqlite_tokens import SqliteTokenStore
 from taskcore.store.sqlite_webhooks import SqliteWebhookStore
-from taskcore.store.tokens_api import TokenRecord
 
 if TYPE_CHECKING:
     from taskcore.store.postgres.connection import PgConnection
@@ -86,6 +84,22 @@ def _claim_sql(by_verb: bool, paused: int, gated: bool = False) -> str:
     return _CLAIM.format(paused=skip, verb=verb)
 
 
+_CLAIM_FLOW_COLUMNS = "f.task_id, f.unique_key, f.concurrency_key, f.has_parents, f.gated"
+_TASK_WIDTH = len(TASKS.columns)
+
+
+def _claim_with_flow_sql(by_verb: bool, paused: int, gated: bool) -> str:
+    """:func:`_claim_sql` with the found task's ``queueflow_task`` row joined (one statement).
+
+    The row lock stays the claim's (``FOR UPDATE SKIP LOCKED`` inside the sub-select): the
+    flow row is only read.
+    """
+    return (
+        f"SELECT c.*, {_CLAIM_FLOW_COLUMNS} FROM ({_claim_sql(by_verb, paused, gated)}) c "  # noqa: S608
+        "LEFT JOIN queueflow_task f ON f.workspace = c.workspace AND f.task_id = c.task_id"
+    )
+
+
 # An event's seq comes from a sequence, so concurrent writers (the shared writer lock) can
 # commit seqs out of order. The reader (taskcore.events.log.Horizon) tells a gap an open
 # transaction may still fill from a dead one by transaction ids, which needs every writer to
@@ -128,25 +142,17 @@ class PgAuditStore(SqliteAuditStore):
 
 
 class PgTokenStore(SqliteTokenStore):
-    """Tokens; in a shared-lock write transaction :meth:`get` reads the row ``FOR SHARE``."""
+    """Tokens (same statements; a shared write reads the row plainly, see below).
 
-    def __init__(self, conn: apsw.Connection, *, share_rows: bool = False) -> None:
-        super().__init__(conn)
-        self._share_rows = share_rows
-
-    def seed(self, key: tuple[Any, ...], row: Any) -> None:
-        """Take a row read for this store, except in a shared write (its reads lock the row)."""
-        if not self._share_rows:
-            super().seed(key, row)
-
-    def get(self, token_id: str) -> TokenRecord | None:
-        """The token, row-share-locked in a shared write (a revocation then waits for us)."""
-        if not self._share_rows:
-            return super().get(token_id)
-        row = self._conn.execute(
-            f"{TOKENS.select()} WHERE token_id = ? FOR SHARE", (token_id,)
-        ).fetchone()
-        return None if row is None else TOKENS.from_row(row)
+    A row-safe call (the shared writer lock) reads its token with no row lock. Every write
+    of the ``token`` table (issue, revoke) runs in an exclusive write transaction: its
+    :data:`~taskcore.store.postgres.storage.WRITER_LOCK` waits for every shared holder and
+    keeps new ones out until it commits, and a shared writer takes its lock (the ``BEGIN``
+    statement) before it reads the token in a later statement (``READ COMMITTED``: a fresh
+    snapshot). So a revocation commits only after the calls in flight with that token, and
+    every call whose transaction starts later sees it: what a ``FOR SHARE`` read gave, with
+    no row lock (and no MultiXact when several workers share one token).
+    """
 
 
 class PgQueueStore(SqliteQueueStore):
@@ -172,6 +178,30 @@ class PgQueueStore(SqliteQueueStore):
         row = self._one(_claim_sql(verb is not None, len(paused), gated), tuple(args))
         return None if row is None else TASKS.from_row(row)
 
+    def claim_candidate(
+        self,
+        workspace: str,
+        *,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+        paused: tuple[str, ...] = (),
+        gated: bool = False,
+    ) -> tuple[TaskRecord | None, FlowRecord | None]:
+        """:meth:`best_claimable` and the found task's flow row, in one statement."""
+        args: list[Any] = [workspace, autonomy, max_autonomy, now_ms, now_ms, now_ms, *paused]
+        if verb is not None:
+            args.append(verb)
+        if gated:
+            args.append(now_ms)
+        row = self._one(_claim_with_flow_sql(verb is not None, len(paused), gated), tuple(args))
+        if row is None:
+            return None, None
+        task = TASKS.from_row(row)
+        flow = row[_TASK_WIDTH:]
+        return task, None if flow[0] is None else _flow_of((task.workspace, *flow))
+
     def next_phase_index(self, workspace: str, task_id: str) -> int:
         """One more than the highest phase index, read under the task's advisory lock."""
         self._one(
@@ -179,6 +209,31 @@ class PgQueueStore(SqliteQueueStore):
             (advisory_key(_PHASE_LOCK_SPACE, f"{workspace}\x1f{task_id}".replace("\x00", "")),),
         )
         return super().next_phase_index(workspace, task_id)
+
+
+_CLAIM_CONTEXT = (
+    "SELECT ARRAY(SELECT verb FROM queue_paused_verb WHERE workspace = ? ORDER BY verb), "
+    "EXISTS (SELECT 1 FROM queueflow_task WHERE workspace = ? AND gated = 1), "
+    "EXISTS (SELECT 1 FROM queueflow_task WHERE workspace = ? AND gated = 1 "
+    "AND concurrency_key IS NOT NULL)"
+)
+_SETTLE_ROW = (
+    "SELECT f.workspace, f.task_id, f.unique_key, f.concurrency_key, f.has_parents, f.gated, "
+    "EXISTS (SELECT 1 FROM queueflow_dep d WHERE d.workspace = v.ws AND d.parent_id = v.id) "
+    "FROM (SELECT CAST(? AS TEXT) AS ws, CAST(? AS TEXT) AS id) v "
+    "LEFT JOIN queueflow_task f ON f.workspace = v.ws AND f.task_id = v.id"
+)
+
+
+def _flow_of(row: Any) -> FlowRecord:
+    return FlowRecord(
+        workspace=str(row[0]),
+        task_id=str(row[1]),
+        unique_key=None if row[2] is None else str(row[2]),
+        concurrency_key=None if row[3] is None else str(row[3]),
+        has_parents=bool(row[4]),
+        gated=bool(row[5]),
+    )
 
 
 class PgQueueFlowStore(SqliteQueueFlowStore):
@@ -196,18 +251,41 @@ class PgQueueFlowStore(SqliteQueueFlowStore):
         )
         return row is not None
 
-    def serialize_limited_claims(self, workspace: str) -> None:
+    def claim_context(self, workspace: str) -> ClaimContext:
+        """The paused verbs, whether claims are gated and whether one is keyed: one read."""
+        row = self._one(_CLAIM_CONTEXT, (workspace, workspace, workspace))
+        return ClaimContext(
+            paused=tuple(str(v) for v in row[0]), gated=bool(row[1]), keyed=bool(row[2])
+        )
+
+    def settle_row(
+        self, workspace: str, task_id: str, *, terminal: bool, children: bool
+    ) -> tuple[FlowRecord | None, bool]:
+        """:meth:`set_gated` and :meth:`has_children` in one read (after the task's update)."""
+        if not children:
+            return self.set_gated(workspace, task_id, terminal=terminal), False
+        row = self._one(_SETTLE_ROW, (workspace, task_id))
+        kids = bool(row[-1])
+        if row[0] is None:
+            return None, kids
+        return self.regate(_flow_of(row), terminal=terminal), kids
+
+    def serialize_limited_claims(self, workspace: str, *, keyed: bool | None = None) -> None:
         """Take the workspace's keyed-claim advisory lock when a live task has a key.
 
         ``claimNext`` runs under the shared writer lock: two claimers of one key could each
         count the other's lease as not yet there. Taken before the claim's statement, the
         lock makes them take turns, and each one's count sees the previous one's commit.
         """
-        if self._one(
-            "SELECT 1 FROM queueflow_task WHERE workspace = ? AND gated = 1 "
-            "AND concurrency_key IS NOT NULL LIMIT 1",
-            (workspace,),
-        ):
+        if keyed is None:
+            keyed = bool(
+                self._one(
+                    "SELECT 1 FROM queueflow_task WHERE workspace = ? AND gated = 1 "
+                    "AND concurrency_key IS NOT NULL LIMIT 1",
+                    (workspace,),
+                )
+            )
+        if keyed:
             key = advisory_key(_FLOW_LIMIT_LOCK_SPACE, workspace.replace("\x00", ""))
             self._one("SELECT pg_advisory_xact_lock(?)", (key,))
 
