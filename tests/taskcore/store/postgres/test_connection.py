@@ -5,6 +5,8 @@ from __future__ import annotations
 import apsw
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.postgres.connection import (
     InsertFacts,
@@ -130,3 +132,51 @@ def test_pipelining_is_for_servers_across_a_network():
     assert not pipelined_for(None)
     assert not pipelined_for("db.internal")  # opt-in until run under the replicas' tests
     assert pipelined_for("db.internal", "on")
+
+
+_HOSTILE = (
+    "it's",
+    "a\\'b",
+    "x'); DROP TABLE pg_bound; --",
+    "$$ $tag$ %s %(x)s ? ?? %%",
+    "line\nbreak\ttab\r",
+    "é ünïcödé 🦀 \u2028",
+    "E'\\x00'",
+    "",
+)
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    text=st.one_of(
+        st.sampled_from(_HOSTILE),
+        st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00")),
+    ),
+    blob=st.binary(max_size=64),
+    number=st.integers(min_value=-(2**63), max_value=2**63 - 1),
+)
+def test_values_bound_client_side_round_trip_exactly(postgres_url, text, blob, number):
+    """The token re-check sent with its ``BEGIN`` and the audit insert sent with its ``COMMIT``
+    are simple queries whose values psycopg binds as literals: any text, bytes or integer
+    comes back exactly as it went, and nothing in it runs as SQL."""
+    with psycopg.connect(postgres_url, autocommit=True) as raw:
+        raw.execute("CREATE TEMP TABLE pg_bound (t TEXT NOT NULL, b BYTEA NOT NULL, n BIGINT)")
+        conn = PgConnection(raw, begin=("BEGIN",), pipelined=False)
+        assert not conn.started
+        # The transaction's first statement is a read: it travels with the BEGIN, bound.
+        assert conn.execute(
+            "SELECT ?::text, ?::bytea, ?::bigint", (text, blob, number)
+        ).fetchone() == (
+            text,
+            blob,
+            number,
+        )
+        assert raw.info.transaction_status == psycopg.pq.TransactionStatus.INTRANS
+        # A deferred write goes with the COMMIT, bound, in its savepoint.
+        conn.defer("INSERT INTO pg_bound (t, b, n) VALUES (?, ?, ?)", (text, blob, number))
+        conn.commit(("COMMIT",))
+        assert raw.execute("SELECT t, b, n FROM pg_bound").fetchall() == [(text, blob, number)]
