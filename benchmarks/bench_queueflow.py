@@ -57,7 +57,7 @@ def _never(store: sqlite_queueflow.SqliteQueueFlowStore, workspace: str) -> bool
 def _hooks_off() -> Iterator[None]:
     """The queue without its flow work: the baseline of what the feature costs everyone."""
     settle, gates = common._settle_flow, sqlite_queueflow.SqliteQueueFlowStore.gates_claims
-    common._settle_flow = lambda call, before, after: None
+    common._settle_flow = lambda call, before, after, known=None: None
     setattr(sqlite_queueflow.SqliteQueueFlowStore, "gates_claims", _never)  # noqa: B010
     try:
         yield
