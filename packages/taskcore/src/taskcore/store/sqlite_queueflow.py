@@ -21,7 +21,7 @@ from taskcore.limits import CONCURRENCY_LIMIT_DEFAULT
 from taskcore.store.queueflow_api import ClaimContext, FlowRecord, LimitRecord, UniqueHolder
 from taskcore.store.sqlite import Component, Migration
 
-__all__ = ["CLAIM_GATE", "COMPONENT", "SqliteQueueFlowStore"]
+__all__ = ["CLAIM_GATE", "COMPONENT", "SqliteQueueFlowStore", "flow_record"]
 
 COMPONENT = Component(
     "queueflow",
@@ -94,7 +94,8 @@ _TERMINAL = "('DONE', 'FAILED', 'CANCELLED')"
 _FLOW_COLUMNS = "workspace, task_id, unique_key, concurrency_key, has_parents, gated"
 
 
-def _flow(row: Any) -> FlowRecord:
+def flow_record(row: Any) -> FlowRecord:
+    """A ``queueflow_task`` row (its columns in table order) as a :class:`FlowRecord`."""
     return FlowRecord(
         workspace=str(row[0]),
         task_id=str(row[1]),
@@ -142,7 +143,7 @@ class SqliteQueueFlowStore:
             f"WHERE workspace = ? AND task_id IN ({_marks(len(task_ids))})",
             (workspace, *task_ids),
         )
-        return {str(r[1]): _flow(r) for r in rows}
+        return {str(r[1]): flow_record(r) for r in rows}
 
     def set_gated(self, workspace: str, task_id: str, *, terminal: bool) -> FlowRecord | None:
         """Mark the task's row gated unless ``terminal``; return the row (``None``: no row)."""
@@ -151,7 +152,7 @@ class SqliteQueueFlowStore:
             "WHERE workspace = ? AND task_id = ?",
             (workspace, task_id),
         )
-        return None if row is None else self.regate(_flow(row), terminal=terminal)
+        return None if row is None else self.regate(flow_record(row), terminal=terminal)
 
     def regate(self, flow: FlowRecord, *, terminal: bool) -> FlowRecord:
         """:meth:`set_gated` of a row already read in this transaction (no read)."""

@@ -31,7 +31,7 @@ from taskcore.store.sqlite_journal import SqliteJournalStore
 from taskcore.store.sqlite_oauth import SqliteOAuthStore
 from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
 from taskcore.store.sqlite_queue_sched import DUE, LAPSED_RETRY, not_paused
-from taskcore.store.sqlite_queueflow import CLAIM_GATE, SqliteQueueFlowStore
+from taskcore.store.sqlite_queueflow import CLAIM_GATE, SqliteQueueFlowStore, flow_record
 from taskcore.store.sqlite_retention import SqliteRetentionStore
 from taskcore.store.sqlite_tokens import SqliteTokenStore
 from taskcore.store.sqlite_webhooks import SqliteWebhookStore
@@ -155,6 +155,24 @@ class PgTokenStore(SqliteTokenStore):
     """
 
 
+def _claim_args(
+    workspace: str,
+    max_autonomy: int,
+    autonomy: int,
+    verb: str | None,
+    now_ms: int,
+    paused: tuple[str, ...],
+    gated: bool,
+) -> tuple[Any, ...]:
+    """The parameters of :func:`_claim_sql` and :func:`_claim_with_flow_sql`, in order."""
+    args: list[Any] = [workspace, autonomy, max_autonomy, now_ms, now_ms, now_ms, *paused]
+    if verb is not None:
+        args.append(verb)
+    if gated:
+        args.append(now_ms)
+    return tuple(args)
+
+
 class PgQueueStore(SqliteQueueStore):
     """The queue: ``claimNext`` with ``SKIP LOCKED``, the phase index under a lock."""
 
@@ -170,12 +188,8 @@ class PgQueueStore(SqliteQueueStore):
         gated: bool = False,
     ) -> TaskRecord | None:
         """Return (and row-lock) the task ``claimNext`` should take, or ``None``."""
-        args: list[Any] = [workspace, autonomy, max_autonomy, now_ms, now_ms, now_ms, *paused]
-        if verb is not None:
-            args.append(verb)
-        if gated:
-            args.append(now_ms)
-        row = self._one(_claim_sql(verb is not None, len(paused), gated), tuple(args))
+        args = _claim_args(workspace, max_autonomy, autonomy, verb, now_ms, paused, gated)
+        row = self._one(_claim_sql(verb is not None, len(paused), gated), args)
         return None if row is None else TASKS.from_row(row)
 
     def claim_candidate(
@@ -190,17 +204,13 @@ class PgQueueStore(SqliteQueueStore):
         gated: bool = False,
     ) -> tuple[TaskRecord | None, FlowRecord | None]:
         """:meth:`best_claimable` and the found task's flow row, in one statement."""
-        args: list[Any] = [workspace, autonomy, max_autonomy, now_ms, now_ms, now_ms, *paused]
-        if verb is not None:
-            args.append(verb)
-        if gated:
-            args.append(now_ms)
-        row = self._one(_claim_with_flow_sql(verb is not None, len(paused), gated), tuple(args))
+        args = _claim_args(workspace, max_autonomy, autonomy, verb, now_ms, paused, gated)
+        row = self._one(_claim_with_flow_sql(verb is not None, len(paused), gated), args)
         if row is None:
             return None, None
         task = TASKS.from_row(row)
         flow = row[_TASK_WIDTH:]
-        return task, None if flow[0] is None else _flow_of((task.workspace, *flow))
+        return task, None if flow[0] is None else flow_record((task.workspace, *flow))
 
     def next_phase_index(self, workspace: str, task_id: str) -> int:
         """One more than the highest phase index, read under the task's advisory lock."""
@@ -223,17 +233,6 @@ _SETTLE_ROW = (
     "FROM (SELECT CAST(? AS TEXT) AS ws, CAST(? AS TEXT) AS id) v "
     "LEFT JOIN queueflow_task f ON f.workspace = v.ws AND f.task_id = v.id"
 )
-
-
-def _flow_of(row: Any) -> FlowRecord:
-    return FlowRecord(
-        workspace=str(row[0]),
-        task_id=str(row[1]),
-        unique_key=None if row[2] is None else str(row[2]),
-        concurrency_key=None if row[3] is None else str(row[3]),
-        has_parents=bool(row[4]),
-        gated=bool(row[5]),
-    )
 
 
 class PgQueueFlowStore(SqliteQueueFlowStore):
@@ -268,7 +267,7 @@ class PgQueueFlowStore(SqliteQueueFlowStore):
         kids = bool(row[-1])
         if row[0] is None:
             return None, kids
-        return self.regate(_flow_of(row), terminal=terminal), kids
+        return self.regate(flow_record(row), terminal=terminal), kids
 
     def serialize_limited_claims(self, workspace: str, *, keyed: bool | None = None) -> None:
         """Take the workspace's keyed-claim advisory lock when a live task has a key.
