@@ -367,7 +367,7 @@ class PgConnection:
         if self._late:
             late, self._late = self._late, []
             self.start()
-            bind = psycopg.ClientCursor(self.raw).mogrify
+            bind = functools.partial(_bind, self.raw)
             writes = [f"{_SAVEPOINT}; {bind(q, v)}; {_RELEASE}" for q, v in late]
             self.raw.execute("; ".join((*writes, *tail)))
             return
@@ -429,7 +429,7 @@ class PgConnection:
         before the writer lock was granted, as when they went in two round trips.
         """
         begin, self._begin = self._begin, ()
-        bound = query if args is None else psycopg.ClientCursor(self.raw).mogrify(query, args)
+        bound = query if args is None else _bind(self.raw, query, args)
         text = "; ".join((*begin, bound))
         try:
             cur = self._cursor().execute(text)
@@ -525,6 +525,21 @@ def _rows(cur: psycopg.Cursor[Any]) -> list[tuple[Any, ...]]:
     if res is None or not (res.nfields or res.status == _TUPLES_OK):
         return []
     return cur.fetchall()
+
+
+_INT8_MIN = -(2**63)
+
+
+def _bind(raw: psycopg.Connection[Any], query: str, args: Sequence[Any] | None) -> str:
+    """``query`` with ``args`` bound as literals by psycopg (``ClientCursor.mogrify``).
+
+    psycopg writes a negative integer as `` -N::int8``-style text, which PostgreSQL reads as
+    ``-(N::int8)``; for the smallest bigint, ``N`` itself is out of range. That one value
+    goes as a quoted literal, which PostgreSQL casts where it is used.
+    """
+    if args is not None:
+        args = [str(a) if type(a) is int and a == _INT8_MIN else a for a in args]
+    return psycopg.ClientCursor(raw).mogrify(query, args)
 
 
 def _clean(args: Sequence[Any] | None) -> list[Any] | None:
