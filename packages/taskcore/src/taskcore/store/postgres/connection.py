@@ -291,14 +291,18 @@ class PgConnection:
         facts: InsertFacts | None = None,
         begin: tuple[str, ...] = (),
         pipelined: bool = True,
+        row_locks: bool = False,
     ) -> None:
         self.raw = conn
+        self.row_locks = row_locks and not pipelined
+        """Whether the stores row-lock what they read to write (a shared writer, unpipelined):
+        a write they then know cannot miss may be deferred (:meth:`defer_write`)."""
         self._changes = 0
         self._facts = facts
         self._begin = begin
         self._pipelined = pipelined
         self._deferred: list[tuple[str, Sequence[Any] | None]] = []
-        self._late: list[tuple[str, list[Any] | None]] = []
+        self._late: list[tuple[str, list[Any] | None, bool]] = []
         self._rowid: int | None = None
         self._cur: psycopg.Cursor[Any] | None = None
 
@@ -341,21 +345,74 @@ class PgConnection:
             raise TaskError(ErrorCode.BAD_INPUT, "a statement holds a NUL character")
         query, values = translate(sql), _clean(args)
         if not self._pipelined:
-            self._late.append((query, values))
+            self._late.append((query, values, True))
             return
         self._deferred.extend(((_SAVEPOINT, None), (query, values), (_RELEASE, None)))
 
+    def defer_write(self, sql: str, args: Sequence[Any]) -> bool:
+        """Send a write that cannot miss with the next statement (or the ``COMMIT``).
+
+        For an ``UPDATE`` of a row this transaction holds locked since it read it (the
+        caller knows it matches one row): it goes in the same simple query as the next
+        read, or as the ``COMMIT`` (its values bound by psycopg), in order, with no
+        savepoint; it fails the transaction as it would have alone. ``False`` (nothing
+        deferred: run it now) unless :attr:`row_locks`.
+        """
+        if not self.row_locks or "\x00" in sql:
+            return False
+        self._late.append((translate(sql), _clean(args), False))
+        return True
+
     def _run_late(self) -> None:
-        """Run deferred writes now (a statement came after them): each in its savepoint."""
+        """Run deferred writes now (a statement came after them), in order.
+
+        Plain writes (:meth:`defer_write`) go together in one simple query; an audit insert
+        (:meth:`defer`) in its savepoint.
+        """
         late, self._late = self._late, []
-        for query, values in late:
-            try:
+        plain: list[str] = []
+        try:
+            for query, values, savepoint in late:
+                if not savepoint:
+                    plain.append(_bind(self.raw, query, values))
+                    continue
+                if plain:
+                    self._simple(plain)
+                    plain = []
                 self._insert(query, values)
-            except psycopg.Error as exc:
-                mapped = pg_error(exc)
-                if mapped is exc:
-                    raise
-                raise mapped from exc
+            if plain:
+                self._simple(plain)
+        except psycopg.Error as exc:
+            mapped = pg_error(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
+    def _simple(self, statements: list[str]) -> psycopg.Cursor[Any]:
+        """Run bound ``statements`` as one simple query; the cursor is at the last result."""
+        cur = self._cursor().execute("; ".join(statements), prepare=False)
+        while cur.nextset():
+            pass
+        return cur
+
+    def _read_after_late(self, query: str, args: Sequence[Any] | None) -> PgCursor:
+        """A read sent with the plain writes deferred before it, in one simple query.
+
+        Each statement of a simple query takes its own snapshot (``READ COMMITTED``), so
+        the read sees the writes and every commit before it, as in two round trips.
+        """
+        late, self._late = self._late, []
+        bound = [_bind(self.raw, q, v) for q, v, _ in late]
+        bound.append(query if args is None else _bind(self.raw, query, args))
+        try:
+            cur = self._simple(bound)
+        except psycopg.Error as exc:
+            mapped = pg_error(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+        self._changes = max(cur.rowcount, 0)
+        return PgCursor(_rows(cur))
 
     def commit(self, tail: tuple[str, ...]) -> None:
         """End the transaction with ``tail`` (``COMMIT``, maybe a ``NOTIFY`` first).
@@ -368,8 +425,11 @@ class PgConnection:
             late, self._late = self._late, []
             self.start()
             bind = functools.partial(_bind, self.raw)
-            writes = [f"{_SAVEPOINT}; {bind(q, v)}; {_RELEASE}" for q, v in late]
-            self.raw.execute("; ".join((*writes, *tail)))
+            writes = [
+                f"{_SAVEPOINT}; {bind(q, v)}; {_RELEASE}" if savepoint else bind(q, v)
+                for q, v, savepoint in late
+            ]
+            self.raw.execute("; ".join((*writes, *tail)), prepare=False)
             return
         prefix = self._prefix()
         if not prefix:
@@ -393,6 +453,8 @@ class PgConnection:
                 return self._begin_with(query, args)
             self.start()
             if self._late:
+                if _is_select(sql) and not any(sp for _, _, sp in self._late):
+                    return self._read_after_late(query, args)
                 self._run_late()
         guarded = None
         if _is_insert(sql) and self._facts is not None:
@@ -432,7 +494,7 @@ class PgConnection:
         bound = query if args is None else _bind(self.raw, query, args)
         text = "; ".join((*begin, bound))
         try:
-            cur = self._cursor().execute(text)
+            cur = self._cursor().execute(text, prepare=False)
             while cur.nextset():
                 pass
         except psycopg.Error as exc:
