@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any, cast
 import apsw
 
 from taskcore.errors import ErrorCode, TaskError
-
 from taskcore.store.audit_api import AuditEvent
 from taskcore.store.queue_api import TaskRecord
 from taskcore.store.queueflow_api import ClaimContext, FlowRecord
@@ -274,6 +273,35 @@ class PgQueueStore(SqliteQueueStore):
         flow = row[_TASK_WIDTH:]
         return task, None if flow[0] is None else flow_record((task.workspace, *flow))
 
+    def claim_opening(
+        self,
+        workspace: str,
+        *,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+    ) -> tuple[ClaimContext, TaskRecord | None, FlowRecord | None]:
+        """The claim context and, unless gated, the claim with its flow row: one statement.
+
+        The claim leaves out the paused verbs by a sub-select and takes no row of a gated
+        workspace (the caller then serializes and claims through the gate); the context and
+        the claim's search see one snapshot.
+        """
+        args: list[Any] = [workspace, workspace, workspace]
+        args += (workspace, autonomy, max_autonomy, now_ms, now_ms, now_ms, workspace, workspace)
+        if verb is not None:
+            args.append(verb)
+        row = self._one(_OPENING_BY_VERB if verb is not None else _OPENING, tuple(args))
+        context = ClaimContext(
+            paused=tuple(str(v) for v in row[0]), gated=bool(row[1]), keyed=bool(row[2])
+        )
+        if row[3] is None:
+            return context, None, None
+        task = self._lock(TASKS.from_row(row[3 : 3 + _TASK_WIDTH]))
+        flow = row[3 + _TASK_WIDTH :]
+        return context, task, None if flow[0] is None else flow_record((task.workspace, *flow))
+
     def next_phase_index(self, workspace: str, task_id: str) -> int:
         """One more than the highest phase index, read under the task's advisory lock."""
         self._one(
@@ -295,6 +323,30 @@ _SETTLE_ROW = (
     "FROM (SELECT CAST(? AS TEXT) AS ws, CAST(? AS TEXT) AS id) v "
     "LEFT JOIN queueflow_task f ON f.workspace = v.ws AND f.task_id = v.id"
 )
+
+
+def _opening_sql(by_verb: bool) -> str:
+    """:meth:`PgQueueStore.claim_opening`'s statement: the context, the ungated claim, its flow.
+
+    The ``FOR UPDATE SKIP LOCKED`` stays inside the claim's sub-select; the gated test is
+    uncorrelated (one test per statement: a gated workspace locks no row here).
+    """
+    claim = _CLAIM.format(
+        paused=(
+            "AND verb NOT IN (SELECT verb FROM queue_paused_verb WHERE workspace = ?) "
+            "AND NOT EXISTS (SELECT 1 FROM queueflow_task WHERE workspace = ? AND gated = 1) "
+        ),
+        verb="AND verb = ? " if by_verb else "",
+    )
+    return (
+        f"SELECT x.*, c.*, {_CLAIM_FLOW_COLUMNS} FROM ({_CLAIM_CONTEXT}) x "  # noqa: S608
+        f"LEFT JOIN ({claim}) c ON TRUE "
+        "LEFT JOIN queueflow_task f ON f.workspace = c.workspace AND f.task_id = c.task_id"
+    )
+
+
+_OPENING = _opening_sql(False)
+_OPENING_BY_VERB = _opening_sql(True)
 
 
 class PgQueueFlowStore(SqliteQueueFlowStore):
