@@ -593,25 +593,100 @@ _INT8_MIN = -(2**63)
 
 
 def _bind(raw: psycopg.Connection[Any], query: str, args: Sequence[Any] | None) -> str:
-    """``query`` with ``args`` bound as literals by psycopg (``ClientCursor.mogrify``).
+    """``query`` with ``args`` bound as SQL literals (a statement of a simple query).
 
-    psycopg writes a negative integer as `` -N::int8``-style text, which PostgreSQL reads as
-    ``-(N::int8)``; for the smallest bigint, ``N`` itself is out of range. That one value
-    goes as a quoted literal, which PostgreSQL casts where it is used.
+    Strings, integers, booleans and ``None`` are written here as psycopg writes them
+    (:func:`literal`); a statement with any other value is bound by psycopg itself
+    (``ClientCursor.mogrify``, its own escaping by the connection's settings).
     """
-    if args is not None:
-        args = [str(a) if type(a) is int and a == _INT8_MIN else a for a in args]
+    if args is None:
+        return query
+    chunks = _chunks(query)
+    if chunks is not None and len(chunks) == len(args) + 1:
+        out = [chunks[0]]
+        for value, chunk in zip(args, chunks[1:], strict=True):
+            text = literal(value)
+            if text is None:
+                break
+            out.append(text)
+            out.append(chunk)
+        else:
+            return "".join(out)
+    args = [str(a) if type(a) is int and a == _INT8_MIN else a for a in args]
     return psycopg.ClientCursor(raw).mogrify(query, args)
+
+
+_PLACEHOLDER = re.compile(r"(%%|%s)")
+
+
+@functools.lru_cache(maxsize=1024)
+def _chunks(query: str) -> tuple[str, ...] | None:
+    """``query`` (psycopg text) cut at its ``%s`` placeholders, ``%%`` as ``%``.
+
+    ``None`` when it holds another ``%`` form (psycopg's to bind). psycopg reads ``%s`` and
+    ``%%`` the same way, string literals or not.
+
+    >>> _chunks("SELECT %s, '%%', %s")
+    ('SELECT ', ", '%', ", '')
+    >>> _chunks("SELECT %(a)s") is None
+    True
+    """
+    out = [""]
+    for part in _PLACEHOLDER.split(query):
+        if part == "%%":
+            out[-1] += "%"
+        elif part == "%s":
+            out.append("")
+        elif "%" in part:
+            return None
+        else:
+            out[-1] += part
+    return tuple(out)
+
+
+def literal(value: Any) -> str | None:
+    r"""``value`` as a PostgreSQL literal, as psycopg writes it; ``None`` for another type.
+
+    A string is quoted (an ``E''`` literal, its backslashes doubled, when it holds one: the
+    same text whatever ``standard_conforming_strings`` says); a negative integer has a space
+    before its sign (never ``--``); the smallest bigint is quoted (psycopg writes `` -N``,
+    which PostgreSQL reads as ``-(N)``, and ``N`` overflows), PostgreSQL casting it where used.
+
+    >>> literal("it's"), literal("a\\b"), literal(-5), literal(None), literal(True)
+    ("'it''s'", " E'a\\\\b'", ' -5', 'NULL', 'true')
+    >>> literal(-(2**63)), literal(1.5)
+    ("'-9223372036854775808'", None)
+    """
+    kind = type(value)
+    if kind is str:
+        if "\\" in value:
+            return " E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+        return "'" + value.replace("'", "''") + "'"
+    if kind is int:
+        if value >= 0:
+            return str(value)
+        return f"'{value}'" if value == _INT8_MIN else f" {value}"
+    if value is None:
+        return "NULL"
+    if kind is bool:
+        return "true" if value else "false"
+    return None
 
 
 def _clean(args: Sequence[Any] | None) -> list[Any] | None:
     """Arguments as psycopg takes them: no NUL in a string, bytes for a memoryview."""
     if args is None:
         return None
-    return [
-        _no_nul(a) if isinstance(a, str) else (bytes(a) if isinstance(a, memoryview) else a)
-        for a in args
-    ]
+    out = list(args)
+    for i, value in enumerate(out):
+        kind = type(value)
+        if kind is int or value is None:
+            continue
+        if kind is str or isinstance(value, str):
+            _no_nul(value)
+        elif isinstance(value, memoryview):
+            out[i] = bytes(value)
+    return out
 
 
 def _is_select(sql: str) -> bool:
@@ -622,10 +697,9 @@ def _is_insert(sql: str) -> bool:
     return sql.lstrip()[:6].upper() == "INSERT"
 
 
-def _no_nul(value: str) -> str:
+def _no_nul(value: str) -> None:
     if "\x00" in value:
         raise TaskError(
             ErrorCode.BAD_INPUT,
             "a string holds a NUL character (U+0000), which PostgreSQL text cannot store",
         )
-    return value
