@@ -138,6 +138,7 @@ _CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)
 _LITERAL = re.compile(r"'(?:[^']|'')*'")
 
 
+_CURSOR_ATTR = "_agent_task_cursor"
 _SAVEPOINT = "SAVEPOINT agent_task_insert"
 _RELEASE = "RELEASE SAVEPOINT agent_task_insert"
 
@@ -429,11 +430,11 @@ class PgConnection:
                 f"{_SAVEPOINT}; {bind(q, v)}; {_RELEASE}" if savepoint else bind(q, v)
                 for q, v, savepoint in late
             ]
-            self.raw.execute("; ".join((*writes, *tail)), prepare=False)
+            self._cursor().execute("; ".join((*writes, *tail)), prepare=False)
             return
         prefix = self._prefix()
         if not prefix:
-            self.raw.execute("; ".join(tail))
+            self._cursor().execute("; ".join(tail), prepare=False)
             return
         with self.raw.pipeline():
             for statement, args in prefix:
@@ -478,10 +479,18 @@ class PgConnection:
         return PgCursor(rows)
 
     def _cursor(self) -> psycopg.Cursor[Any]:
-        """The connection's one cursor for plain statements (each one's rows are copied out)."""
-        if self._cur is None:
-            self._cur = self.raw.cursor()
-        return self._cur
+        """The connection's one cursor for plain statements (each one's rows are copied out).
+
+        Kept on the (pooled) connection: one cursor for every transaction it runs.
+        """
+        cur = self._cur
+        if cur is None:
+            cur = getattr(self.raw, _CURSOR_ATTR, None)
+            if cur is None or cur.closed:
+                cur = self.raw.cursor()
+                setattr(self.raw, _CURSOR_ATTR, cur)
+            self._cur = cur
+        return cur
 
     def _begin_with(self, query: str, args: Sequence[Any] | None) -> PgCursor:
         """The transaction's first statement, a read, sent after its ``BEGIN`` statements.
@@ -659,9 +668,10 @@ def literal(value: Any) -> str | None:
     """
     kind = type(value)
     if kind is str:
-        if "\\" in value:
-            return " E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
-        return "'" + value.replace("'", "''") + "'"
+        text: str = value
+        if "\\" in text:
+            return " E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+        return "'" + text.replace("'", "''") + "'"
     if kind is int:
         if value >= 0:
             return str(value)
