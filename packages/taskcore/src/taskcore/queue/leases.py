@@ -312,7 +312,7 @@ def checkpoint(call: QueueCall, request: CheckpointIn) -> TaskView | Refused:
         "DONE": TaskAction.COMPLETE,
         "FAILED": TaskAction.FAIL,
     }[request.status]
-    task = load_task(call, request.task_id)
+    task = load_task(call, request.task_id, for_update=True)
     status = require_holder(task, call.actor, call.now_ms, request.fence, action)
     kept_state = task.checkpoint_json if state is None else state
     last_error = task.last_error if request.last_error is None else request.last_error
@@ -381,7 +381,7 @@ def _runaway(call: QueueCall, task: TaskRecord, status: TaskStatus, reason: str)
 
 def release(call: QueueCall, request: ReleaseIn) -> TaskView:
     """Give a live lease back: the task is ``QUEUED`` again, its checkpoint intact."""
-    task = load_task(call, request.task_id)
+    task = load_task(call, request.task_id, for_update=True)
     status = require_holder(task, call.actor, call.now_ms, request.fence, TaskAction.RELEASE)
     target = next_status(status, TaskAction.RELEASE)
     return task_view(write_task(call, task, **lease_cleared(target, call.now_ms)), call.now_ms)

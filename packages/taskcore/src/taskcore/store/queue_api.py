@@ -236,8 +236,15 @@ class QueueStore(Protocol):
         """Insert a new task; return it with its assigned ``seq``."""
         ...
 
-    def get_task(self, workspace: str, task_id: str) -> TaskRecord | None:
-        """Return the task of ``workspace`` with ``task_id``, or ``None``."""
+    def get_task(
+        self, workspace: str, task_id: str, *, for_update: bool = False
+    ) -> TaskRecord | None:
+        """Return the task of ``workspace`` with ``task_id``, or ``None``.
+
+        ``for_update``: the caller writes this row next (``checkpoint``, ``release``). On
+        PostgreSQL a shared writer then holds it row-locked until it commits, so its
+        compare-and-set cannot miss; SQLite has one writer at a time anyway.
+        """
         ...
 
     def update_task(self, task: TaskRecord, *, before: TaskRecord | None = None) -> bool:

@@ -172,8 +172,10 @@ class SqliteQueueStore(PausedVerbs):
             self._signal(queue_topic(task.workspace))
         return attrs.evolve(task, seq=seq)
 
-    def get_task(self, workspace: str, task_id: str) -> TaskRecord | None:
-        """Return the task of ``workspace`` with ``task_id``, or ``None``."""
+    def get_task(
+        self, workspace: str, task_id: str, *, for_update: bool = False
+    ) -> TaskRecord | None:
+        """Return the task of ``workspace`` with ``task_id``, or ``None`` (one writer: no lock)."""
         row = self._one(f"{_TASK_SELECT} WHERE workspace = ? AND task_id = ?", (workspace, task_id))
         return None if row is None else TASKS.from_row(row)
 

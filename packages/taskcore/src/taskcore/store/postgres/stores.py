@@ -192,10 +192,11 @@ _GET_LOCKED = f"{_TASK_SELECT} WHERE workspace = ? AND task_id = ? FOR UPDATE"
 class PgQueueStore(SqliteQueueStore):
     """The queue: ``claimNext`` with ``SKIP LOCKED``, the phase index under a lock.
 
-    In a shared writer (:attr:`PgConnection.row_locks`) a task read to be written is read
-    ``FOR UPDATE`` (a racing writer of the row waits for this one's commit, then reads
-    what it wrote: the writers of a row take turns, as SQLite's writers do), and the
-    claim's row is locked by its ``SKIP LOCKED`` read. The compare-and-set ``UPDATE`` of
+    In a shared writer (:attr:`PgConnection.row_locks`) a task read to be written
+    (``get_task(..., for_update=True)``: ``checkpoint``, ``release``) is read ``FOR UPDATE``
+    (a racing writer of the row waits for this one's commit, then reads what it wrote: the
+    writers of a row take turns, as SQLite's writers do), and the claim's row is locked by
+    its ``SKIP LOCKED`` read. The compare-and-set ``UPDATE`` of
     such a row cannot miss, so it is sent with the next statement or the ``COMMIT``
     (:meth:`PgConnection.defer_write`), one round trip fewer.
     """
@@ -210,9 +211,11 @@ class PgQueueStore(SqliteQueueStore):
             self._locked[(task.workspace, task.task_id)] = task.version
         return task
 
-    def get_task(self, workspace: str, task_id: str) -> TaskRecord | None:
-        """The task, row-locked in a shared writer (see the class)."""
-        if not cast("PgConnection", self._conn).row_locks:
+    def get_task(
+        self, workspace: str, task_id: str, *, for_update: bool = False
+    ) -> TaskRecord | None:
+        """The task; ``for_update`` in a shared writer, row-locked (see the class)."""
+        if not (for_update and cast("PgConnection", self._conn).row_locks):
             return super().get_task(workspace, task_id)
         row = self._one(_GET_LOCKED, (workspace, task_id))
         return None if row is None else self._lock(TASKS.from_row(row))
