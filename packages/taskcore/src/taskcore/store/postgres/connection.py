@@ -23,7 +23,14 @@ error into a refusal (a ``TaskError``), so the transaction ends there, as it mus
 The call path, in round trips (issue 30). A row-safe queue call is three or four: ``BEGIN``
 + writer lock + token re-check (one simple query), the verb's own statements, then audit
 event + ``NOTIFY`` + ``COMMIT`` (one simple query); the queue cycle (create + claimNext +
-checkpoint DONE) is 13 (it was 25):
+checkpoint DONE) is 10 (it was 25, then 13):
+
+* **A write that cannot miss goes with the next statement.** A shared writer's
+  compare-and-set ``UPDATE`` of a row it holds locked (claimNext's ``SKIP LOCKED`` row, a
+  task read ``for_update``) is sent in one simple query with the next read or with the
+  ``COMMIT`` (:meth:`PgConnection.defer_write`).
+* **Literals written here.** A simple query's strings, integers, booleans and ``NULL`` are
+  bound by :func:`literal` (as psycopg writes them); other values by psycopg's ``mogrify``.
 
 * **The transaction's first statement carries its ``BEGIN``.** A transaction opened with
   ``begin`` statements sends them with its first statement: the writer lock and the call's
