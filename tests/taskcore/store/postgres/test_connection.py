@@ -213,6 +213,23 @@ def test_a_write_that_cannot_miss_goes_with_the_next_read_or_the_commit(postgres
             ("b", 1),
             ("c", 3),
         ]
+        # A write statement after a deferred write: the deferred one runs first, in order.
+        conn = PgConnection(raw, begin=("BEGIN",), pipelined=False, row_locks=True)
+        conn.execute("SELECT 1")
+        assert conn.defer_write("UPDATE pg_plain SET n = ? WHERE key = ?", (4, "b"))
+        conn.execute("UPDATE pg_plain SET n = n * 10 WHERE key = ?", ("b",))
+        assert conn.changes() == 1
+        assert conn.defer_write("UPDATE pg_plain SET n = ? WHERE key = ?", (9, "c"))
+        conn.execute("INSERT INTO pg_plain (key, n) VALUES (?, ?)", ("d", 1))
+        conn.commit(("COMMIT",))
+        assert raw.execute(
+            "SELECT key, n FROM pg_plain WHERE key > 'a' ORDER BY key"
+        ).fetchall() == [
+            ("b", 40),
+            ("c", 9),
+            ("d", 1),
+        ]
+        raw.execute("UPDATE pg_plain SET n = 1 WHERE key = 'b'")
         conn = PgConnection(raw, begin=("BEGIN",), pipelined=False, row_locks=True)
         conn.execute("SELECT 1")
         assert conn.defer_write("UPDATE pg_plain SET n = ? WHERE key = ?", (-1, "b"))
