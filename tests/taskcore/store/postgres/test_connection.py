@@ -11,6 +11,7 @@ from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.postgres.connection import (
     InsertFacts,
     PgConnection,
+    _bind,
     pipelined_for,
     translate,
 )
@@ -180,3 +181,62 @@ def test_values_bound_client_side_round_trip_exactly(postgres_url, text, blob, n
         conn.defer("INSERT INTO pg_bound (t, b, n) VALUES (?, ?, ?)", (text, blob, number))
         conn.commit(("COMMIT",))
         assert raw.execute("SELECT t, b, n FROM pg_bound").fetchall() == [(text, blob, number)]
+        # Strings, integers, booleans and NULL are written by our own literal (the rest by
+        # psycopg): the same values come back.
+        other = 0 if number == -(2**63) else -number
+        query = "SELECT %s::text, %s::bigint, %s::bigint, %s, %s"
+        bound = _bind(raw, query, [text, number, other, None, True])
+        assert raw.execute(bound).fetchone() == (text, number, other, None, True)
+
+
+def test_a_write_that_cannot_miss_goes_with_the_next_read_or_the_commit(postgres_url):
+    """``defer_write`` (a row-locking shared writer's compare-and-set ``UPDATE``): sent in
+    one simple query with the next read, which sees it, or with the ``COMMIT``; a failing
+    one fails that round trip, typed as the statement alone would have been."""
+    raw = psycopg.connect(postgres_url, autocommit=True)
+    try:
+        raw.execute("DROP TABLE IF EXISTS pg_plain")
+        raw.execute("CREATE TABLE pg_plain (key TEXT PRIMARY KEY, n BIGINT CHECK (n >= 0))")
+        raw.execute("INSERT INTO pg_plain VALUES ('a', 1), ('b', 1)")
+        assert not PgConnection(raw, pipelined=False).defer_write("UPDATE pg_plain SET n = 2", ())
+        conn = PgConnection(raw, begin=("BEGIN",), pipelined=False, row_locks=True)
+        assert conn.execute(
+            "SELECT n FROM pg_plain WHERE key = ? FOR UPDATE", ("a",)
+        ).fetchone() == (1,)
+        assert conn.defer_write("UPDATE pg_plain SET n = ? WHERE key = ?", (7, "a"))
+        assert conn.execute("SELECT n FROM pg_plain WHERE key = ?", ("a",)).fetchone() == (7,)
+        assert conn.defer_write("UPDATE pg_plain SET n = ? WHERE key = ?", (8, "a"))
+        conn.defer("INSERT INTO pg_plain (key, n) VALUES (?, ?)", ("c", 3))
+        conn.commit(("COMMIT",))
+        assert raw.execute("SELECT key, n FROM pg_plain ORDER BY key").fetchall() == [
+            ("a", 8),
+            ("b", 1),
+            ("c", 3),
+        ]
+        # A write statement after a deferred write: the deferred one runs first, in order.
+        conn = PgConnection(raw, begin=("BEGIN",), pipelined=False, row_locks=True)
+        conn.execute("SELECT 1")
+        assert conn.defer_write("UPDATE pg_plain SET n = ? WHERE key = ?", (4, "b"))
+        conn.execute("UPDATE pg_plain SET n = n * 10 WHERE key = ?", ("b",))
+        assert conn.changes() == 1
+        assert conn.defer_write("UPDATE pg_plain SET n = ? WHERE key = ?", (9, "c"))
+        conn.execute("INSERT INTO pg_plain (key, n) VALUES (?, ?)", ("d", 1))
+        conn.commit(("COMMIT",))
+        assert raw.execute(
+            "SELECT key, n FROM pg_plain WHERE key > 'a' ORDER BY key"
+        ).fetchall() == [
+            ("b", 40),
+            ("c", 9),
+            ("d", 1),
+        ]
+        raw.execute("UPDATE pg_plain SET n = 1 WHERE key = 'b'")
+        conn = PgConnection(raw, begin=("BEGIN",), pipelined=False, row_locks=True)
+        conn.execute("SELECT 1")
+        assert conn.defer_write("UPDATE pg_plain SET n = ? WHERE key = ?", (-1, "b"))
+        with pytest.raises(apsw.ConstraintError, match="CHECK"):
+            conn.execute("SELECT n FROM pg_plain WHERE key = ?", ("b",))
+        raw.execute("ROLLBACK")
+        assert raw.execute("SELECT n FROM pg_plain WHERE key = 'b'").fetchone() == (1,)
+    finally:
+        raw.execute("DROP TABLE IF EXISTS pg_plain")
+        raw.close()

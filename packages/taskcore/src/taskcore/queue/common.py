@@ -104,9 +104,14 @@ def task_not_found(task_id: str, *, path: str = "$.taskId") -> TaskError:
     return TaskError(ErrorCode.NOT_FOUND, f"no task {task_id} in this workspace", path=path)
 
 
-def load_task(call: QueueCall, task_id: str, *, path: str = "$.taskId") -> TaskRecord:
-    """Return the caller's workspace's task, or raise :func:`task_not_found`."""
-    task = call.tx.queue.get_task(call.workspace, task_id)
+def load_task(
+    call: QueueCall, task_id: str, *, path: str = "$.taskId", for_update: bool = False
+) -> TaskRecord:
+    """Return the caller's workspace's task, or raise :func:`task_not_found`.
+
+    ``for_update``: the call writes the task next (``QueueStore.get_task``).
+    """
+    task = call.tx.queue.get_task(call.workspace, task_id, for_update=for_update)
     if task is None:
         raise task_not_found(task_id, path=path)
     return task

@@ -248,7 +248,14 @@ def claim_next(call: QueueCall, request: ClaimNextIn) -> ClaimResult:
     lease expired (a retrying task's after its back-off), whose autonomy ceiling admits the
     caller, optionally of one carrier verb, and of no paused verb.
     """
-    context = call.tx.queueflow.claim_context(call.workspace)
+    # The context and, unless gated, the claim: one statement on PostgreSQL.
+    context, task, found = call.tx.queue.claim_opening(
+        call.workspace,
+        max_autonomy=MAX_AUTONOMY,
+        autonomy=call.actor.autonomy,
+        verb=request.verb,
+        now_ms=call.now_ms,
+    )
     paused = context.paused
     if request.verb is not None and request.verb in paused:
         return ClaimResult(claimed=False)
@@ -256,7 +263,12 @@ def claim_next(call: QueueCall, request: ClaimNextIn) -> ClaimResult:
         # queueflow: a PostgreSQL workspace's keyed claims take turns first
         # (QueueFlowStore.serialize_limited_claims).
         call.tx.queueflow.serialize_limited_claims(call.workspace, keyed=context.keyed)
-    task, found = _best(call, request, paused, gated=context.gated)
+        task, found = _best(call, request, paused, gated=True)
+    elif task is not None and found is not None and found.gated:
+        # A gated task committed between the context read and the claim: claim through the
+        # gate (as _best does).
+        call.tx.queueflow.serialize_limited_claims(call.workspace)
+        task, found = _best(call, request, paused, gated=True)
     if task is None:
         return ClaimResult(claimed=False)
     return _take(call, task, request.lease_ms, found)
@@ -300,7 +312,7 @@ def checkpoint(call: QueueCall, request: CheckpointIn) -> TaskView | Refused:
         "DONE": TaskAction.COMPLETE,
         "FAILED": TaskAction.FAIL,
     }[request.status]
-    task = load_task(call, request.task_id)
+    task = load_task(call, request.task_id, for_update=True)
     status = require_holder(task, call.actor, call.now_ms, request.fence, action)
     kept_state = task.checkpoint_json if state is None else state
     last_error = task.last_error if request.last_error is None else request.last_error
@@ -369,7 +381,7 @@ def _runaway(call: QueueCall, task: TaskRecord, status: TaskStatus, reason: str)
 
 def release(call: QueueCall, request: ReleaseIn) -> TaskView:
     """Give a live lease back: the task is ``QUEUED`` again, its checkpoint intact."""
-    task = load_task(call, request.task_id)
+    task = load_task(call, request.task_id, for_update=True)
     status = require_holder(task, call.actor, call.now_ms, request.fence, TaskAction.RELEASE)
     target = next_status(status, TaskAction.RELEASE)
     return task_view(write_task(call, task, **lease_cleared(target, call.now_ms)), call.now_ms)

@@ -130,9 +130,11 @@ read from those tables cannot change under them):
 * ``claimNext`` takes its row with ``FOR UPDATE SKIP LOCKED`` and writes it by version
   compare-and-set; the gate and phase it shows, and the paused verbs it reads, are written by
   exclusive verbs only (``agenttask.pause`` / ``resume`` are not row-safe);
-* ``checkpoint`` and ``release`` read the task and write it by version compare-and-set, the
-  fence, lease and runaway counters (``lease_extensions``, ``first_leased_at_ms``) all on
-  that one row: a racing writer of the row makes the later one ``CONFLICT``, nothing lost;
+* ``checkpoint`` and ``release`` read the task row-locked (``for_update``: a racing writer
+  of the row waits, then reads what the first wrote) and write it by version
+  compare-and-set, the fence, lease and runaway counters (``lease_extensions``,
+  ``first_leased_at_ms``) all on that one row; any other racing writer makes the later one
+  ``CONFLICT``, nothing lost;
 * the front door's token check reads the token row after the shared writer lock is held (a
   revocation is an exclusive writer: it waits for the calls in flight, later calls see it)
   and the audit row is a plain insert (its ``seq`` from a sequence). No idempotency, rate or gate rows are written.

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Protocol
 import attrs
 
 if TYPE_CHECKING:
-    from taskcore.store.queueflow_api import FlowRecord
+    from taskcore.store.queueflow_api import ClaimContext, FlowRecord
 
 __all__ = [
     "ApprovalGateRecord",
@@ -236,8 +236,15 @@ class QueueStore(Protocol):
         """Insert a new task; return it with its assigned ``seq``."""
         ...
 
-    def get_task(self, workspace: str, task_id: str) -> TaskRecord | None:
-        """Return the task of ``workspace`` with ``task_id``, or ``None``."""
+    def get_task(
+        self, workspace: str, task_id: str, *, for_update: bool = False
+    ) -> TaskRecord | None:
+        """Return the task of ``workspace`` with ``task_id``, or ``None``.
+
+        ``for_update``: the caller writes this row next (``checkpoint``, ``release``). On
+        PostgreSQL a shared writer then holds it row-locked until it commits, so its
+        compare-and-set cannot miss; SQLite has one writer at a time anyway.
+        """
         ...
 
     def update_task(self, task: TaskRecord, *, before: TaskRecord | None = None) -> bool:
@@ -292,6 +299,24 @@ class QueueStore(Protocol):
         PostgreSQL reads both in one statement. A task's flow row is written with the task
         and, while the task is not terminal, its ``gated`` never changes, so the row read
         with the (row-locked) candidate is the row as it stands.
+        """
+        ...
+
+    def claim_opening(
+        self,
+        workspace: str,
+        *,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+    ) -> tuple[ClaimContext, TaskRecord | None, FlowRecord | None]:
+        """``claimNext``'s first step: the claim context and, unless it is gated, the claim.
+
+        The workspace's :meth:`QueueFlowStore.claim_context` and, when it is not gated and
+        ``verb`` (if any) is not paused, :meth:`claim_candidate` with the paused verbs left
+        out (the task row-locked). Gated, or for a paused ``verb``: no task. PostgreSQL reads
+        both in one statement.
         """
         ...
 

@@ -27,7 +27,7 @@ import attrs
 
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.queue_api import QueueCount, TaskRecord
-from taskcore.store.queueflow_api import FlowRecord
+from taskcore.store.queueflow_api import ClaimContext, FlowRecord
 from taskcore.store.sqlite_queue_rows import EXTS, GATES, PHASES, is_unique
 from taskcore.store.sqlite_queue_sched import (
     DUE,
@@ -172,8 +172,10 @@ class SqliteQueueStore(PausedVerbs):
             self._signal(queue_topic(task.workspace))
         return attrs.evolve(task, seq=seq)
 
-    def get_task(self, workspace: str, task_id: str) -> TaskRecord | None:
-        """Return the task of ``workspace`` with ``task_id``, or ``None``."""
+    def get_task(
+        self, workspace: str, task_id: str, *, for_update: bool = False
+    ) -> TaskRecord | None:
+        """Return the task of ``workspace`` with ``task_id``, or ``None`` (one writer: no lock)."""
         row = self._one(f"{_TASK_SELECT} WHERE workspace = ? AND task_id = ?", (workspace, task_id))
         return None if row is None else TASKS.from_row(row)
 
@@ -263,6 +265,29 @@ class SqliteQueueStore(PausedVerbs):
             return None, None
         flows = SqliteQueueFlowStore(self._conn).flows(workspace, (task.task_id,))
         return task, flows.get(task.task_id)
+
+    def claim_opening(
+        self,
+        workspace: str,
+        *,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+    ) -> tuple[ClaimContext, TaskRecord | None, FlowRecord | None]:
+        """The claim context, then (not gated, ``verb`` not paused) the claim, in process."""
+        context = SqliteQueueFlowStore(self._conn).claim_context(workspace)
+        if context.gated or (verb is not None and verb in context.paused):
+            return context, None, None
+        task, flow = self.claim_candidate(
+            workspace,
+            max_autonomy=max_autonomy,
+            autonomy=autonomy,
+            verb=verb,
+            now_ms=now_ms,
+            paused=() if verb is not None else context.paused,
+        )
+        return context, task, flow
 
     def next_due(self, workspace: str, now_ms: int) -> int | None:
         """The earliest time after ``now_ms`` a task may become claimable by time alone.

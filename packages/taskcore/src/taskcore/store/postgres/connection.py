@@ -23,7 +23,14 @@ error into a refusal (a ``TaskError``), so the transaction ends there, as it mus
 The call path, in round trips (issue 30). A row-safe queue call is three or four: ``BEGIN``
 + writer lock + token re-check (one simple query), the verb's own statements, then audit
 event + ``NOTIFY`` + ``COMMIT`` (one simple query); the queue cycle (create + claimNext +
-checkpoint DONE) is 13 (it was 25):
+checkpoint DONE) is 10 (it was 25, then 13):
+
+* **A write that cannot miss goes with the next statement.** A shared writer's
+  compare-and-set ``UPDATE`` of a row it holds locked (claimNext's ``SKIP LOCKED`` row, a
+  task read ``for_update``) is sent in one simple query with the next read or with the
+  ``COMMIT`` (:meth:`PgConnection.defer_write`).
+* **Literals written here.** A simple query's strings, integers, booleans and ``NULL`` are
+  bound by :func:`literal` (as psycopg writes them); other values by psycopg's ``mogrify``.
 
 * **The transaction's first statement carries its ``BEGIN``.** A transaction opened with
   ``begin`` statements sends them with its first statement: the writer lock and the call's
@@ -138,6 +145,7 @@ _CONFLICT = re.compile(r"\bON\s+CONFLICT\b", re.IGNORECASE)
 _LITERAL = re.compile(r"'(?:[^']|'')*'")
 
 
+_CURSOR_ATTR = "_agent_task_cursor"
 _SAVEPOINT = "SAVEPOINT agent_task_insert"
 _RELEASE = "RELEASE SAVEPOINT agent_task_insert"
 
@@ -291,14 +299,18 @@ class PgConnection:
         facts: InsertFacts | None = None,
         begin: tuple[str, ...] = (),
         pipelined: bool = True,
+        row_locks: bool = False,
     ) -> None:
         self.raw = conn
+        self.row_locks = row_locks and not pipelined
+        """Whether the stores row-lock what they read to write (a shared writer, unpipelined):
+        a write they then know cannot miss may be deferred (:meth:`defer_write`)."""
         self._changes = 0
         self._facts = facts
         self._begin = begin
         self._pipelined = pipelined
         self._deferred: list[tuple[str, Sequence[Any] | None]] = []
-        self._late: list[tuple[str, list[Any] | None]] = []
+        self._late: list[tuple[str, list[Any] | None, bool]] = []
         self._rowid: int | None = None
         self._cur: psycopg.Cursor[Any] | None = None
 
@@ -341,21 +353,74 @@ class PgConnection:
             raise TaskError(ErrorCode.BAD_INPUT, "a statement holds a NUL character")
         query, values = translate(sql), _clean(args)
         if not self._pipelined:
-            self._late.append((query, values))
+            self._late.append((query, values, True))
             return
         self._deferred.extend(((_SAVEPOINT, None), (query, values), (_RELEASE, None)))
 
+    def defer_write(self, sql: str, args: Sequence[Any]) -> bool:
+        """Send a write that cannot miss with the next statement (or the ``COMMIT``).
+
+        For an ``UPDATE`` of a row this transaction holds locked since it read it (the
+        caller knows it matches one row): it goes in the same simple query as the next
+        read, or as the ``COMMIT`` (its values bound by psycopg), in order, with no
+        savepoint; it fails the transaction as it would have alone. ``False`` (nothing
+        deferred: run it now) unless :attr:`row_locks`.
+        """
+        if not self.row_locks or "\x00" in sql:
+            return False
+        self._late.append((translate(sql), _clean(args), False))
+        return True
+
     def _run_late(self) -> None:
-        """Run deferred writes now (a statement came after them): each in its savepoint."""
+        """Run deferred writes now (a statement came after them), in order.
+
+        Plain writes (:meth:`defer_write`) go together in one simple query; an audit insert
+        (:meth:`defer`) in its savepoint.
+        """
         late, self._late = self._late, []
-        for query, values in late:
-            try:
+        plain: list[str] = []
+        try:
+            for query, values, savepoint in late:
+                if not savepoint:
+                    plain.append(_bind(self.raw, query, values))
+                    continue
+                if plain:
+                    self._simple(plain)
+                    plain = []
                 self._insert(query, values)
-            except psycopg.Error as exc:
-                mapped = pg_error(exc)
-                if mapped is exc:
-                    raise
-                raise mapped from exc
+            if plain:
+                self._simple(plain)
+        except psycopg.Error as exc:
+            mapped = pg_error(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
+    def _simple(self, statements: list[str]) -> psycopg.Cursor[Any]:
+        """Run bound ``statements`` as one simple query; the cursor is at the last result."""
+        cur = self._cursor().execute("; ".join(statements), prepare=False)
+        while cur.nextset():
+            pass
+        return cur
+
+    def _read_after_late(self, query: str, args: Sequence[Any] | None) -> PgCursor:
+        """A read sent with the plain writes deferred before it, in one simple query.
+
+        Each statement of a simple query takes its own snapshot (``READ COMMITTED``), so
+        the read sees the writes and every commit before it, as in two round trips.
+        """
+        late, self._late = self._late, []
+        bound = [_bind(self.raw, q, v) for q, v, _ in late]
+        bound.append(query if args is None else _bind(self.raw, query, args))
+        try:
+            cur = self._simple(bound)
+        except psycopg.Error as exc:
+            mapped = pg_error(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+        self._changes = max(cur.rowcount, 0)
+        return PgCursor(_rows(cur))
 
     def commit(self, tail: tuple[str, ...]) -> None:
         """End the transaction with ``tail`` (``COMMIT``, maybe a ``NOTIFY`` first).
@@ -368,12 +433,15 @@ class PgConnection:
             late, self._late = self._late, []
             self.start()
             bind = functools.partial(_bind, self.raw)
-            writes = [f"{_SAVEPOINT}; {bind(q, v)}; {_RELEASE}" for q, v in late]
-            self.raw.execute("; ".join((*writes, *tail)))
+            writes = [
+                f"{_SAVEPOINT}; {bind(q, v)}; {_RELEASE}" if savepoint else bind(q, v)
+                for q, v, savepoint in late
+            ]
+            self._cursor().execute("; ".join((*writes, *tail)), prepare=False)
             return
         prefix = self._prefix()
         if not prefix:
-            self.raw.execute("; ".join(tail))
+            self._cursor().execute("; ".join(tail), prepare=False)
             return
         with self.raw.pipeline():
             for statement, args in prefix:
@@ -393,6 +461,8 @@ class PgConnection:
                 return self._begin_with(query, args)
             self.start()
             if self._late:
+                if _is_select(sql) and not any(sp for _, _, sp in self._late):
+                    return self._read_after_late(query, args)
                 self._run_late()
         guarded = None
         if _is_insert(sql) and self._facts is not None:
@@ -416,10 +486,18 @@ class PgConnection:
         return PgCursor(rows)
 
     def _cursor(self) -> psycopg.Cursor[Any]:
-        """The connection's one cursor for plain statements (each one's rows are copied out)."""
-        if self._cur is None:
-            self._cur = self.raw.cursor()
-        return self._cur
+        """The connection's one cursor for plain statements (each one's rows are copied out).
+
+        Kept on the (pooled) connection: one cursor for every transaction it runs.
+        """
+        cur = self._cur
+        if cur is None:
+            cur = getattr(self.raw, _CURSOR_ATTR, None)
+            if cur is None or cur.closed:
+                cur = self.raw.cursor()
+                setattr(self.raw, _CURSOR_ATTR, cur)
+            self._cur = cur
+        return cur
 
     def _begin_with(self, query: str, args: Sequence[Any] | None) -> PgCursor:
         """The transaction's first statement, a read, sent after its ``BEGIN`` statements.
@@ -432,7 +510,7 @@ class PgConnection:
         bound = query if args is None else _bind(self.raw, query, args)
         text = "; ".join((*begin, bound))
         try:
-            cur = self._cursor().execute(text)
+            cur = self._cursor().execute(text, prepare=False)
             while cur.nextset():
                 pass
         except psycopg.Error as exc:
@@ -531,25 +609,101 @@ _INT8_MIN = -(2**63)
 
 
 def _bind(raw: psycopg.Connection[Any], query: str, args: Sequence[Any] | None) -> str:
-    """``query`` with ``args`` bound as literals by psycopg (``ClientCursor.mogrify``).
+    """``query`` with ``args`` bound as SQL literals (a statement of a simple query).
 
-    psycopg writes a negative integer as `` -N::int8``-style text, which PostgreSQL reads as
-    ``-(N::int8)``; for the smallest bigint, ``N`` itself is out of range. That one value
-    goes as a quoted literal, which PostgreSQL casts where it is used.
+    Strings, integers, booleans and ``None`` are written here as psycopg writes them
+    (:func:`literal`); a statement with any other value is bound by psycopg itself
+    (``ClientCursor.mogrify``, its own escaping by the connection's settings).
     """
-    if args is not None:
-        args = [str(a) if type(a) is int and a == _INT8_MIN else a for a in args]
+    if args is None:
+        return query
+    chunks = _chunks(query)
+    if chunks is not None and len(chunks) == len(args) + 1:
+        out = [chunks[0]]
+        for value, chunk in zip(args, chunks[1:], strict=True):
+            text = literal(value)
+            if text is None:
+                break
+            out.append(text)
+            out.append(chunk)
+        else:
+            return "".join(out)
+    args = [str(a) if type(a) is int and a == _INT8_MIN else a for a in args]
     return psycopg.ClientCursor(raw).mogrify(query, args)
+
+
+_PLACEHOLDER = re.compile(r"(%%|%s)")
+
+
+@functools.lru_cache(maxsize=1024)
+def _chunks(query: str) -> tuple[str, ...] | None:
+    """``query`` (psycopg text) cut at its ``%s`` placeholders, ``%%`` as ``%``.
+
+    ``None`` when it holds another ``%`` form (psycopg's to bind). psycopg reads ``%s`` and
+    ``%%`` the same way, string literals or not.
+
+    >>> _chunks("SELECT %s, '%%', %s")
+    ('SELECT ', ", '%', ", '')
+    >>> _chunks("SELECT %(a)s") is None
+    True
+    """
+    out = [""]
+    for part in _PLACEHOLDER.split(query):
+        if part == "%%":
+            out[-1] += "%"
+        elif part == "%s":
+            out.append("")
+        elif "%" in part:
+            return None
+        else:
+            out[-1] += part
+    return tuple(out)
+
+
+def literal(value: Any) -> str | None:
+    r"""``value`` as a PostgreSQL literal, as psycopg writes it; ``None`` for another type.
+
+    A string is quoted (an ``E''`` literal, its backslashes doubled, when it holds one: the
+    same text whatever ``standard_conforming_strings`` says); a negative integer has a space
+    before its sign (never ``--``); the smallest bigint is quoted (psycopg writes `` -N``,
+    which PostgreSQL reads as ``-(N)``, and ``N`` overflows), PostgreSQL casting it where used.
+
+    >>> literal("it's"), literal("a\\b"), literal(-5), literal(None), literal(True)
+    ("'it''s'", " E'a\\\\b'", ' -5', 'NULL', 'true')
+    >>> literal(-(2**63)), literal(1.5)
+    ("'-9223372036854775808'", None)
+    """
+    kind = type(value)
+    if kind is str:
+        text: str = value
+        if "\\" in text:
+            return " E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
+        return "'" + text.replace("'", "''") + "'"
+    if kind is int:
+        if value >= 0:
+            return str(value)
+        return f"'{value}'" if value == _INT8_MIN else f" {value}"
+    if value is None:
+        return "NULL"
+    if kind is bool:
+        return "true" if value else "false"
+    return None
 
 
 def _clean(args: Sequence[Any] | None) -> list[Any] | None:
     """Arguments as psycopg takes them: no NUL in a string, bytes for a memoryview."""
     if args is None:
         return None
-    return [
-        _no_nul(a) if isinstance(a, str) else (bytes(a) if isinstance(a, memoryview) else a)
-        for a in args
-    ]
+    out = list(args)
+    for i, value in enumerate(out):
+        kind = type(value)
+        if kind is int or value is None:
+            continue
+        if kind is str or isinstance(value, str):
+            _no_nul(value)
+        elif isinstance(value, memoryview):
+            out[i] = bytes(value)
+    return out
 
 
 def _is_select(sql: str) -> bool:
@@ -560,10 +714,9 @@ def _is_insert(sql: str) -> bool:
     return sql.lstrip()[:6].upper() == "INSERT"
 
 
-def _no_nul(value: str) -> str:
+def _no_nul(value: str) -> None:
     if "\x00" in value:
         raise TaskError(
             ErrorCode.BAD_INPUT,
             "a string holds a NUL character (U+0000), which PostgreSQL text cannot store",
         )
-    return value

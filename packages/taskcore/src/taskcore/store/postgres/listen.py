@@ -28,6 +28,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from taskcore.store.postgres.connection import literal
 from taskcore.store.wakeup import Wakeup
 
 __all__ = ["CHANNEL", "PAYLOAD_MAX_BYTES", "PgListen", "new_origin", "notify_sql", "parse"]
@@ -81,8 +82,11 @@ def parse(text: str) -> tuple[str, tuple[str, ...] | None]:
 
 def notify_sql(conn: psycopg.Connection[Any], origin: str, topics: Iterable[str]) -> str:
     """``SELECT pg_notify(...)`` with the payload as a literal (sent with ``COMMIT``)."""
-    literal = sql.Literal(payload(origin, topics)).as_string(conn)
-    return f"SELECT pg_notify('{CHANNEL}', {literal})"
+    text = payload(origin, topics)
+    bound = literal(text) if "\x00" not in text else None
+    if bound is None:
+        bound = sql.Literal(text).as_string(conn)
+    return f"SELECT pg_notify('{CHANNEL}', {bound})"
 
 
 class PgListen:

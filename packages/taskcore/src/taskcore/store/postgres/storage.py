@@ -363,7 +363,13 @@ class PostgresStorage:
         try:
             with self.pool.connection() as raw:
                 # BEGIN travels with the transaction's first statement (one round trip).
-                conn = PgConnection(raw, facts=self.facts, begin=begin, pipelined=self.pipelined)
+                conn = PgConnection(
+                    raw,
+                    facts=self.facts,
+                    begin=begin,
+                    pipelined=self.pipelined,
+                    row_locks=shared,
+                )
                 tx = PgTransaction(conn, writable=writable, shared=shared)
                 try:
                     if not self.pipelined and not shared:

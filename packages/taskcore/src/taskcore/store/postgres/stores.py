@@ -18,8 +18,12 @@ placeholders and errors). What is PostgreSQL's own:
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
+import apsw
+
+from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.audit_api import AuditEvent
 from taskcore.store.queue_api import TaskRecord
 from taskcore.store.queueflow_api import ClaimContext, FlowRecord
@@ -29,12 +33,21 @@ from taskcore.store.sqlite_collector import SqliteCollectorStore
 from taskcore.store.sqlite_forge import SqliteForgeStore
 from taskcore.store.sqlite_journal import SqliteJournalStore
 from taskcore.store.sqlite_oauth import SqliteOAuthStore
-from taskcore.store.sqlite_queue import _TASK_SELECT, TASKS, SqliteQueueStore
+from taskcore.store.sqlite_queue import (
+    _TASK_MUTABLE,
+    _TASK_SELECT,
+    TASKS,
+    SqliteQueueStore,
+    _task_update_sql,
+    may_free,
+)
+from taskcore.store.sqlite_queue_rows import _ignore
 from taskcore.store.sqlite_queue_sched import DUE, LAPSED_RETRY, not_paused
 from taskcore.store.sqlite_queueflow import CLAIM_GATE, SqliteQueueFlowStore, flow_record
 from taskcore.store.sqlite_retention import SqliteRetentionStore
 from taskcore.store.sqlite_tokens import SqliteTokenStore
 from taskcore.store.sqlite_webhooks import SqliteWebhookStore
+from taskcore.store.wakeup import queue_topic
 
 if TYPE_CHECKING:
     from taskcore.store.postgres.connection import PgConnection
@@ -173,8 +186,59 @@ def _claim_args(
     return tuple(args)
 
 
+_GET_LOCKED = f"{_TASK_SELECT} WHERE workspace = ? AND task_id = ? FOR UPDATE"
+
+
 class PgQueueStore(SqliteQueueStore):
-    """The queue: ``claimNext`` with ``SKIP LOCKED``, the phase index under a lock."""
+    """The queue: ``claimNext`` with ``SKIP LOCKED``, the phase index under a lock.
+
+    In a shared writer (:attr:`PgConnection.row_locks`) a task read to be written
+    (``get_task(..., for_update=True)``: ``checkpoint``, ``release``) is read ``FOR UPDATE``
+    (a racing writer of the row waits for this one's commit, then reads what it wrote: the
+    writers of a row take turns, as SQLite's writers do), and the claim's row is locked by
+    its ``SKIP LOCKED`` read. The compare-and-set ``UPDATE`` of
+    such a row cannot miss, so it is sent with the next statement or the ``COMMIT``
+    (:meth:`PgConnection.defer_write`), one round trip fewer.
+    """
+
+    def __init__(self, conn: apsw.Connection, signal: Callable[[str], None] = _ignore) -> None:
+        super().__init__(conn, signal)
+        self._locked: dict[tuple[str, str], int] = {}
+        """The tasks this transaction holds row-locked: ``(workspace, task_id)`` -> version."""
+
+    def _lock(self, task: TaskRecord) -> TaskRecord:
+        if cast("PgConnection", self._conn).row_locks:
+            self._locked[(task.workspace, task.task_id)] = task.version
+        return task
+
+    def get_task(
+        self, workspace: str, task_id: str, *, for_update: bool = False
+    ) -> TaskRecord | None:
+        """The task; ``for_update`` in a shared writer, row-locked (see the class)."""
+        if not (for_update and cast("PgConnection", self._conn).row_locks):
+            return super().get_task(workspace, task_id)
+        row = self._one(_GET_LOCKED, (workspace, task_id))
+        return None if row is None else self._lock(TASKS.from_row(row))
+
+    def update_task(self, task: TaskRecord, *, before: TaskRecord | None = None) -> bool:
+        """The compare-and-set update; deferred when this transaction holds the row locked."""
+        key = (task.workspace, task.task_id)
+        if before is None or self._locked.get(key) != before.version:
+            written = super().update_task(task, before=before)
+            if written and key in self._locked:
+                self._locked[key] = task.version
+            return written
+        if (before.workspace, before.task_id, before.version + 1) != (*key, task.version):
+            raise TaskError(ErrorCode.INTERNAL, "an update names another row or version")
+        changed = tuple(c for c in _TASK_MUTABLE if getattr(task, c) != getattr(before, c))
+        args = (*(getattr(task, c) for c in changed), task.workspace, task.task_id, before.version)
+        sql = _task_update_sql(changed)
+        if not cast("PgConnection", self._conn).defer_write(sql, args):
+            return super().update_task(task, before=before)
+        self._locked[key] = task.version
+        if may_free(before, task):
+            self._signal(queue_topic(task.workspace))
+        return True
 
     def best_claimable(
         self,
@@ -190,7 +254,7 @@ class PgQueueStore(SqliteQueueStore):
         """Return (and row-lock) the task ``claimNext`` should take, or ``None``."""
         args = _claim_args(workspace, max_autonomy, autonomy, verb, now_ms, paused, gated)
         row = self._one(_claim_sql(verb is not None, len(paused), gated), args)
-        return None if row is None else TASKS.from_row(row)
+        return None if row is None else self._lock(TASKS.from_row(row))
 
     def claim_candidate(
         self,
@@ -208,9 +272,38 @@ class PgQueueStore(SqliteQueueStore):
         row = self._one(_claim_with_flow_sql(verb is not None, len(paused), gated), args)
         if row is None:
             return None, None
-        task = TASKS.from_row(row)
+        task = self._lock(TASKS.from_row(row))
         flow = row[_TASK_WIDTH:]
         return task, None if flow[0] is None else flow_record((task.workspace, *flow))
+
+    def claim_opening(
+        self,
+        workspace: str,
+        *,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+    ) -> tuple[ClaimContext, TaskRecord | None, FlowRecord | None]:
+        """The claim context and, unless gated, the claim with its flow row: one statement.
+
+        The claim leaves out the paused verbs by a sub-select and takes no row of a gated
+        workspace (the caller then serializes and claims through the gate); the context and
+        the claim's search see one snapshot.
+        """
+        args: list[Any] = [workspace, workspace, workspace]
+        args += (workspace, autonomy, max_autonomy, now_ms, now_ms, now_ms, workspace, workspace)
+        if verb is not None:
+            args.append(verb)
+        row = self._one(_OPENING_BY_VERB if verb is not None else _OPENING, tuple(args))
+        context = ClaimContext(
+            paused=tuple(str(v) for v in row[0]), gated=bool(row[1]), keyed=bool(row[2])
+        )
+        if row[3] is None:
+            return context, None, None
+        task = self._lock(TASKS.from_row(row[3 : 3 + _TASK_WIDTH]))
+        flow = row[3 + _TASK_WIDTH :]
+        return context, task, None if flow[0] is None else flow_record((task.workspace, *flow))
 
     def next_phase_index(self, workspace: str, task_id: str) -> int:
         """One more than the highest phase index, read under the task's advisory lock."""
@@ -233,6 +326,30 @@ _SETTLE_ROW = (
     "FROM (SELECT CAST(? AS TEXT) AS ws, CAST(? AS TEXT) AS id) v "
     "LEFT JOIN queueflow_task f ON f.workspace = v.ws AND f.task_id = v.id"
 )
+
+
+def _opening_sql(by_verb: bool) -> str:
+    """:meth:`PgQueueStore.claim_opening`'s statement: the context, the ungated claim, its flow.
+
+    The ``FOR UPDATE SKIP LOCKED`` stays inside the claim's sub-select; the gated test is
+    uncorrelated (one test per statement: a gated workspace locks no row here).
+    """
+    claim = _CLAIM.format(
+        paused=(
+            "AND verb NOT IN (SELECT verb FROM queue_paused_verb WHERE workspace = ?) "
+            "AND NOT EXISTS (SELECT 1 FROM queueflow_task WHERE workspace = ? AND gated = 1) "
+        ),
+        verb="AND verb = ? " if by_verb else "",
+    )
+    return (
+        f"SELECT x.*, c.*, {_CLAIM_FLOW_COLUMNS} FROM ({_CLAIM_CONTEXT}) x "  # noqa: S608
+        f"LEFT JOIN ({claim}) c ON TRUE "
+        "LEFT JOIN queueflow_task f ON f.workspace = c.workspace AND f.task_id = c.task_id"
+    )
+
+
+_OPENING = _opening_sql(False)
+_OPENING_BY_VERB = _opening_sql(True)
 
 
 class PgQueueFlowStore(SqliteQueueFlowStore):
