@@ -40,7 +40,7 @@ from taskcore.store.sqlite_queue_sched import (
     not_paused,
 )
 from taskcore.store.sqlite_queue_schema import COMPONENT
-from taskcore.store.sqlite_queueflow import CLAIM_GATE, SqliteQueueFlowStore
+from taskcore.store.sqlite_queueflow import CLAIM_GATE, flow_record
 from taskcore.store.tables import Table
 from taskcore.store.wakeup import queue_topic
 
@@ -131,6 +131,31 @@ def _claim_sql(ceilings: int, by_verb: bool, paused: int = 0, gated: bool = Fals
     >>> _claim_sql(2, False, gated=True).count("queueflow_dep")
     3
     """
+    return f"{_TASK_SELECT} WHERE seq = {_claim_pick(ceilings, by_verb, paused, gated)}"
+
+
+_WITH_FLOW = (  # a task's columns, then its queueflow row's (f.task_id NULL: it has none)
+    "SELECT "
+    + ", ".join(f"t.{c}" for c in TASKS.columns)
+    + ", f.task_id, f.unique_key, f.concurrency_key, f.has_parents, f.gated "
+    "FROM queue_task t LEFT JOIN queueflow_task f "
+    "ON f.workspace = t.workspace AND f.task_id = t.task_id"
+)
+_TASK_WIDTH = len(TASKS.columns)
+
+
+@functools.cache
+def _claim_with_flow_sql(ceilings: int, by_verb: bool, paused: int = 0, gated: bool = False) -> str:
+    """:func:`_claim_sql` with the found task's ``queueflow_task`` row joined (one statement).
+
+    >>> _claim_with_flow_sql(1, False).count("LEFT JOIN queueflow_task")
+    1
+    """
+    return f"{_WITH_FLOW} WHERE t.seq = {_claim_pick(ceilings, by_verb, paused, gated)}"
+
+
+def _claim_pick(ceilings: int, by_verb: bool, paused: int, gated: bool) -> str:
+    """The ``seq`` of the task to claim: the best of the probes (a scalar sub-select)."""
     skip = not_paused(("",) * paused)
     base = _READY_VERB_PROBE if by_verb else _READY_PROBE
     ready = f"{base}{DUE}{skip}{_ORDER}"
@@ -141,7 +166,7 @@ def _claim_sql(ceilings: int, by_verb: bool, paused: int = 0, gated: bool = Fals
     # Constant fragments only; every value is a bound parameter.
     probes = [f"SELECT * FROM ({ready})"] * ceilings + [f"SELECT * FROM ({lease})"]  # noqa: S608
     union = " UNION ALL ".join(probes)
-    return f"{_TASK_SELECT} WHERE seq = (SELECT seq FROM ({union}) {_ORDER})"  # noqa: S608
+    return f"(SELECT seq FROM ({union}) {_ORDER})"  # noqa: S608
 
 
 _QUEUED = "QUEUED"
@@ -209,6 +234,29 @@ class SqliteQueueStore(PausedVerbs):
             self._signal(queue_topic(task.workspace))
         return True
 
+    @staticmethod
+    def _claim_args(
+        workspace: str,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+        paused: tuple[str, ...],
+        gated: bool,
+    ) -> tuple[tuple[int, bool, int, bool], tuple[Any, ...]]:
+        """The probes' shape (ceilings, by verb, paused, gated) and their parameters, in order."""
+        ceilings = range(autonomy, max_autonomy + 1)
+        gate: list[Any] = [now_ms] if gated else []
+        args: list[Any] = []
+        for ceiling in ceilings:
+            args += [workspace, ceiling] if verb is None else [workspace, verb, ceiling]
+            args += [now_ms, *paused, *gate]
+        args += [workspace, now_ms, autonomy, max_autonomy, now_ms, *paused]
+        if verb is not None:
+            args.append(verb)
+        args += gate
+        return (len(ceilings), verb is not None, len(paused), gated), tuple(args)
+
     def best_claimable(
         self,
         workspace: str,
@@ -224,18 +272,10 @@ class SqliteQueueStore(PausedVerbs):
         # One statement: a probe per autonomy ceiling (each one index search) and one for
         # expired leases, the best key picked in SQL, and only the winner's row fetched.
         # Gated (queueflow), each probe also checks the flow gate.
-        ceilings = range(autonomy, max_autonomy + 1)
-        gate: list[Any] = [now_ms] if gated else []
-        args: list[Any] = []
-        for ceiling in ceilings:
-            args += [workspace, ceiling] if verb is None else [workspace, verb, ceiling]
-            args += [now_ms, *paused, *gate]
-        args += [workspace, now_ms, autonomy, max_autonomy, now_ms, *paused]
-        if verb is not None:
-            args.append(verb)
-        args += gate
-        sql = _claim_sql(len(ceilings), verb is not None, len(paused), gated)
-        best = self._one(sql, tuple(args))
+        shape, args = self._claim_args(
+            workspace, max_autonomy, autonomy, verb, now_ms, paused, gated
+        )
+        best = self._one(_claim_sql(*shape), args)
         return None if best is None else TASKS.from_row(best)
 
     def claim_candidate(
@@ -249,20 +289,16 @@ class SqliteQueueStore(PausedVerbs):
         paused: tuple[str, ...] = (),
         gated: bool = False,
     ) -> tuple[TaskRecord | None, FlowRecord | None]:
-        """:meth:`best_claimable` and the found task's flow row (two reads in process)."""
-        task = self.best_claimable(
-            workspace,
-            max_autonomy=max_autonomy,
-            autonomy=autonomy,
-            verb=verb,
-            now_ms=now_ms,
-            paused=paused,
-            gated=gated,
+        """:meth:`best_claimable` and the found task's flow row, in one statement."""
+        shape, args = self._claim_args(
+            workspace, max_autonomy, autonomy, verb, now_ms, paused, gated
         )
-        if task is None:
+        row = self._one(_claim_with_flow_sql(*shape), args)
+        if row is None:
             return None, None
-        flows = SqliteQueueFlowStore(self._conn).flows(workspace, (task.task_id,))
-        return task, flows.get(task.task_id)
+        task = TASKS.from_row(row)
+        flow = row[_TASK_WIDTH:]
+        return task, None if flow[0] is None else flow_record((task.workspace, *flow))
 
     def next_due(self, workspace: str, now_ms: int) -> int | None:
         """The earliest time after ``now_ms`` a task may become claimable by time alone.
