@@ -279,10 +279,10 @@ def test_claim_next_probes_are_index_searches_with_no_sort(storage):
 
 
 @pytest.mark.backend_only("sqlite", reason="reads the statements with apsw's exec trace")
-def test_a_queue_cycle_makes_five_statements_per_verb_inside_the_write_lock(tmp_path):
+def test_the_statements_of_a_queue_cycle_inside_the_write_lock(tmp_path):
     """What runs between BEGIN IMMEDIATE and COMMIT holds SQLite's one write lock: claimNext
-    reads the workspace's claim context in one statement and its task with its flow row in
-    another; a DONE checkpoint reads its flow row and children in one."""
+    reads the workspace's claim context in one statement, the probes in one, and the task
+    with its flow row in one; a DONE checkpoint reads its flow row and children in one."""
     from taskcore import Actor, FakeClock, Service, Tier
 
     member = Actor(token_id="m", workspace="w", tier=Tier.MEMBER, autonomy=1)
@@ -314,7 +314,8 @@ def test_a_queue_cycle_makes_five_statements_per_verb_inside_the_write_lock(tmp_
         assert inside("agenttask.claimNext", b"{}") == [
             "SELECT",  # the token
             "SELECT",  # paused verbs and the flow gate
-            "SELECT",  # the best task and its flow row
+            "SELECT",  # the probes: the best key of each
+            "SELECT",  # the best task, with its flow row
             "UPDATE",  # the lease
             "INSERT",  # the audit event
         ]
