@@ -387,6 +387,32 @@ def test_a_call_returns_only_after_its_commit_is_flushed_outside_the_lock(
     assert _committed(db) == [1]
 
 
+def test_the_flush_keeps_one_descriptor_of_the_wal_and_never_opens_the_database(
+    db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing any descriptor of a file drops this process's POSIX locks on it (SQLite's, on
+    the database file): the flush opens the WAL alone, once, and closes it with the writer."""
+    opened: list[str] = []
+    real_open = os.open
+
+    def spy(path, flags, *args):  # type: ignore[no-untyped-def]
+        opened.append(str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(groupcommit.os, "open", spy)
+    writer = GroupCommit(db)
+    for n in range(3):
+        with writer.write() as conn:
+            conn.execute("INSERT INTO note(id, body) VALUES (?, 'x')", (n,))
+    assert opened == [groupcommit.wal_path(db)]
+    writer.close()
+    monkeypatch.undo()
+    with writer.write() as conn:  # a closed writer opens what it needs again
+        conn.execute("INSERT INTO note(id, body) VALUES (3, 'x')")
+    writer.close()
+    assert _committed(db) == [0, 1, 2, 3]
+
+
 def test_a_failed_flush_fails_every_call_of_its_batch_and_the_next_batch_works(
     db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
 ) -> None:

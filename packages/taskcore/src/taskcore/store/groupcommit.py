@@ -132,26 +132,43 @@ class _WalFlush:
     WAL's data reach the disk, which is what this ``fdatasync`` does, on the file as it is
     now: it holds this commit's frames (an ``fdatasync`` covers every byte written to the
     file before it, by any process), unless a checkpoint already copied them into the
-    database, which it syncs before the WAL is reused. The WAL is opened by name each time
-    (about 10 us beside a 1-2 ms flush): SQLite may truncate it, never replace it while this
-    writer's connection is open; were it gone, the database file is flushed instead.
+    database, which it syncs before the WAL is reused.
+
+    The WAL is opened once and kept open until :meth:`close`: SQLite truncates it in place and
+    never replaces it while this writer's connection is open (it is deleted only when the last
+    connection closes); were it replaced all the same (another inode under the name), the new
+    one is opened. Only the WAL is ever opened here, never the database file: closing a
+    descriptor of a file drops every POSIX lock this process holds on it, and SQLite holds
+    its locks on the database file (and the ``-shm`` file), none on the WAL.
     """
 
-    __slots__ = ("_db", "_wal")
+    __slots__ = ("_fd", "_lock", "_stale", "_wal")
 
     def __init__(self, db: SqliteDatabase) -> None:
-        self._db = db
         self._wal = wal_path(db)
+        self._fd: int | None = None
+        self._stale: list[int] = []  # replaced descriptors another flush may still be using
+        self._lock = threading.Lock()
+
+    def _descriptor(self) -> int:
+        with self._lock:
+            fd = self._fd
+            if fd is not None and os.fstat(fd).st_ino == os.stat(self._wal).st_ino:
+                return fd
+            if fd is not None:
+                self._stale.append(fd)  # closed with the others: a flush may be using it
+            fd = self._fd = os.open(self._wal, os.O_RDONLY | os.O_CLOEXEC)
+            return fd
 
     def __call__(self) -> None:
-        try:
-            fd = os.open(self._wal, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
-            fd = os.open(self._db.path, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            _fdatasync(fd)
-        finally:
-            os.close(fd)
+        _fdatasync(self._descriptor())
+
+    def close(self) -> None:
+        """Close the WAL's descriptors (the writer is done)."""
+        with self._lock:
+            for fd in (*self._stale, *([] if self._fd is None else [self._fd])):
+                os.close(fd)
+            self._fd, self._stale = None, []
 
 
 _NOT_FLUSHED = (
@@ -197,6 +214,7 @@ class GroupCommit:
         """Forget the writer connection (the database closes it with the others)."""
         with self._cond:
             self._conn = None
+        self._flush.close()
 
     # -- one call ---------------------------------------------------------------------------
     @contextmanager
