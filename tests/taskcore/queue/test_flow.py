@@ -7,6 +7,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+import attrs
 import pytest
 from taskcore import Actor, ErrorCode, FakeClock, Service, Tier
 from taskcore.queue.flow import failed_parent
@@ -429,12 +430,26 @@ def test_a_claim_that_meets_a_gated_task_it_did_not_expect_goes_through_the_gate
     b = door.create(MEMBER, concurrencyKey="k")
     door(WORKER, "agenttask.claim", {"taskId": a["taskId"]})
     store = type(_flow_store(service))
-    real = store.gates_claims
-    store.gates_claims = lambda self, workspace: False
+    real = store.claim_context
+    store.claim_context = lambda self, workspace: attrs.evolve(
+        real(self, workspace), gated=False, keyed=None
+    )
+    with service.storage.read() as tx:
+        queue = type(tx.queue)
+    candidate = queue.claim_candidate
+    gates: list[bool] = []
+
+    def seen(self, workspace, **kw):
+        gates.append(kw["gated"])
+        return candidate(self, workspace, **kw)
+
+    queue.claim_candidate = seen
     try:
         assert _claim_next(door, WORKER2) is None
     finally:
-        store.gates_claims = real
+        store.claim_context = real
+        queue.claim_candidate = candidate
+    assert gates == [False, True]  # found the gated task, then claimed through the gate
     assert door(MEMBER, "agenttask.get", {"taskId": b["taskId"]})["status"] == "QUEUED"
 
 

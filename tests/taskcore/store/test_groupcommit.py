@@ -24,6 +24,7 @@ import pytest
 from taskcore import Actor, Service, TaskError, Tier
 from taskcore.digest import AUDIT_INPUT_DOMAIN, domain_digest
 from taskcore.errors import ErrorCode
+from taskcore.store import groupcommit
 from taskcore.store.groupcommit import GroupCommit
 from taskcore.store.sqlite import Component, Migration, SqliteDatabase
 
@@ -349,6 +350,126 @@ def test_many_threads_every_write_lands_once(db: SqliteDatabase) -> None:
     commits, calls = writer.stats()
     assert calls == len(expected)
     assert 1 <= commits <= calls
+
+
+# -- the flush after the commit ----------------------------------------------------------------
+
+
+def test_a_call_returns_only_after_its_commit_is_flushed_outside_the_lock(
+    db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer commits at synchronous=NORMAL and flushes the WAL itself, after COMMIT freed
+    SQLite's lock (another connection can take it then) and before the caller returns."""
+    flushed: list[tuple[str, bool]] = []
+    real = groupcommit._fdatasync
+
+    def flush(fd: int) -> None:
+        other = apsw.Connection(str(db.path))
+        try:
+            other.execute("BEGIN IMMEDIATE")  # the write lock is free during the flush
+            other.execute("ROLLBACK")
+            lock_free = True
+        except apsw.BusyError:
+            lock_free = False
+        finally:
+            other.close()
+        wal = os.fstat(fd).st_ino == os.stat(groupcommit.wal_path(db)).st_ino
+        flushed.append(("the WAL" if wal else "another file", lock_free))
+        real(fd)
+
+    monkeypatch.setattr(groupcommit, "_fdatasync", flush)
+    writer = GroupCommit(db)
+    with writer.write() as conn:
+        assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+        conn.execute("INSERT INTO note(id, body) VALUES (1, 'x')")
+        assert flushed == []
+    assert flushed == [("the WAL", True)]
+    assert _committed(db) == [1]
+
+
+def test_the_flush_keeps_one_descriptor_of_the_wal_and_never_opens_the_database(
+    db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Closing any descriptor of a file drops this process's POSIX locks on it (SQLite's, on
+    the database file): the flush opens the WAL alone, once, and closes it with the writer."""
+    opened: list[str] = []
+    real_open = os.open
+
+    def spy(path, flags, *args):  # type: ignore[no-untyped-def]
+        opened.append(str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(groupcommit.os, "open", spy)
+    writer = GroupCommit(db)
+    for n in range(3):
+        with writer.write() as conn:
+            conn.execute("INSERT INTO note(id, body) VALUES (?, 'x')", (n,))
+    assert opened == [groupcommit.wal_path(db)]
+    writer.close()
+    monkeypatch.undo()
+    with writer.write() as conn:  # a closed writer opens what it needs again
+        conn.execute("INSERT INTO note(id, body) VALUES (3, 'x')")
+    writer.close()
+    assert _committed(db) == [0, 1, 2, 3]
+
+
+def test_a_failed_flush_fails_every_call_of_its_batch_and_the_next_batch_works(
+    db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = groupcommit._fdatasync
+    failing = [True]
+
+    def flush(fd: int) -> None:
+        if failing[0]:
+            failing[0] = False
+            raise OSError(5, "Input/output error")
+        real(fd)
+
+    monkeypatch.setattr(groupcommit, "_fdatasync", flush)
+    writer = GroupCommit(db)
+    run = _Queued(writer, [_insert(n) for n in range(3)])
+    run.run()
+    assert set(run.errors) == {0, 1, 2}
+    for error in run.errors.values():
+        assert isinstance(error, TaskError)
+        assert error.code is ErrorCode.STORAGE_UNAVAILABLE
+        assert "could not flush" in error.message
+    with writer.write() as conn:
+        conn.execute("INSERT INTO note(id, body) VALUES (9, 'x')")
+    assert writer.stats() == (1, 1)
+    assert _committed(db) == [0, 1, 2, 9]  # committed, unconfirmed: not rolled back
+
+
+def test_the_next_batch_runs_while_one_is_flushed(
+    db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real = groupcommit._fdatasync
+    first_flushing, release = threading.Event(), threading.Event()
+    returned: list[int] = []
+
+    def flush(fd: int) -> None:
+        if not first_flushing.is_set():
+            first_flushing.set()
+            assert release.wait(10)
+        real(fd)
+
+    monkeypatch.setattr(groupcommit, "_fdatasync", flush)
+    writer = GroupCommit(db)
+
+    def one(n: int) -> None:
+        with writer.write() as conn:
+            conn.execute("INSERT INTO note(id, body) VALUES (?, 'x')", (n,))
+        returned.append(n)
+
+    first = threading.Thread(target=one, args=(1,))
+    first.start()
+    assert first_flushing.wait(10)
+    one(2)  # a whole batch, flush included, while the first is still flushing
+    assert returned == [2]  # the first caller is not answered before its own flush
+    release.set()
+    first.join()
+    assert returned == [2, 1]
+    assert writer.stats() == (2, 2)
 
 
 # -- the service, many threads ---------------------------------------------------------------

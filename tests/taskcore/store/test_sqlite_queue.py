@@ -278,6 +278,60 @@ def test_claim_next_probes_are_index_searches_with_no_sort(storage):
     assert "TEMP B-TREE" not in paused[0]
 
 
+@pytest.mark.backend_only("sqlite", reason="reads the statements with apsw's exec trace")
+def test_the_statements_of_a_queue_cycle_inside_the_write_lock(tmp_path):
+    """What runs between BEGIN IMMEDIATE and COMMIT holds SQLite's one write lock: claimNext
+    reads the workspace's claim context in one statement, the probes in one, and the task
+    with its flow row in one; a DONE checkpoint reads its flow row and children in one."""
+    from taskcore import Actor, FakeClock, Service, Tier
+
+    member = Actor(token_id="m", workspace="w", tier=Tier.MEMBER, autonomy=1)
+    worker = Actor(token_id="k", workspace="w", tier=Tier.AGENT, autonomy=1)
+    service = Service.open(tmp_path / "data", clock=FakeClock(1_700_000_000_000))
+    seen: list[str] = []
+    try:
+        with service.write():
+            pass  # the writer's connection exists from here on
+        conn = service.storage.writer._conn
+        conn.exec_trace = lambda _c, sql, _b: seen.append(" ".join(sql.split()[:2])) or True
+
+        answers: list[dict] = []
+
+        def inside(name: str, body: object) -> list[str]:
+            seen.clear()
+            actor = member if name == "agenttask.create" else worker
+            answers.append(service.dispatch(actor, name, body).json())
+            assert seen[0] == "BEGIN IMMEDIATE"
+            assert seen[-1] == "COMMIT"
+            return [s.split()[0] for s in seen[1:-1]]
+
+        assert inside("agenttask.create", b'{"verb":"agent.run"}') == [
+            "SELECT",  # the token, still live
+            "INSERT",  # the task
+            "INSERT",  # the audit event
+            "INSERT",  # the workspace's wake-up counter
+        ]
+        assert inside("agenttask.claimNext", b"{}") == [
+            "SELECT",  # the token
+            "SELECT",  # paused verbs and the flow gate
+            "SELECT",  # the probes: the best key of each
+            "SELECT",  # the best task, with its flow row
+            "UPDATE",  # the lease
+            "INSERT",  # the audit event
+        ]
+        lease = answers[-1]["lease"]
+        done = {"taskId": lease["taskId"], "status": "DONE", "fence": lease["fence"]}
+        assert inside("agenttask.checkpoint", done) == [
+            "SELECT",  # the token
+            "SELECT",  # the task
+            "UPDATE",  # DONE
+            "SELECT",  # its flow row and whether tasks wait on it
+            "INSERT",  # the audit event
+        ]
+    finally:
+        service.close()
+
+
 # -- listing --------------------------------------------------------------------------------------
 
 

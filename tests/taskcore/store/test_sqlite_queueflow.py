@@ -185,3 +185,60 @@ def test_waiting_reads_every_childs_open_parents_at_once(storage):
         tx.queueflow.insert_deps("w", "c2", ("p1",))
         assert tx.queueflow.waiting("w", ("c1", "c2")) == {"c1": ("p2",)}
         assert tx.queueflow.waiting("w", ()) == {}
+
+
+def test_the_claim_context_reads_paused_verbs_and_the_gate_in_one_statement(storage):
+    from taskcore.store.queue_api import PausedVerbRecord
+
+    with storage.write() as tx:
+        assert tx.queueflow.claim_context("w").paused == ()
+        assert not tx.queueflow.claim_context("w").gated
+        for verb in ("zeta.run", "alpha.run"):
+            tx.queue.pause_verb(
+                PausedVerbRecord(workspace="w", verb=verb, paused_by="a", paused_at_ms=NOW)
+            )
+        tx.queueflow.insert_flow(
+            FlowRecord(workspace="w", task_id="k", concurrency_key="x", gated=True)
+        )
+        context = tx.queueflow.claim_context("w")
+        assert (context.paused, context.gated) == (("alpha.run", "zeta.run"), True)
+        other = tx.queueflow.claim_context("other")
+        assert (other.paused, other.gated) == ((), False)
+        tx.queueflow.set_gated("w", "k", terminal=True)
+        context = tx.queueflow.claim_context("w")
+        assert (context.paused, context.gated) == (("alpha.run", "zeta.run"), False)
+
+
+def test_settle_row_regates_and_tells_whether_children_wait(storage):
+    with storage.write() as tx:
+        tx.queueflow.insert_flow(
+            FlowRecord(workspace="w", task_id="p", concurrency_key="x", gated=True)
+        )
+        tx.queueflow.insert_deps("w", "c", ("p",))
+        tx.queueflow.insert_deps("w", "c2", ("bare",))
+        flow, kids = tx.queueflow.settle_row("w", "p", terminal=True, children=True)
+        assert (flow.gated, flow.concurrency_key, kids) == (False, "x", True)
+        flow, kids = tx.queueflow.settle_row("w", "p", terminal=False, children=False)
+        assert (flow.gated, kids) == (True, False)
+        assert tx.queueflow.flows("w", ("p",))["p"].gated  # written, not only answered
+        assert tx.queueflow.settle_row("w", "bare", terminal=True, children=True) == (None, True)
+        assert tx.queueflow.settle_row("w", "none", terminal=True, children=True) == (None, False)
+        assert tx.queueflow.settle_row("other", "p", terminal=True, children=True) == (None, False)
+
+
+def test_the_claim_candidate_comes_with_its_flow_row(storage):
+    def candidate(tx):
+        return tx.queue.claim_candidate(
+            "w", max_autonomy=3, autonomy=1, verb=None, now_ms=NOW, gated=True
+        )
+
+    with storage.write() as tx:
+        assert candidate(tx) == (None, None)
+        tx.queue.insert_task(_task("plain", priority=1))
+        task, flow = candidate(tx)
+        assert (task.task_id, flow) == ("plain", None)
+        tx.queue.insert_task(_task("keyed", priority=5))
+        row = FlowRecord(workspace="w", task_id="keyed", concurrency_key="k", gated=True)
+        tx.queueflow.insert_flow(row)
+        task, flow = candidate(tx)
+        assert (task, flow) == (tx.queue.get_task("w", "keyed"), row)

@@ -10,11 +10,23 @@ queued behind each other's fsyncs. :class:`GroupCommit` lets them share one:
   (and the batch is not full), hands the connection to the next one and waits; otherwise it
   commits the batch: one ``COMMIT``, one fsync for every call in it;
 * a caller's ``write()`` block returns only once the ``COMMIT`` covering its savepoint has
-  returned, so an acknowledged call is durable exactly as before (``synchronous=FULL``);
+  returned *and* the WAL file has been flushed to disk (``fdatasync``), so an acknowledged
+  call is durable exactly as at ``synchronous=FULL``. The flush runs after ``COMMIT`` has
+  released SQLite's write lock (the writer connection commits at ``synchronous=NORMAL``,
+  which writes the WAL frames without waiting for the disk): the lock is held for the calls'
+  statements and the WAL write, not the 1-2 ms of the fsync, so another process's writer
+  (``serve --workers N``) and this process's next batch run while it flushes (see
+  :class:`_WalFlush` for why a flush after the commit is as durable as one inside it);
 * a call that fails rolls back its own savepoint only and gets its own error at once; the
   calls before and after it in the batch are unaffected. If SQLite itself abandoned the
   transaction (a full disk, an I/O error), or the ``COMMIT`` fails, every call of the batch
   gets the typed error and none of them was applied.
+
+What changes is only *when* a commit becomes visible: other connections may read a batch
+for the milliseconds between its ``COMMIT`` and its flush, before any of its callers is
+answered. Their own writes land after it in the WAL, so they are durable only with it; only a
+bare read's answer could show a batch that a power loss in that window then undoes (every call
+through the front door is a write transaction, and answers after its own flush).
 
 A call waits for its turn at most ``busy_timeout_ms`` (then ``BUSY``, as a writer waiting for
 SQLite's own lock would be told); once in a batch it waits for the batch's commit however long
@@ -38,6 +50,7 @@ Readers on other connections see a batch only once it has committed.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections import deque
@@ -52,7 +65,7 @@ from taskcore.errors import ErrorCode, TaskError
 if TYPE_CHECKING:
     from taskcore.store.sqlite import SqliteDatabase
 
-__all__ = ["MAX_BATCH_CALLS", "GroupCommit"]
+__all__ = ["MAX_BATCH_CALLS", "GroupCommit", "wal_path"]
 
 MAX_BATCH_CALLS = 64
 """At most this many calls share one ``COMMIT`` (so a steady stream still commits)."""
@@ -102,6 +115,68 @@ BUSY_LOOK_MAX_S = 0.001
 """The longest the writer sleeps between looks at another process's write lock (ours)."""
 
 
+_fdatasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
+
+
+def wal_path(db: SqliteDatabase) -> str:
+    """The database's write-ahead log (SQLite names it after the database file)."""
+    return f"{db.path}-wal"
+
+
+class _WalFlush:
+    """Flush the WAL to disk after a ``COMMIT`` made at ``synchronous=NORMAL``.
+
+    At ``NORMAL`` in WAL mode SQLite writes a commit's frames to the WAL and returns without
+    waiting for the disk; everything else it syncs as at ``FULL`` (the WAL before a checkpoint
+    copies it, the database after, a restarted WAL's header). So a commit is durable once the
+    WAL's data reach the disk, which is what this ``fdatasync`` does, on the file as it is
+    now: it holds this commit's frames (an ``fdatasync`` covers every byte written to the
+    file before it, by any process), unless a checkpoint already copied them into the
+    database, which it syncs before the WAL is reused.
+
+    The WAL is opened once and kept open until :meth:`close`: SQLite truncates it in place and
+    never replaces it while this writer's connection is open (it is deleted only when the last
+    connection closes); were it replaced all the same (another inode under the name), the new
+    one is opened. Only the WAL is ever opened here, never the database file: closing a
+    descriptor of a file drops every POSIX lock this process holds on it, and SQLite holds
+    its locks on the database file (and the ``-shm`` file), none on the WAL.
+    """
+
+    __slots__ = ("_fd", "_lock", "_stale", "_wal")
+
+    def __init__(self, db: SqliteDatabase) -> None:
+        self._wal = wal_path(db)
+        self._fd: int | None = None
+        self._stale: list[int] = []  # replaced descriptors another flush may still be using
+        self._lock = threading.Lock()
+
+    def _descriptor(self) -> int:
+        with self._lock:
+            fd = self._fd
+            if fd is not None and os.fstat(fd).st_ino == os.stat(self._wal).st_ino:
+                return fd
+            if fd is not None:
+                self._stale.append(fd)  # closed with the others: a flush may be using it
+            fd = self._fd = os.open(self._wal, os.O_RDONLY | os.O_CLOEXEC)
+            return fd
+
+    def __call__(self) -> None:
+        _fdatasync(self._descriptor())
+
+    def close(self) -> None:
+        """Close the WAL's descriptors (the writer is done)."""
+        with self._lock:
+            for fd in (*self._stale, *([] if self._fd is None else [self._fd])):
+                os.close(fd)
+            self._fd, self._stale = None, []
+
+
+_NOT_FLUSHED = (
+    "the journal committed this call but could not flush it to disk ({what}); it may be "
+    "lost if the machine stops now. Check the disk, then read the state before retrying"
+)
+
+
 class GroupCommit:
     """The write side of one journal in one process (see the module docstring)."""
 
@@ -118,6 +193,7 @@ class GroupCommit:
         self._batch: _Batch | None = None  # the open transaction, if any
         self._batches = 0
         self._calls = 0
+        self._flush = _WalFlush(db)
 
     @property
     def db(self) -> SqliteDatabase:
@@ -138,6 +214,7 @@ class GroupCommit:
         """Forget the writer connection (the database closes it with the others)."""
         with self._cond:
             self._conn = None
+        self._flush.close()
 
     # -- one call ---------------------------------------------------------------------------
     @contextmanager
@@ -222,8 +299,12 @@ class GroupCommit:
     def _begin(self) -> tuple[apsw.Connection, _Batch]:
         conn = self._conn
         if conn is None:
-            conn = self._conn = self._db.open_connection()
+            conn = self._db.open_connection()
             conn.set_busy_handler(_BusyWait(self._db.busy_timeout_ms))
+            # The commit writes the WAL; the flush to disk follows once the lock is free
+            # (_finish_turn, _WalFlush): an acknowledged call is as durable as at FULL.
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn = conn
         batch = self._batch
         if batch is None:
             if not conn.get_autocommit():  # never expected: a transaction left open
@@ -268,9 +349,11 @@ class GroupCommit:
                 return
             self._owner = None  # still busy: this thread commits
         error = batch.error
+        committed = False
         if error is None and batch.calls:
             try:
                 conn.execute("COMMIT")
+                committed = True
             except apsw.Error as exc:
                 error = self._typed(
                     conn,
@@ -280,13 +363,24 @@ class GroupCommit:
         if not conn.get_autocommit():
             self._db.rollback(conn)  # a failed batch, or one with nothing to commit
         with self._cond:
+            # SQLite's lock is free: the next batch may begin while this one is flushed.
+            self._batch = None
+            self._busy = False
+            self._cond.notify_all()
+        if committed:
+            try:
+                self._flush()
+            except OSError as exc:
+                error = TaskError(
+                    ErrorCode.STORAGE_UNAVAILABLE,
+                    _NOT_FLUSHED.format(what=exc.strerror or type(exc).__name__),
+                )
+        with self._cond:
             if error is None and batch.calls:
                 self._batches += 1
                 self._calls += batch.calls
             batch.error = error
             batch.done = True
-            self._batch = None
-            self._busy = False
             self._cond.notify_all()
 
     def _release(self) -> None:

@@ -40,7 +40,7 @@ from taskcore.store.sqlite_queue_sched import (
     not_paused,
 )
 from taskcore.store.sqlite_queue_schema import COMPONENT
-from taskcore.store.sqlite_queueflow import CLAIM_GATE, SqliteQueueFlowStore
+from taskcore.store.sqlite_queueflow import CLAIM_GATE, flow_record
 from taskcore.store.tables import Table
 from taskcore.store.wakeup import queue_topic
 
@@ -118,17 +118,22 @@ def _gated(probe: str) -> str:
 
 
 @functools.cache
-def _claim_sql(ceilings: int, by_verb: bool, paused: int = 0, gated: bool = False) -> str:
-    """``claimNext``'s one statement: ``ceilings`` ready probes and the expired-lease probe.
+def _claim_probes(ceilings: int, by_verb: bool, paused: int = 0, gated: bool = False) -> str:
+    """``claimNext``'s one read: ``ceilings`` ready probes and the expired-lease probe.
 
-    Each probe carries the scheduling fragments of :mod:`taskcore.store.sqlite_queue_sched`
-    (due, lapsed-lease retry, ``paused`` paused verbs).
+    Each probe is one index search and yields at most one ``(priority, created_at_ms, seq)``;
+    the caller picks the best of these (at most ``ceilings + 1``) keys in process
+    (:func:`_best_key`) and reads that task's row by ``seq``. Picking in SQL, over the union,
+    costs a sorter and a nested sub-select: about twice the time, on every claim, inside the
+    write lock. Each probe carries the scheduling fragments of
+    :mod:`taskcore.store.sqlite_queue_sched` (due, lapsed-lease retry, ``paused`` paused
+    verbs); gated (queueflow), the flow gate too.
 
-    >>> _claim_sql(0, False).count("INDEXED BY")
+    >>> _claim_probes(0, False).count("INDEXED BY")
     1
-    >>> _claim_sql(3, True).count("INDEXED BY queue_task_ready_verb")
+    >>> _claim_probes(3, True).count("INDEXED BY queue_task_ready_verb")
     3
-    >>> _claim_sql(2, False, gated=True).count("queueflow_dep")
+    >>> _claim_probes(2, False, gated=True).count("queueflow_dep")
     3
     """
     skip = not_paused(("",) * paused)
@@ -140,8 +145,37 @@ def _claim_sql(ceilings: int, by_verb: bool, paused: int = 0, gated: bool = Fals
         ready, lease = _gated(ready), _gated(lease)
     # Constant fragments only; every value is a bound parameter.
     probes = [f"SELECT * FROM ({ready})"] * ceilings + [f"SELECT * FROM ({lease})"]  # noqa: S608
-    union = " UNION ALL ".join(probes)
-    return f"{_TASK_SELECT} WHERE seq = (SELECT seq FROM ({union}) {_ORDER})"  # noqa: S608
+    return " UNION ALL ".join(probes)
+
+
+def _best_key(keys: list[Any]) -> int | None:
+    """The ``seq`` of the best ``(priority, created_at_ms, seq)``: ``claimNext``'s order.
+
+    Highest priority, then oldest, then first inserted (``_ORDER``); ``None`` for no keys.
+
+    >>> _best_key([(1, 5, 9), (2, 7, 8), (2, 6, 10)])
+    10
+    """
+    if not keys:
+        return None
+    return int(min(keys, key=lambda k: (-k[0], k[1], k[2]))[2])
+
+
+_BY_SEQ = f"{_TASK_SELECT} WHERE seq = ?"
+_FLOW_OF_T = ", ".join(  # the task's queueflow row beside it (task_id NULL: it has none)
+    "(SELECT f."  # noqa: S608 - constant names
+    + column
+    + " FROM queueflow_task f WHERE f.workspace = t.workspace AND f.task_id = t.task_id)"
+    for column in ("task_id", "unique_key", "concurrency_key", "has_parents", "gated")
+)
+_BY_SEQ_WITH_FLOW = (
+    "SELECT "  # noqa: S608 - constant names
+    + ", ".join(f"t.{c}" for c in TASKS.columns)
+    + f", {_FLOW_OF_T} FROM queue_task t WHERE t.seq = ?"
+)
+"""A task by ``seq`` and its flow row (correlated sub-selects: a ``LEFT JOIN`` of the wide
+task row measured several times slower on SQLite 3.54)."""
+_TASK_WIDTH = len(TASKS.columns)
 
 
 _QUEUED = "QUEUED"
@@ -211,6 +245,30 @@ class SqliteQueueStore(PausedVerbs):
             self._signal(queue_topic(task.workspace))
         return True
 
+    def _claim_key(
+        self,
+        workspace: str,
+        max_autonomy: int,
+        autonomy: int,
+        verb: str | None,
+        now_ms: int,
+        paused: tuple[str, ...],
+        gated: bool,
+    ) -> int | None:
+        """The ``seq`` of the task ``claimNext`` should take: the probes, the best in process."""
+        ceilings = range(autonomy, max_autonomy + 1)
+        gate: list[Any] = [now_ms] if gated else []
+        args: list[Any] = []
+        for ceiling in ceilings:
+            args += [workspace, ceiling] if verb is None else [workspace, verb, ceiling]
+            args += [now_ms, *paused, *gate]
+        args += [workspace, now_ms, autonomy, max_autonomy, now_ms, *paused]
+        if verb is not None:
+            args.append(verb)
+        args += gate
+        sql = _claim_probes(len(ceilings), verb is not None, len(paused), gated)
+        return _best_key(self._conn.execute(sql, args).fetchall())
+
     def best_claimable(
         self,
         workspace: str,
@@ -223,21 +281,11 @@ class SqliteQueueStore(PausedVerbs):
         gated: bool = False,
     ) -> TaskRecord | None:
         """Return the task ``claimNext`` should take (see the protocol), or ``None``."""
-        # One statement: a probe per autonomy ceiling (each one index search) and one for
-        # expired leases, the best key picked in SQL, and only the winner's row fetched.
+        # A probe per autonomy ceiling (each one index search) and one for expired leases,
+        # in one statement; the best key picked in process and only the winner's row read.
         # Gated (queueflow), each probe also checks the flow gate.
-        ceilings = range(autonomy, max_autonomy + 1)
-        gate: list[Any] = [now_ms] if gated else []
-        args: list[Any] = []
-        for ceiling in ceilings:
-            args += [workspace, ceiling] if verb is None else [workspace, verb, ceiling]
-            args += [now_ms, *paused, *gate]
-        args += [workspace, now_ms, autonomy, max_autonomy, now_ms, *paused]
-        if verb is not None:
-            args.append(verb)
-        args += gate
-        sql = _claim_sql(len(ceilings), verb is not None, len(paused), gated)
-        best = self._one(sql, tuple(args))
+        seq = self._claim_key(workspace, max_autonomy, autonomy, verb, now_ms, paused, gated)
+        best = None if seq is None else self._one(_BY_SEQ, (seq,))
         return None if best is None else TASKS.from_row(best)
 
     def claim_candidate(
@@ -251,20 +299,14 @@ class SqliteQueueStore(PausedVerbs):
         paused: tuple[str, ...] = (),
         gated: bool = False,
     ) -> tuple[TaskRecord | None, FlowRecord | None]:
-        """:meth:`best_claimable` and the found task's flow row (two reads in process)."""
-        task = self.best_claimable(
-            workspace,
-            max_autonomy=max_autonomy,
-            autonomy=autonomy,
-            verb=verb,
-            now_ms=now_ms,
-            paused=paused,
-            gated=gated,
-        )
-        if task is None:
+        """:meth:`best_claimable` and the found task's flow row, read with its row."""
+        seq = self._claim_key(workspace, max_autonomy, autonomy, verb, now_ms, paused, gated)
+        row = None if seq is None else self._one(_BY_SEQ_WITH_FLOW, (seq,))
+        if row is None:
             return None, None
-        flows = SqliteQueueFlowStore(self._conn).flows(workspace, (task.task_id,))
-        return task, flows.get(task.task_id)
+        task = TASKS.from_row(row)
+        flow = row[_TASK_WIDTH:]
+        return task, None if flow[0] is None else flow_record((task.workspace, *flow))
 
     def claim_opening(
         self,

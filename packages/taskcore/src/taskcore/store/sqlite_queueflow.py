@@ -90,6 +90,17 @@ CLAIM_GATE = (  # constant fragments and a constant bound: nothing of a request
 )
 """``claimNext``'s flow condition on a candidate ``queue_task`` row (parameter: ``now_ms``)."""
 
+_CLAIM_CONTEXT = (  # (1, NULL) if the workspace has a gated task; (0, verb) per paused verb
+    "SELECT 1, NULL FROM (SELECT 1 FROM queueflow_task INDEXED BY queueflow_task_gated "
+    "WHERE workspace = ? AND gated = 1 LIMIT 1) "
+    "UNION ALL SELECT 0, verb FROM queue_paused_verb WHERE workspace = ?"
+)
+_SETTLE_ROW = (  # a task's flow row (all NULL: none) and whether any task runs after it
+    "SELECT f.workspace, f.task_id, f.unique_key, f.concurrency_key, f.has_parents, f.gated, "
+    "EXISTS (SELECT 1 FROM queueflow_dep d WHERE d.workspace = v.ws AND d.parent_id = v.id) "
+    "FROM (SELECT ? AS ws, ? AS id) v "
+    "LEFT JOIN queueflow_task f ON f.workspace = v.ws AND f.task_id = v.id"
+)
 _TERMINAL = "('DONE', 'FAILED', 'CANCELLED')"
 _FLOW_COLUMNS = "workspace, task_id, unique_key, concurrency_key, has_parents, gated"
 
@@ -174,9 +185,17 @@ class SqliteQueueFlowStore:
     def settle_row(
         self, workspace: str, task_id: str, *, terminal: bool, children: bool
     ) -> tuple[FlowRecord | None, bool]:
-        """:meth:`set_gated`, and with ``children`` :meth:`has_children` (else ``False``)."""
-        flow = self.set_gated(workspace, task_id, terminal=terminal)
-        return flow, children and self.has_children(workspace, task_id)
+        """:meth:`set_gated`, and with ``children`` :meth:`has_children` (else ``False``).
+
+        With ``children``, both are read in one statement.
+        """
+        if not children:
+            return self.set_gated(workspace, task_id, terminal=terminal), False
+        row = self._one(_SETTLE_ROW, (workspace, task_id))
+        kids = bool(row[-1])
+        if row[0] is None:
+            return None, kids
+        return self.regate(flow_record(row), terminal=terminal), kids
 
     # -- unique keys ------------------------------------------------------------------------
     def claim_unique(self, workspace: str, key: str, task_id: str, unique_for_ms: int) -> bool:
@@ -338,12 +357,12 @@ class SqliteQueueFlowStore:
         return row is not None
 
     def claim_context(self, workspace: str) -> ClaimContext:
-        """The workspace's paused verbs and :meth:`gates_claims` (two reads in process)."""
-        rows = self._conn.execute(
-            "SELECT verb FROM queue_paused_verb WHERE workspace = ? ORDER BY verb", (workspace,)
+        """The workspace's paused verbs and :meth:`gates_claims`, in one read."""
+        rows = self._conn.execute(_CLAIM_CONTEXT, (workspace, workspace)).fetchall()
+        return ClaimContext(
+            paused=tuple(sorted(str(r[1]) for r in rows if not r[0])),
+            gated=any(r[0] for r in rows),
         )
-        paused = tuple(str(r[0]) for r in rows)
-        return ClaimContext(paused=paused, gated=self.gates_claims(workspace))
 
     def serialize_limited_claims(self, workspace: str, *, keyed: bool | None = None) -> None:
         """Nothing to do: SQLite has one writer at a time."""
