@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from taskcore.codec import field_rules, wire_field
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.queue.types import ClaimResult, LeaseHandle, LeaseView, TaskStatus, TaskView
-from taskcore.wirebuild import constructor
+from taskcore.wirebuild import constructor, evolved
 from taskcore.wirerules import FieldRules, ranged_rules
 from taskcore.wirevalidate import field_error, value_test
 
@@ -122,3 +122,26 @@ def test_a_class_it_cannot_describe_is_built_by_itself():
 
     for cls in (Converted, Positional, Checked):
         assert constructor(cls) is cls
+
+
+@attrs.frozen(kw_only=True)
+class Row:
+    key: str
+    n: int = 0
+    note: str | None = None
+
+
+@settings(max_examples=100, deadline=None)
+@given(n=st.integers(), note=st.none() | st.text(max_size=4))
+def test_evolved_is_attrs_evolve_for_a_record_without_validators(n, note):
+    row = Row(key="k", n=1)
+    assert evolved(row, n=n, note=note) == attrs.evolve(row, n=n, note=note)
+    assert evolved(row) == row
+
+
+def test_evolved_leaves_other_classes_and_unknown_fields_to_attrs():
+    with pytest.raises(TypeError):
+        evolved(Row(key="k"), nope=1)
+    with pytest.raises(TaskError) as info:  # a wire class: its validators run
+        evolved(constructor(Free)(data=1), data=float("inf"))
+    assert info.value.code is ErrorCode.BAD_INPUT

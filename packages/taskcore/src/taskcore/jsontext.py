@@ -310,9 +310,12 @@ def _compact(data: bytes, max_depth: int) -> Any:
 
 def dumps(value: Any) -> bytes:
     """Encode a plain JSON tree compactly as UTF-8 (responses; not the canonical signing bytes)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
-        "utf-8"
-    )
+    return _ENCODE(value).encode("utf-8")
+
+
+# ``json.dumps`` with these options builds a new encoder on every call; one does for all
+# (an encoder keeps no state between calls).
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 
 
 def _key_path(path: str, key: str) -> str:

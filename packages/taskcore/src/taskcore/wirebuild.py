@@ -34,7 +34,6 @@ import keyword
 import types
 import typing
 from collections.abc import Callable
-from functools import cache
 from typing import Any, TypeVar
 
 import attrs
@@ -43,7 +42,7 @@ from taskcore.wirefield import field_rules
 from taskcore.wirerules import ranged_rules
 from taskcore.wirevalidate import field_accepts, is_wire_validator
 
-__all__ = ["builds_without_init", "constructor"]
+__all__ = ["builds_without_init", "constructor", "evolved"]
 
 T = TypeVar("T")
 
@@ -72,16 +71,22 @@ def builds_without_init(cl: type[Any]) -> bool:
     return True
 
 
-@cache
+_BUILT: dict[type[Any], Callable[..., Any]] = {}
+
+
 def constructor(cl: type[T]) -> Callable[..., T]:
     """``cl``'s keyword-argument constructor with one generated check (see above), or ``cl``.
 
     Built on first use and kept; the declared types are resolved then.
     """
-    try:
-        return _generate(cl)
-    except Exception:  # a class this module cannot describe: its own constructor
-        return cl
+    found = _BUILT.get(cl)
+    if found is None:
+        try:
+            found = _generate(cl)
+        except Exception:  # a class this module cannot describe: its own constructor
+            found = cl
+        found = _BUILT.setdefault(cl, found)
+    return typing.cast(Callable[..., T], found)
 
 
 def _slot(cl: type[Any], name: str) -> types.MemberDescriptorType | None:
@@ -93,7 +98,7 @@ def _slot(cl: type[Any], name: str) -> types.MemberDescriptorType | None:
     return None
 
 
-def _generate(cl: type[T]) -> Callable[..., T]:
+def _generate(cl: type[Any]) -> Callable[..., Any]:
     attrs.resolve_types(cl)
     fields = attrs.fields(cl)
     if not builds_without_init(cl):
@@ -151,4 +156,57 @@ def _generate(cl: type[T]) -> Callable[..., T]:
     lines.append(f"    return _cl({', '.join(f'{f.alias}={f.alias}' for f in fields)})")
     source = "\n".join(lines)
     exec(compile(source, f"<wire constructor {cl.__qualname__}>", "exec"), env)  # noqa: S102 - generated from field declarations only
-    return typing.cast(Callable[..., T], env["build"])
+    return typing.cast(Callable[..., Any], env["build"])
+
+
+_COPIERS: dict[type[Any], Callable[..., Any]] = {}
+
+
+def evolved(inst: T, **changes: Any) -> T:
+    """``attrs.evolve(inst, **changes)`` for a record whose fields have no validator.
+
+    A stored row is copied on every write of it (``version`` + 1 and the changed columns):
+    its slots are copied as they are and the changes set, which is what ``attrs.evolve``'s
+    ``__init__`` call does for such a class. Any other class (a validator, a converter,
+    ``__attrs_post_init__``, no slots), or a change that names no field, goes through
+    ``attrs.evolve`` itself.
+    """
+    cl = inst.__class__
+    copier = _COPIERS.get(cl)
+    if copier is None:
+        try:
+            copier = _copier(cl)
+        except Exception:  # a class this module cannot describe
+            copier = _evolve
+        copier = _COPIERS.setdefault(cl, copier)
+    return typing.cast(T, copier(inst, changes))
+
+
+def _evolve(inst: Any, changes: dict[str, Any]) -> Any:
+    return attrs.evolve(inst, **changes)
+
+
+def _copier(cl: type[Any]) -> Callable[[Any, dict[str, Any]], Any]:
+    fields = attrs.fields(cl)
+    if not builds_without_init(cl) or hasattr(cl, "__attrs_post_init__"):
+        return _evolve
+    env: dict[str, Any] = {"_new": object.__new__, "_cl": cl, "_ev": _evolve}
+    lines = ["def copy(o, changes):", "    n = _new(_cl)"]
+    setters: dict[str, Any] = {}
+    for i, field in enumerate(fields):
+        slot = _slot(cl, field.name)
+        if not field.init or field.validator is not None or slot is None:
+            return _evolve
+        env[f"_s{i}"], env[f"_g{i}"] = slot.__set__, slot.__get__
+        setters[field.alias] = slot.__set__
+        lines.append(f"    _s{i}(n, _g{i}(o))")
+    env["_set"] = setters
+    lines += [
+        "    for k, v in changes.items():",
+        "        s = _set.get(k)",
+        "        if s is None: return _ev(o, changes)",  # attrs.evolve's TypeError
+        "        s(n, v)",
+        "    return n",
+    ]
+    exec(compile("\n".join(lines), f"<wire copier {cl.__qualname__}>", "exec"), env)  # noqa: S102 - generated from field declarations only
+    return typing.cast(Callable[[Any, dict[str, Any]], Any], env["copy"])

@@ -34,6 +34,7 @@ from taskcore.store.queue_api import TaskRecord
 from taskcore.store.queueflow_api import FlowRecord
 from taskcore.store.storage import Transaction
 from taskcore.store.wakeup import queue_topic
+from taskcore.wirebuild import evolved
 
 __all__ = [
     "UNREAD",
@@ -157,7 +158,7 @@ def write_task(
 
 
 def _write_row(call: QueueCall, task: TaskRecord, changes: dict[str, Any]) -> TaskRecord:
-    stored = attrs.evolve(task, version=task.version + 1, **changes)
+    stored = evolved(task, version=task.version + 1, **changes)
     if not call.tx.queue.update_task(stored, before=task):
         raise TaskError(
             ErrorCode.CONFLICT, "the task changed while this call ran; read it and retry"
