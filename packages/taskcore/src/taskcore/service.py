@@ -146,6 +146,11 @@ class Service:
         registry: Registry | None = None,
         tracer: Tracer | None = None,
     ) -> None:
+        # The strict parser reads a compact body with orjson where it is loaded
+        # (jsontext._compact): a service parses every request, so it loads it once here
+        # (a command-line client or a hook never builds a Service and never pays for it).
+        import orjson  # noqa: F401
+
         self.storage = storage
         self.config = config
         self.clock: Clock = clock or SystemClock()
