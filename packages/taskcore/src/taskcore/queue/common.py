@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import json
 import secrets
+import sys
 from typing import Any
 
 import attrs
@@ -126,8 +127,20 @@ def json_text(value: Any, *, max_bytes: int, path: str) -> str:
 
 
 def parse_json_text(text: str | None) -> Any:
-    """Decode JSON text written by :func:`json_text` (``None`` stays ``None``)."""
-    return None if text is None else json.loads(text)
+    """Decode JSON text written by :func:`json_text` (``None`` stays ``None``).
+
+    With orjson where a service loaded it: it reads such text into what ``json.loads``
+    reads; what it refuses (an integer beyond 64 bits) is read by ``json.loads``.
+    """
+    if text is None:
+        return None
+    orjson = sys.modules.get("orjson")
+    if orjson is not None:
+        try:
+            return orjson.loads(text)
+        except ValueError:
+            pass
+    return json.loads(text)
 
 
 def write_task(
