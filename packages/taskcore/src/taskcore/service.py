@@ -129,9 +129,7 @@ __all__ = [
 
 
 _NEED_BEARER = "send 'Authorization: Bearer <token>'"
-_INTERNAL = ErrorCode.INTERNAL.value
-_NO_HOLD = contextlib.nullcontext()
-"""No hold around the call's transaction (``nullcontext`` keeps no state: one is shared)."""
+_NO_HOLD: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()  # stateless: shared
 
 
 class Service:
@@ -146,9 +144,7 @@ class Service:
         registry: Registry | None = None,
         tracer: Tracer | None = None,
     ) -> None:
-        # The strict parser reads a compact body with orjson where it is loaded
-        # (jsontext._compact): a service parses every request, so it loads it once here
-        # (a command-line client or a hook never builds a Service and never pays for it).
+        # jsontext parses and writes JSON with orjson where it is loaded: a service, not a hook.
         import orjson  # noqa: F401
 
         self.storage = storage
@@ -234,9 +230,6 @@ class Service:
         ``write_shared`` (``shares_writers``: PostgreSQL's shared writer lock) runs it there,
         concurrently with other such calls and without this process's lock. Any other storage
         ignores it (SQLite's group commit already serializes every writer).
-
-        The storage's own context manager is handed back where no lock is added (every
-        call passes here: no generator of its own around it).
         """
         storage = self.storage
         if shared and getattr(storage, "shares_writers", False):
@@ -663,7 +656,7 @@ class Service:
                 ),
             )
         started = time.perf_counter()
-        code: str | None = _INTERNAL
+        code: str | None = ErrorCode.INTERNAL._value_
         incoming = None if traceparent is None else valid_traceparent(traceparent)
         # The call's note: its task's status moves and its trace (taskcore.callnote).
         with noting(incoming, door=door._value_, started_ns=time.time_ns()) as note:
@@ -750,8 +743,7 @@ class Service:
                             subject or audit_subject(None, result),
                         )
             else:
-                prepared = request
-                held: contextlib.AbstractContextManager[Any] = _NO_HOLD
+                prepared, held = request, _NO_HOLD
                 if outside is not None:
                     prepared = request if op.prepare is None else op.prepare(outside, request)
                     held = _NO_HOLD if op.hold is None else op.hold(outside)
