@@ -190,3 +190,14 @@ def test_dumps_of_every_code_point_is_the_standard_encoder_s():
     text = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
     tree = {text[:300]: [text, {"k": text[::-1]}]}
     assert dumps(tree) == json.dumps(tree, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def test_dumps_of_a_tree_that_holds_itself_is_the_standard_refusal():
+    import pytest
+
+    loop: list[object] = [1]
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular reference"):
+        dumps({"a": loop})
+    wide = [[i] for i in range(10_000)]  # past the walk's budget: the standard encoder's bytes
+    assert dumps(wide) == json.dumps(wide, separators=(",", ":")).encode()

@@ -329,13 +329,21 @@ def dumps(value: Any) -> bytes:
     return _ENCODE(value).encode("utf-8")
 
 
+_PLAIN_CONTAINERS_MAX = 4096
+"""Containers :func:`dumps` looks at before it leaves a tree to the standard encoder."""
+
+
 def _orjson_plain(value: Any) -> bool:
     """Whether ``value`` holds only the JSON types whose orjson bytes are the standard's."""
     kind = type(value)
     if kind is not dict and kind is not list and kind is not tuple:
         return kind is str or kind is int or kind is bool or value is None
     stack = [value]
+    budget = _PLAIN_CONTAINERS_MAX  # a tree that refers to itself must not walk for ever
     while stack:
+        budget -= 1
+        if budget < 0:
+            return False
         node = stack.pop()
         children = node
         if type(node) is dict:
