@@ -5,12 +5,13 @@
 """
 
 import json
+import sys
 
 import orjson
 from hypothesis import given
 from hypothesis import strategies as st
 from taskcore.errors import TaskError
-from taskcore.jsontext import _constant, _no_duplicates, _plain, parse_json, validate_tree
+from taskcore.jsontext import _constant, _no_duplicates, _plain, dumps, parse_json, validate_tree
 
 
 def _reference(raw: bytes, max_depth: int):
@@ -149,3 +150,54 @@ def test_a_duplicate_key_in_compact_text_is_still_refused(text):
 )
 def test_what_orjson_refuses_or_changes_falls_to_the_reference(text):
     assert _ours(text.encode(), 64) == _reference(text.encode(), 64)
+
+
+# -- dumps: orjson for the trees whose bytes it writes exactly as the standard encoder ------
+
+_any_ints = st.integers(-(2**70), 2**70) | st.integers(-(2**63) - 2, 2**64 + 2)
+_leaves = st.none() | st.booleans() | _any_ints | st.floats() | st.text() | st.just("\ud800")
+_trees = st.recursive(
+    _leaves,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.tuples(inner, inner)
+        | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+        | st.dictionaries(st.integers(0, 3), inner, max_size=2)
+    ),
+    max_leaves=12,
+)
+
+
+def _encoded(make):
+    try:
+        return ("bytes", make())
+    except Exception as exc:  # the kind of refusal must be the same too
+        return ("raised", type(exc))
+
+
+@given(_trees)
+def test_dumps_writes_the_standard_encoder_s_bytes(tree):
+    assert "orjson" in sys.modules  # imported above: the fast path is live
+    reference = _encoded(
+        lambda: json.dumps(tree, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode(
+            "utf-8"
+        )
+    )
+    assert _encoded(lambda: dumps(tree)) == reference
+
+
+def test_dumps_of_every_code_point_is_the_standard_encoder_s():
+    text = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF)
+    tree = {text[:300]: [text, {"k": text[::-1]}]}
+    assert dumps(tree) == json.dumps(tree, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def test_dumps_of_a_tree_that_holds_itself_is_the_standard_refusal():
+    import pytest
+
+    loop: list[object] = [1]
+    loop.append(loop)
+    with pytest.raises(ValueError, match="Circular reference"):
+        dumps({"a": loop})
+    wide = [[i] for i in range(10_000)]  # past the walk's budget: the standard encoder's bytes
+    assert dumps(wide) == json.dumps(wide, separators=(",", ":")).encode()

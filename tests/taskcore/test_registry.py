@@ -1,9 +1,19 @@
 """The operation registry: names, tool names, selection, admission (taskcore.registry)."""
 
+import json
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from taskcore.actors import Actor, RiskClass, Tier
 from taskcore.names import WORKFLOW_PREFIX
-from taskcore.registry import Registry, Surface, default_registry, portable_tool_name
+from taskcore.registry import (
+    Registry,
+    Response,
+    Surface,
+    default_registry,
+    portable_tool_name,
+)
 
 from tests.taskcore.service_support import demo_op, demo_registry
 
@@ -65,3 +75,22 @@ def test_operation_admits_by_tier_and_autonomy():
     assert op.admits(Actor(token_id="t", workspace="w", tier=Tier.MEMBER, autonomy=2))
     assert not op.admits(Actor(token_id="t", workspace="w", tier=Tier.MEMBER, autonomy=1))
     assert not op.admits(Actor(token_id="t", workspace="w", tier=Tier.AGENT, autonomy=3))
+
+
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers(-(2**70), 2**70)
+        | st.floats(allow_nan=False)
+        | st.text(),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+        max_leaves=10,
+    )
+)
+def test_a_response_reads_its_body_as_json_loads_does(tree):
+    import orjson  # noqa: F401 - loaded, as a service loads it: the fast read is live
+
+    body = json.dumps(tree, ensure_ascii=False).encode()
+    assert Response(body).json() == json.loads(body)
+    assert Response(b'"\\ud800"').json() == "\ud800"  # orjson refuses it: json.loads reads it

@@ -57,7 +57,10 @@ class RiskClass(enum.Enum):
     @property
     def min_autonomy(self) -> int:
         """The smallest actor autonomy level allowed to call an operation of this class."""
-        return {"read": 0, "write": 1, "sensitive": 2, "destructive": 3}[self.value]
+        return _MIN_AUTONOMY[self._value_]
+
+
+_MIN_AUTONOMY = {"read": 0, "write": 1, "sensitive": 2, "destructive": 3}
 
 
 @attrs.frozen(kw_only=True)

@@ -28,9 +28,8 @@ True
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from contextlib import AbstractContextManager
+from contextvars import ContextVar, Token
 from typing import Any
 
 __all__ = [
@@ -133,17 +132,29 @@ def current_note() -> CallNote | None:
     return _CURRENT.get()
 
 
-@contextmanager
 def noting(
     traceparent: str | None = None, *, door: str = "in_process", started_ns: int = 0
-) -> Iterator[CallNote]:
+) -> AbstractContextManager[CallNote]:
     """Open a fresh note for one call (the front door's); the previous one comes back after."""
-    note = CallNote(traceparent, door=door, started_ns=started_ns)
-    token = _CURRENT.set(note)
-    try:
-        yield note
-    finally:
-        _CURRENT.reset(token)
+    return _Noting(CallNote(traceparent, door=door, started_ns=started_ns))
+
+
+class _Noting:
+    """:func:`noting`'s context manager (a class: every call opens one, a generator costs more)."""
+
+    __slots__ = ("_note", "_token")
+
+    def __init__(self, note: CallNote) -> None:
+        self._note = note
+        self._token: Token[CallNote | None] | None = None
+
+    def __enter__(self) -> CallNote:
+        self._token = _CURRENT.set(self._note)
+        return self._note
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        _CURRENT.reset(self._token)
 
 
 def note_status(task_id: str, before: str | None, after: str) -> None:

@@ -129,6 +129,7 @@ __all__ = [
 
 
 _NEED_BEARER = "send 'Authorization: Bearer <token>'"
+_NO_HOLD: contextlib.AbstractContextManager[Any] = contextlib.nullcontext()  # stateless: shared
 
 
 class Service:
@@ -143,6 +144,9 @@ class Service:
         registry: Registry | None = None,
         tracer: Tracer | None = None,
     ) -> None:
+        # jsontext parses and writes JSON with orjson where it is loaded: a service, not a hook.
+        import orjson  # noqa: F401
+
         self.storage = storage
         self.config = config
         self.clock: Clock = clock or SystemClock()
@@ -214,8 +218,7 @@ class Service:
         self.audit.close()
         self.storage.close()
 
-    @contextlib.contextmanager
-    def write(self, *, shared: bool = False) -> Iterator[Transaction]:
+    def write(self, *, shared: bool = False) -> contextlib.AbstractContextManager[Transaction]:
         """A write transaction, queued behind this process's other writers.
 
         A storage that queues and groups writers itself (``groups_writers``: the SQLite
@@ -228,12 +231,16 @@ class Service:
         concurrently with other such calls and without this process's lock. Any other storage
         ignores it (SQLite's group commit already serializes every writer).
         """
-        if shared and getattr(self.storage, "shares_writers", False):
-            with cast("SharedWriteStorage", self.storage).write_shared() as tx:
-                yield tx
-            return
-        grouped = getattr(self.storage, "groups_writers", False)
-        with contextlib.nullcontext() if grouped else self._write_lock, self.storage.write() as tx:
+        storage = self.storage
+        if shared and getattr(storage, "shares_writers", False):
+            return cast("SharedWriteStorage", storage).write_shared()
+        if getattr(storage, "groups_writers", False):
+            return storage.write()
+        return self._locked_write()
+
+    @contextlib.contextmanager
+    def _locked_write(self) -> Iterator[Transaction]:
+        with self._write_lock, self.storage.write() as tx:
             yield tx
 
     def ping(self) -> None:
@@ -649,10 +656,10 @@ class Service:
                 ),
             )
         started = time.perf_counter()
-        code: str | None = ErrorCode.INTERNAL.value
+        code: str | None = ErrorCode.INTERNAL._value_
         incoming = None if traceparent is None else valid_traceparent(traceparent)
         # The call's note: its task's status moves and its trace (taskcore.callnote).
-        with noting(incoming, door=door.value, started_ns=time.time_ns()) as note:
+        with noting(incoming, door=door._value_, started_ns=time.time_ns()) as note:
             try:
                 outcome = self._dispatch(
                     actor, name, raw, route, door, surfaces, digest, bearer, waiting
@@ -708,11 +715,14 @@ class Service:
             raise
         refusal: TaskError | None = None
         subject = audit_subject(request)
-        outside = CallContext(
-            service=self, actor=actor, tx=None, route=route, door=door, raw_digest=digest
-        )
+        outside = None
+        if op.tx is TxMode.OWN or op.prepare is not None or op.hold is not None:
+            outside = CallContext(
+                service=self, actor=actor, tx=None, route=route, door=door, raw_digest=digest
+            )
         try:
             if op.tx is TxMode.OWN:
+                assert outside is not None
                 result = op.handler(outside, request)
                 if isinstance(result, CommitThenRefuse):
                     refusal = result.error
@@ -730,11 +740,13 @@ class Service:
                             name,
                             digest,
                             "OK",
-                            audit_subject(request, result),
+                            subject or audit_subject(None, result),
                         )
             else:
-                prepared = request if op.prepare is None else op.prepare(outside, request)
-                held = contextlib.nullcontext() if op.hold is None else op.hold(outside)
+                prepared, held = request, _NO_HOLD
+                if outside is not None:
+                    prepared = request if op.prepare is None else op.prepare(outside, request)
+                    held = _NO_HOLD if op.hold is None else op.hold(outside)
                 with held, self.write(shared=op.row_safe) as tx:
                     # The live authorization guard: the token must still be valid inside the
                     # transaction that acts on it (revocation serializes with this commit:
@@ -769,7 +781,7 @@ class Service:
                         name,
                         digest,
                         outcome,
-                        audit_subject(request, result),
+                        subject or audit_subject(None, result),
                     )
         except TaskError as err:
             self._audit_refusal(actor.token_id, actor.workspace, name, digest, err, subject)

@@ -34,13 +34,14 @@ import enum
 import math
 import types
 import typing
+import weakref
 from collections.abc import Callable
 from typing import Any, get_args, get_origin
 
 import attrs
 
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.jsontext import _key_path, validate_tree
+from taskcore.jsontext import _clean, _key_path, validate_tree
 from taskcore.limits import JSON_MAX_DEPTH
 from taskcore.wirerules import (
     SCHEMA_VERSION,
@@ -59,7 +60,7 @@ from taskcore.wirerules import (
     wrong_type,
 )
 
-__all__ = ["field_error", "field_validator", "value_test"]
+__all__ = ["field_accepts", "field_error", "field_validator", "is_wire_validator", "value_test"]
 
 Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 """An attrs validator: ``(instance, attribute, value)``, raises or returns nothing."""
@@ -67,6 +68,7 @@ Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
 _NONE = type(None)
 # A field's value sits at least one level below the document it travels in.
 _FIELD_DEPTH = JSON_MAX_DEPTH - 1
+_VALIDATORS: weakref.WeakSet[Validator] = weakref.WeakSet()
 
 
 def field_validator(rules: FieldRules) -> Validator:
@@ -101,7 +103,16 @@ def field_validator(rules: FieldRules) -> Validator:
             error = TaskError(ErrorCode.INVALID_VALUE, "value breaks the field's rules")
         raise error.at(_key_path("$", rules.wire or attribute.name)) from None
 
+    _VALIDATORS.add(validate)
     return validate
+
+
+def is_wire_validator(validator: object) -> bool:
+    """Whether ``validator`` is one :func:`field_validator` made (a ``wire_field``'s)."""
+    try:
+        return validator in _VALIDATORS
+    except TypeError:  # not weakly referenceable: not one of ours
+        return False
 
 
 def _field_test(
@@ -241,6 +252,23 @@ def value_test(tp: Any, rules: FieldRules) -> Callable[[Any], bool]:
     return typing.cast(Callable[[Any], bool], env["test"])
 
 
+def field_accepts(name: str, tp: Any, rules: FieldRules, env: dict[str, Any], key: str) -> str:
+    """A Python expression true exactly when the value ``name`` passes the field's check.
+
+    For generated code that checks several fields at once (:mod:`taskcore.wirebuild`):
+    the inline expression of :func:`value_test` where there is one, else a call of the
+    field's test (put into ``env`` under ``key``). ``rules`` as :func:`ranged_rules` gives
+    them for ``tp``.
+    """
+    condition = (
+        None if _tuple_loop(tp, rules, {}) is not None else _accepts(name, tp, rules, env, key)
+    )
+    if condition is not None:
+        return condition
+    env[f"T{key}"] = value_test(tp, rules)
+    return f"T{key}({name})"
+
+
 def _tuple_loop(tp: Any, rules: FieldRules, env: dict[str, Any]) -> str | None:
     """The test of a ``tuple[X, ...]`` field (or ``None`` of one) as a loop, or ``None``."""
     args = get_args(tp)
@@ -295,6 +323,13 @@ def _accepts(name: str, tp: Any, rules: FieldRules, env: dict[str, Any], key: st
         return _tuple_accepts(name, args[0], rules, env, key)
     if has_text_rules:
         return None  # length or pattern rules on another type: rare, the slow path decides
+    if tp is typing.Any and rules.lo is None and rules.hi is None and not _has_item_rules(rules):
+        # Free JSON: no rule applies, so the verdict is the tree check of the value's JSON
+        # form. A value that is plain JSON already passes as it is; anything else (a tuple
+        # holding an enum member, a wire value) takes the path that converts it first.
+        env["clean"] = _clean
+        env[f"A{key}"] = lambda v: field_error(v, tp, rules) is None
+        return f"(clean({name}, {_FIELD_DEPTH}) or A{key}({name}))"
     if tp is bool:
         return f"(type({name}) is bool)"
     if tp is float:
@@ -313,6 +348,14 @@ def _accepts(name: str, tp: Any, rules: FieldRules, env: dict[str, Any], key: st
         env["tree_error"] = _tree_error
         return f"(type({name}) is dict and not tree_error({name}))"
     return None
+
+
+def _has_item_rules(rules: FieldRules) -> bool:
+    return (
+        rules.item_max_len is not None
+        or rules.item_min_len is not None
+        or rules.item_pattern is not None
+    )
 
 
 def _tuple_accepts(

@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import json
 import secrets
+import sys
 from typing import Any
 
 import attrs
@@ -34,6 +35,7 @@ from taskcore.store.queue_api import TaskRecord
 from taskcore.store.queueflow_api import FlowRecord
 from taskcore.store.storage import Transaction
 from taskcore.store.wakeup import queue_topic
+from taskcore.wirebuild import evolved
 
 __all__ = [
     "UNREAD",
@@ -130,8 +132,20 @@ def json_text(value: Any, *, max_bytes: int, path: str) -> str:
 
 
 def parse_json_text(text: str | None) -> Any:
-    """Decode JSON text written by :func:`json_text` (``None`` stays ``None``)."""
-    return None if text is None else json.loads(text)
+    """Decode JSON text written by :func:`json_text` (``None`` stays ``None``).
+
+    With orjson where a service loaded it: it reads such text into what ``json.loads``
+    reads; what it refuses (an integer beyond 64 bits) is read by ``json.loads``.
+    """
+    if text is None:
+        return None
+    orjson = sys.modules.get("orjson")
+    if orjson is not None:
+        try:
+            return orjson.loads(text)
+        except ValueError:
+            pass
+    return json.loads(text)
 
 
 def write_task(
@@ -162,7 +176,7 @@ def write_task(
 
 
 def _write_row(call: QueueCall, task: TaskRecord, changes: dict[str, Any]) -> TaskRecord:
-    stored = attrs.evolve(task, version=task.version + 1, **changes)
+    stored = evolved(task, version=task.version + 1, **changes)
     if not call.tx.queue.update_task(stored, before=task):
         raise TaskError(
             ErrorCode.CONFLICT, "the task changed while this call ran; read it and retry"

@@ -71,6 +71,7 @@ from taskcore.queue.types import ClaimResult, EscalateResult, LeaseHandle, TaskS
 from taskcore.queue.views import gate_view, phase_view, task_view
 from taskcore.store.queue_api import TaskRecord
 from taskcore.store.queueflow_api import FlowRecord
+from taskcore.wirebuild import constructor
 
 __all__ = [
     "Refused",
@@ -181,10 +182,10 @@ def _take(
     phase = None if task.fence == 0 else call.tx.queue.latest_phase(call.workspace, claimed.task_id)
     assert claimed.lease_owner is not None
     assert claimed.lease_expires_at_ms is not None
-    return ClaimResult(
+    return constructor(ClaimResult)(
         claimed=True,
         task=task_view(claimed, call.now_ms),
-        lease=LeaseHandle(
+        lease=constructor(LeaseHandle)(
             task_id=claimed.task_id,
             owner=claimed.lease_owner,
             fence=claimed.fence,

@@ -22,6 +22,7 @@ from taskcore.queue.types import (
     TaskView,
 )
 from taskcore.store.queue_api import ApprovalGateRecord, ExtRecord, PhaseRecord, TaskRecord
+from taskcore.wirebuild import constructor
 
 __all__ = ["ext_view", "feed_entry", "gate_view", "phase_view", "task_view"]
 
@@ -32,7 +33,7 @@ def _lease(task: TaskRecord, now_ms: int) -> LeaseView | None:
     assert task.lease_owner is not None
     assert task.lease_expires_at_ms is not None
     assert task.first_leased_at_ms is not None
-    return LeaseView(
+    return constructor(LeaseView)(
         owner=task.lease_owner,
         expires_at_ms=task.lease_expires_at_ms,
         heartbeat_at_ms=task.heartbeat_at_ms or task.first_leased_at_ms,
@@ -42,8 +43,24 @@ def _lease(task: TaskRecord, now_ms: int) -> LeaseView | None:
 
 
 def task_view(task: TaskRecord, now_ms: int) -> TaskView:
-    """The task as observed at ``now_ms``."""
-    return TaskView(
+    """The task as observed at ``now_ms``.
+
+    Built through :func:`~taskcore.wirebuild.constructor` (one check of every field, the
+    same as ``TaskView(...)``'s validators): every call of a queue verb builds one.
+    """
+    # runAtMs and attempt as observed (a lapsed lease counts an attempt)
+    run_at, attempt = task.run_at_ms, task.attempt
+    again = lapsed_retry_at(task, now_ms)
+    if again is not None:
+        run_at, attempt = again, attempt + 1
+    backoff = None
+    if retries(task):
+        backoff = constructor(BackoffView)(
+            initial_ms=task.backoff_initial_ms,
+            max_ms=task.backoff_max_ms,
+            multiplier=task.backoff_multiplier,
+        )
+    return constructor(TaskView)(
         task_id=task.task_id,
         verb=task.verb,
         status=effective_status(task, now_ms),
@@ -66,29 +83,11 @@ def task_view(task: TaskRecord, now_ms: int) -> TaskView:
         fence=task.fence,
         lease=_lease(task, now_ms),
         escalation_gate_id=task.escalation_gate_id,
-        **_schedule(task, now_ms),
+        run_at_ms=run_at,
+        attempt=attempt,
+        max_attempts=task.max_attempts,
+        backoff=backoff,
     )
-
-
-def _schedule(task: TaskRecord, now_ms: int) -> dict[str, Any]:
-    """runAtMs, attempt, maxAttempts, backoff as observed (a lapsed lease counts an attempt)."""
-    run_at, attempt = task.run_at_ms, task.attempt
-    again = lapsed_retry_at(task, now_ms)
-    if again is not None:
-        run_at, attempt = again, attempt + 1
-    backoff = None
-    if retries(task):
-        backoff = BackoffView(
-            initial_ms=task.backoff_initial_ms,
-            max_ms=task.backoff_max_ms,
-            multiplier=task.backoff_multiplier,
-        )
-    return {
-        "run_at_ms": run_at,
-        "attempt": attempt,
-        "max_attempts": task.max_attempts,
-        "backoff": backoff,
-    }
 
 
 def gate_view(gate: ApprovalGateRecord) -> ApprovalGateView:
