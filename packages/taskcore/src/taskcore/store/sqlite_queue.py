@@ -40,7 +40,7 @@ from taskcore.store.sqlite_queue_sched import (
     not_paused,
 )
 from taskcore.store.sqlite_queue_schema import COMPONENT
-from taskcore.store.sqlite_queueflow import CLAIM_GATE, flow_record
+from taskcore.store.sqlite_queueflow import CLAIM_GATE, SqliteQueueFlowStore, flow_record
 from taskcore.store.tables import Table
 from taskcore.store.wakeup import queue_topic
 
