@@ -429,33 +429,42 @@ def test_a_claim_that_meets_a_gated_task_it_did_not_expect_goes_through_the_gate
     a = door.create(MEMBER, concurrencyKey="k")
     b = door.create(MEMBER, concurrencyKey="k")
     door(WORKER, "agenttask.claim", {"taskId": a["taskId"]})
-    store = type(_flow_store(service))
-    real = store.claim_context
-    store.claim_context = lambda self, workspace: attrs.evolve(
-        real(self, workspace), gated=False, keyed=None
-    )
     with service.storage.read() as tx:
         queue = type(tx.queue)
+    opening = queue.claim_opening
     candidate = queue.claim_candidate
     gates: list[bool] = []
 
     def seen(self, workspace, **kw):
-        gates.append(kw["gated"])
+        gates.append(kw.get("gated", False))
         return candidate(self, workspace, **kw)
 
+    def unexpected(self, workspace, *, max_autonomy, autonomy, verb, now_ms):
+        # The opening's context saw no gated task; its claim then met one.
+        context, _, _ = opening(
+            self, workspace, max_autonomy=max_autonomy, autonomy=autonomy, verb=verb, now_ms=now_ms
+        )
+        assert context.gated  # the real context does see the gate
+        task, flow = self.claim_candidate(
+            workspace,
+            max_autonomy=max_autonomy,
+            autonomy=autonomy,
+            verb=verb,
+            now_ms=now_ms,
+            paused=context.paused,
+            gated=False,
+        )
+        return attrs.evolve(context, gated=False, keyed=None), task, flow
+
+    queue.claim_opening = unexpected
     queue.claim_candidate = seen
     try:
         assert _claim_next(door, WORKER2) is None
     finally:
-        store.claim_context = real
+        queue.claim_opening = opening
         queue.claim_candidate = candidate
     assert gates == [False, True]  # found the gated task, then claimed through the gate
     assert door(MEMBER, "agenttask.get", {"taskId": b["taskId"]})["status"] == "QUEUED"
-
-
-def _flow_store(service):
-    with service.storage.read() as tx:
-        return tx.queueflow
 
 
 def test_a_child_failed_by_its_parent_is_requeued_only_after_the_parent(door):
