@@ -220,3 +220,68 @@ def test_low_space_checkpoints_every_commit_so_the_wal_stays_small(
     # 300 commits of about a page each: ~1.2 MiB of WAL unless it is checkpointed as it goes.
     assert (_wal_size(path) > 512 * 1024) is grows
     db.close()
+
+
+def test_close_waits_for_a_connection_another_thread_is_still_using(tmp_path):
+    """A call that outlived its caller (a tool call past its limit) may still be inside a
+    statement when the service closes: close waits for it to leave, then closes."""
+    import threading
+
+    db = SqliteDatabase(tmp_path / "x.sqlite", (NOTES_V1,), create=True)
+    conn = db.open_connection()
+    entered, release = threading.Event(), threading.Event()
+
+    def block() -> int:
+        entered.set()
+        release.wait(10)
+        return 1
+
+    conn.create_scalar_function("block", block, 0)
+    rows: list = []
+    user = threading.Thread(target=lambda: rows.extend(conn.execute("SELECT block()")))
+    user.start()
+    assert entered.wait(10)
+    errors: list[BaseException] = []
+
+    def close() -> None:
+        try:
+            db.close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    closer = threading.Thread(target=close)
+    closer.start()
+    closer.join(0.1)
+    assert closer.is_alive()  # waiting for the statement, not failing at once
+    release.set()
+    closer.join(10)
+    user.join(10)
+    assert not closer.is_alive()
+    assert errors == []
+    assert rows == [(1,)]
+    with pytest.raises(apsw.ConnectionClosedError):
+        conn.execute("SELECT 1")
+
+
+def test_close_gives_up_past_the_busy_timeout(tmp_path):
+    import threading
+
+    db = SqliteDatabase(tmp_path / "x.sqlite", (NOTES_V1,), create=True, busy_timeout_ms=50)
+    conn = db.open_connection()
+    entered, release = threading.Event(), threading.Event()
+
+    def block() -> int:
+        entered.set()
+        release.wait(10)
+        return 1
+
+    conn.create_scalar_function("block", block, 0)
+    user = threading.Thread(target=lambda: conn.execute("SELECT block()").fetchall())
+    user.start()
+    assert entered.wait(10)
+    try:
+        with pytest.raises(apsw.ThreadingViolationError):
+            db.close()
+    finally:
+        release.set()
+        user.join(10)

@@ -147,7 +147,7 @@ class Metrics:
 
     def observe(self, event: CallObserved) -> None:
         """Count one call (the service calls this once per call)."""
-        door = "transport" if event.door is None else event.door._value_
+        door = "transport" if event.door is None else event.door.value
         key = (event.operation, door, event.code)
         count = self._counts.get(key)
         if count is None:  # the labelled child, found once (labels are bounded, see above)

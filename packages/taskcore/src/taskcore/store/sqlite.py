@@ -41,6 +41,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -269,10 +270,24 @@ class SqliteDatabase:
         return conn
 
     def close(self) -> None:
-        """Close every connection this object opened (in any thread)."""
+        """Close every connection this object opened (in any thread).
+
+        A connection another thread is still using (a call that outlived its caller, such as
+        a tool call past its time limit, finishing its statement or commit) is closed once
+        that thread leaves it, waiting at most ``busy_timeout_ms``; past that, apsw's
+        ``ThreadingViolationError`` is raised as before.
+        """
+        deadline = time.monotonic() + self.busy_timeout_ms / 1000
         with self._all_lock:
             for conn in self._all:
-                conn.close()
+                while True:
+                    try:
+                        conn.close()
+                        break
+                    except apsw.ThreadingViolationError:
+                        if time.monotonic() >= deadline:
+                            raise
+                        time.sleep(0.001)
             self._all.clear()
         self._local = threading.local()
 
