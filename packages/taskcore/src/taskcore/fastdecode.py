@@ -25,6 +25,7 @@ import attrs
 import cattrs
 
 from taskcore.jsontext import _SURROGATE
+from taskcore.wirebuild import builds_without_init
 from taskcore.wirefield import field_rules
 from taskcore.wirerules import (
     FieldRules,
@@ -138,7 +139,7 @@ class FastStructure:
         lines = ["def build(v):", "    if type(v) is not dict or not keys.issuperset(v): raise G"]
         args: list[str] = []
         wires: list[str] = []
-        trusted = _builds_without_init(cl)
+        trusted = builds_without_init(cl)
         for i, field in enumerate(fields):
             rules = field_rules(field)
             wire = rules.wire or field.name
@@ -257,24 +258,3 @@ class FastStructure:
                 "@ = tuple(x)",
             ]
         return None
-
-
-def _builds_without_init(cl: type[Any]) -> bool:
-    """Whether the fast path may build ``cl`` as its ``__init__`` would, minus the validators.
-
-    attrs' ``__init__`` of a slotted class sets each field with ``object.__setattr__`` (frozen
-    or not), runs the validators, then ``__attrs_post_init__``. A class with anything more
-    in its ``__init__`` (converters, ``__attrs_pre_init__``, a cached hash, a factory that
-    takes ``self``) is built through the constructor, validators and all.
-    """
-    if "__slots__" not in cl.__dict__ or hasattr(cl, "__attrs_pre_init__"):
-        return False
-    if "_attrs_cached_hash" in getattr(cl, "__slots__", ()):
-        return False
-    for field in attrs.fields(cl):
-        if field.converter is not None:
-            return False
-        default = field.default
-        if isinstance(default, attrs.Factory) and default.takes_self:  # type: ignore[arg-type]
-            return False
-    return True

@@ -13,6 +13,7 @@ taskcore.errors.TaskError: a number is not finite (NaN, Infinity or beyond 1.8e3
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
@@ -320,13 +321,25 @@ def dumps(value: Any) -> bytes:
     """
     orjson = sys.modules.get("orjson")
     if orjson is not None and _orjson_plain(value):
-        try:
-            data: bytes = orjson.dumps(value)
-        except TypeError:  # refused (out of its range): the standard encoder answers
-            pass
-        else:
-            return data
+        # Refused (out of its range, a JSONEncodeError): the standard encoder answers.
+        with contextlib.suppress(TypeError):
+            return bytes(orjson.dumps(value))
     return _ENCODE(value).encode("utf-8")
+
+
+def loads(data: str | bytes) -> Any:
+    """Read trusted JSON (text this process or its journal wrote, a response body).
+
+    With orjson where a service loaded it: it reads such text into what ``json.loads``
+    reads; what it refuses (an integer beyond 64 bits, a lone surrogate, ``1e400``, deeper
+    nesting) is read by ``json.loads``, as before. Not the strict request parser
+    (:func:`parse_json`): duplicate keys and non-finite numbers are not refused here.
+    """
+    orjson = sys.modules.get("orjson")
+    if orjson is not None:
+        with contextlib.suppress(ValueError):
+            return orjson.loads(data)
+    return json.loads(data)
 
 
 _PLAIN_CONTAINERS_MAX = 4096

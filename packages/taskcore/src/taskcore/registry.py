@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import enum
 import importlib
-import json
 import re
-import sys
 import threading
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from contextlib import AbstractContextManager
@@ -26,6 +24,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import attrs
 
+from taskcore import jsontext
 from taskcore.actors import Actor, RiskClass, Tier
 from taskcore.clock import Clock
 from taskcore.errors import ErrorCode, TaskError
@@ -205,18 +204,8 @@ class Response:
     body: bytes
 
     def json(self) -> Any:
-        """Parse the body (orjson where a service loaded it: the same tree, faster).
-
-        orjson reads strict JSON into what ``json.loads`` reads from it; a body it refuses
-        (an integer beyond 64 bits, deeper nesting) is read by ``json.loads`` as before.
-        """
-        orjson = sys.modules.get("orjson")
-        if orjson is not None:
-            try:
-                return orjson.loads(self.body)
-            except ValueError:
-                pass
-        return json.loads(self.body)
+        """Parse the body (:func:`taskcore.jsontext.loads`: orjson where a service loaded it)."""
+        return jsontext.loads(self.body)
 
 
 @attrs.frozen(kw_only=True)

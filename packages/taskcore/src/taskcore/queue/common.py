@@ -17,13 +17,12 @@ Nothing in a refusal tells them apart.
 from __future__ import annotations
 
 import enum
-import json
 import secrets
-import sys
 from typing import Any
 
 import attrs
 
+from taskcore import jsontext
 from taskcore.actors import Actor, Tier
 from taskcore.callnote import note_status
 from taskcore.codec import dumps
@@ -134,18 +133,10 @@ def json_text(value: Any, *, max_bytes: int, path: str) -> str:
 def parse_json_text(text: str | None) -> Any:
     """Decode JSON text written by :func:`json_text` (``None`` stays ``None``).
 
-    With orjson where a service loaded it: it reads such text into what ``json.loads``
-    reads; what it refuses (an integer beyond 64 bits) is read by ``json.loads``.
+    :func:`taskcore.jsontext.loads`: orjson where a service loaded it, ``json.loads`` for
+    what it refuses.
     """
-    if text is None:
-        return None
-    orjson = sys.modules.get("orjson")
-    if orjson is not None:
-        try:
-            return orjson.loads(text)
-        except ValueError:
-            pass
-    return json.loads(text)
+    return None if text is None else jsontext.loads(text)
 
 
 def write_task(

@@ -399,8 +399,8 @@ class PgConnection:
     def _simple(self, statements: list[str]) -> psycopg.Cursor[Any]:
         """Run bound ``statements`` as one simple query; the cursor is at the last result."""
         cur = self._cursor().execute("; ".join(statements), prepare=False)
-        while cur.nextset():
-            pass
+        while cur.nextset():  # on to the last statement's result
+            continue
         return cur
 
     def _read_after_late(self, query: str, args: Sequence[Any] | None) -> PgCursor:
@@ -412,8 +412,12 @@ class PgConnection:
         late, self._late = self._late, []
         bound = [_bind(self.raw, q, v) for q, v, _ in late]
         bound.append(query if args is None else _bind(self.raw, query, args))
+        return self._simple_read(bound)
+
+    def _simple_read(self, statements: list[str]) -> PgCursor:
+        """Run ``statements`` as one simple query; the rows of the last one (errors typed)."""
         try:
-            cur = self._simple(bound)
+            cur = self._simple(statements)
         except psycopg.Error as exc:
             mapped = pg_error(exc)
             if mapped is exc:
@@ -508,18 +512,7 @@ class PgConnection:
         """
         begin, self._begin = self._begin, ()
         bound = query if args is None else _bind(self.raw, query, args)
-        text = "; ".join((*begin, bound))
-        try:
-            cur = self._cursor().execute(text, prepare=False)
-            while cur.nextset():
-                pass
-        except psycopg.Error as exc:
-            mapped = pg_error(exc)
-            if mapped is exc:
-                raise
-            raise mapped from exc
-        self._changes = max(cur.rowcount, 0)
-        return PgCursor(_rows(cur))
+        return self._simple_read([*begin, bound])
 
     def _with_prefix(self, query: str, args: Sequence[Any] | None) -> psycopg.Cursor[Any]:
         """A statement sent with the ``BEGIN`` and deferred writes before it, in one round trip.
