@@ -104,6 +104,27 @@ def test_the_live_fragment_is_the_region_only_and_401_when_signed_out(world):
     assert '<form method="get"' not in fragment.text
 
 
+def test_a_live_refetch_between_a_form_and_its_redirect_leaves_the_flash(world):
+    # The browser met this: the old page's live region re-fetched after the form's POST had
+    # set the flash and before the redirect's page load, and the fragment (which shows no
+    # flash) used to take it, so the page the operator landed on said nothing.
+    service, admin, client, _ = world
+    _login(client, admin.token)
+    task_id = service.call(
+        admin.token, "agenttask.create", b'{"verb": "agent.run"}'
+    ).json()["taskId"]
+    posted = client.post(
+        f"/board/tasks/{task_id}/reorder", data={"csrf": _csrf(client), "priority": "9"}
+    )
+    assert posted.status_code == 303
+    fragment = client.get("/board/queue", headers={"X-Board-Live": "1"})
+    assert 'id="backlog"' in fragment.text
+    assert "flash" not in fragment.text
+    landed = client.get(posted.headers["location"])
+    assert f"Task {task_id} now has priority 9." in landed.text
+    assert "now has priority" not in client.get("/board/queue").text  # shown once
+
+
 def test_a_form_body_is_bounded_while_it_is_read(world):
     _service, admin, client, _ = world
     _login(client, admin.token)

@@ -209,12 +209,14 @@ def create_board(
         **context: Any,
     ) -> Response:
         ctx = {"base": base(request), "session": session, "request": request, **context}
-        if session is not None and session.flash:
-            ctx["flash"], session.flash = session.flash, None
         page = env.get_template(template)
         if request.headers.get("x-board-live") == "1" and "live" in page.blocks:
+            # A live region's re-fetch renders no flash, so it leaves the flash for the page
+            # load it was set for (a re-fetch racing the redirect after a form must not eat it).
             html = "".join(page.blocks["live"](page.new_context(ctx)))
         else:
+            if session is not None and session.flash:
+                ctx["flash"], session.flash = session.flash, None
             html = page.render(ctx)
         return headers(HTMLResponse(html, status_code=http_status))
 
