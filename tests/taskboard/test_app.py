@@ -110,9 +110,9 @@ def test_a_live_refetch_between_a_form_and_its_redirect_leaves_the_flash(world):
     # flash) used to take it, so the page the operator landed on said nothing.
     service, admin, client, _ = world
     _login(client, admin.token)
-    task_id = service.call(
-        admin.token, "agenttask.create", b'{"verb": "agent.run"}'
-    ).json()["taskId"]
+    task_id = service.call(admin.token, "agenttask.create", b'{"verb": "agent.run"}').json()[
+        "taskId"
+    ]
     posted = client.post(
         f"/board/tasks/{task_id}/reorder", data={"csrf": _csrf(client), "priority": "9"}
     )
