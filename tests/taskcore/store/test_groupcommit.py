@@ -472,6 +472,81 @@ def test_the_next_batch_runs_while_one_is_flushed(
     assert writer.stats() == (2, 2)
 
 
+def test_closing_the_writer_during_a_flush_keeps_its_descriptor_until_the_flush_returns(
+    db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A straggler (a call that outlived its caller) may still be flushing when the service
+    closes: its descriptor stays open until its fdatasync returns, then it is closed."""
+    real = groupcommit._fdatasync
+    flushing, release = threading.Event(), threading.Event()
+    seen: list[int] = []
+
+    def flush(fd: int) -> None:
+        seen.append(fd)
+        if len(seen) == 1:
+            flushing.set()
+            assert release.wait(10)
+        os.fstat(fd)  # still open (EBADF otherwise)
+        real(fd)
+
+    monkeypatch.setattr(groupcommit, "_fdatasync", flush)
+    writer = GroupCommit(db)
+    errors: list[BaseException] = []
+
+    def straggler() -> None:
+        try:
+            with writer.write() as conn:
+                conn.execute("INSERT INTO note(id, body) VALUES (1, 'x')")
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=straggler)
+    thread.start()
+    assert flushing.wait(10)
+    writer.close()
+    os.fstat(seen[0])  # close() left the running flush's descriptor open
+    release.set()
+    thread.join()
+    assert errors == []
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(seen[0])  # the flush's end closed it
+    with writer.write() as conn:  # the closed writer used again opens the WAL anew
+        conn.execute("INSERT INTO note(id, body) VALUES (2, 'x')")
+    writer.close()
+    assert _committed(db) == [1, 2]
+
+
+def test_a_replaced_wal_descriptor_is_closed_once_no_flush_uses_it(
+    db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer = GroupCommit(db)
+    with writer.write() as conn:  # the WAL exists
+        conn.execute("INSERT INTO note(id, body) VALUES (1, 'x')")
+    flush = groupcommit._WalFlush(db)
+    wal = groupcommit.wal_path(db)
+    flush()
+    first = flush._fd
+    assert first is not None
+    inode = os.stat(wal).st_ino
+    real_stat = os.stat
+    monkeypatch.setattr(
+        groupcommit.os,
+        "stat",
+        lambda p, *a, **k: (
+            os.stat_result((0, inode + 1, *real_stat(p)[2:]))
+            if str(p) == str(wal)
+            else real_stat(p, *a, **k)
+        ),
+    )
+    flush()  # the WAL looks replaced: a new descriptor, the old one closed (no flush uses it)
+    assert flush._fd not in (None, first)
+    monkeypatch.undo()
+    with pytest.raises(OSError, match="Bad file descriptor"):
+        os.fstat(first)
+    flush.close()
+    writer.close()
+
+
 # -- the service, many threads ---------------------------------------------------------------
 
 

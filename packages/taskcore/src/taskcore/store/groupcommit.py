@@ -142,33 +142,67 @@ class _WalFlush:
     its locks on the database file (and the ``-shm`` file), none on the WAL.
     """
 
-    __slots__ = ("_fd", "_lock", "_stale", "_wal")
+    __slots__ = ("_closed", "_fd", "_lock", "_stale", "_users", "_wal")
 
     def __init__(self, db: SqliteDatabase) -> None:
         self._wal = wal_path(db)
         self._fd: int | None = None
         self._stale: list[int] = []  # replaced descriptors another flush may still be using
+        self._users = 0  # flushes running now (a descriptor is closed only when none is)
+        self._closed = False
         self._lock = threading.Lock()
 
-    def _descriptor(self) -> int:
+    def _acquire(self) -> int:
         with self._lock:
             fd = self._fd
-            if fd is not None and os.fstat(fd).st_ino == os.stat(self._wal).st_ino:
-                return fd
-            if fd is not None:
-                self._stale.append(fd)  # closed with the others: a flush may be using it
-            fd = self._fd = os.open(self._wal, os.O_RDONLY | os.O_CLOEXEC)
+            if fd is None or os.fstat(fd).st_ino != os.stat(self._wal).st_ino:
+                if fd is not None:
+                    self._stale.append(fd)  # closed once no flush is using it
+                fd = self._fd = os.open(self._wal, os.O_RDONLY | os.O_CLOEXEC)
+            self._users += 1
             return fd
 
+    def _release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                self._close_unused()
+
+    def _close_unused(self) -> None:
+        # Under the lock, with no flush running: the replaced descriptors, and after close()
+        # the current one too.
+        stale, self._stale = self._stale, []
+        if self._closed and self._fd is not None:
+            stale.append(self._fd)
+            self._fd = None
+        for fd in stale:
+            os.close(fd)
+
     def __call__(self) -> None:
-        _fdatasync(self._descriptor())
+        if self._closed:
+            # A straggler (a call that outlived its caller) committing after close(): flush
+            # through a descriptor of its own.
+            fd = os.open(self._wal, os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                _fdatasync(fd)
+            finally:
+                os.close(fd)
+            return
+        fd = self._acquire()
+        try:
+            _fdatasync(fd)
+        finally:
+            self._release()
 
     def close(self) -> None:
-        """Close the WAL's descriptors (the writer is done)."""
+        """Close the WAL's descriptors (the writer is done).
+
+        A flush running now keeps its descriptor until it returns; the last one closes it.
+        """
         with self._lock:
-            for fd in (*self._stale, *([] if self._fd is None else [self._fd])):
-                os.close(fd)
-            self._fd, self._stale = None, []
+            self._closed = True
+            if self._users == 0:
+                self._close_unused()
 
 
 _NOT_FLUSHED = (
@@ -214,7 +248,10 @@ class GroupCommit:
         """Forget the writer connection (the database closes it with the others)."""
         with self._cond:
             self._conn = None
-        self._flush.close()
+            # A flush running now keeps the old descriptor until it returns; a write after
+            # this (a closed writer is used again) opens the WAL anew.
+            flush, self._flush = self._flush, _WalFlush(self._db)
+        flush.close()
 
     # -- one call ---------------------------------------------------------------------------
     @contextmanager
