@@ -79,6 +79,7 @@ CASES: list[tuple[str, tuple[str, ...], str, bool]] = [
         "| meets |",
         True,
     ),
+    ("wal_pages.py", ("--cycles", "3"), "frames per commit", False),
 ]
 
 

@@ -235,6 +235,52 @@ def test_best_claimable_respects_the_ceiling_band_verb_and_workspace(storage):
         assert best(0, "repo.review") == "c2"
 
 
+def test_a_claim_for_any_verb_takes_the_best_of_every_ready_verb(storage):
+    # The best across verbs and ceilings wins (the same priority and creation time: the one
+    # inserted first); a paused verb's never.
+    with storage.write() as tx:
+        q = tx.queue
+        for i, (verb, priority, ceiling, created) in enumerate(
+            (
+                ("a.one", 1, 1, 0),
+                ("b.two", 5, 2, 3),
+                ("b.two", 5, 1, 2),
+                ("c.three", 5, 1, 2),
+                ("d.four", 9, 0, 0),
+                ("e.five", 7, 3, 0),
+            )
+        ):
+            q.insert_task(
+                _task(
+                    f"t{i}",
+                    verb=verb,
+                    priority=priority,
+                    autonomy_ceiling=ceiling,
+                    created_at_ms=created,
+                )
+            )
+        q.insert_task(_task("far", workspace="x", verb="a.one", priority=99))
+
+        def best(autonomy, max_autonomy=3, paused=()):
+            t = q.best_claimable(
+                "w",
+                max_autonomy=max_autonomy,
+                autonomy=autonomy,
+                verb=None,
+                now_ms=0,
+                paused=paused,
+            )
+            return None if t is None else t.task_id
+
+        assert best(0) == "t4"
+        assert best(1) == "t5"
+        assert best(1, max_autonomy=2) == "t2"  # same key as t3: inserted first
+        assert best(1, max_autonomy=2, paused=("b.two",)) == "t3"
+        assert best(1, max_autonomy=2, paused=("b.two", "c.three")) == "t0"
+        assert best(2, max_autonomy=1) is None
+        assert best(1, paused=("a.one", "b.two", "c.three", "e.five")) is None
+
+
 def test_best_claimable_merges_expired_leases_by_priority(storage):
     with storage.write() as tx:
         q = tx.queue
