@@ -121,7 +121,8 @@ def create(call: QueueCall, request: CreateIn) -> TaskView:
         updated_at_ms=call.now_ms,
         **schedule_of(request, call.now_ms),
     )
-    stored = insert_task(call, record)
+    # A task with no flow row is not read back (nor its seq): its row may go with the COMMIT.
+    stored = insert_task(call, record, with_seq=flow.has_flow(request))
     if not flow.record_flow(call, request, stored):
         return task_view(stored, call.now_ms)  # no flow row, no parents: nothing to read
     orphaned = flow.failed_parent(parents, request.after or ())

@@ -313,6 +313,10 @@ class PgConnection:
         self._late: list[tuple[str, list[Any] | None, bool]] = []
         self._rowid: int | None = None
         self._cur: psycopg.Cursor[Any] | None = None
+        self._refusals: dict[str, TaskError] = {}
+        """A deferred insert's refusal for a duplicate key, by table (:meth:`defer_write`)."""
+        self._ahead: tuple[str, list[Any] | None] | None = None
+        self._memo: tuple[str, list[Any] | None, list[tuple[Any, ...]], int] | None = None
 
     @property
     def started(self) -> bool:
@@ -329,6 +333,7 @@ class PgConnection:
 
     def start(self) -> None:
         """Send the ``BEGIN`` statements (and deferred writes) now, if nothing carried them."""
+        self._ahead = None
         if not self._pipelined:
             begin, self._begin = self._begin, ()
             if begin:  # one simple query: no parameters, several statements, one round trip
@@ -352,24 +357,59 @@ class PgConnection:
         if "\x00" in sql:
             raise TaskError(ErrorCode.BAD_INPUT, "a statement holds a NUL character")
         query, values = translate(sql), _clean(args)
+        self._memo = None
         if not self._pipelined:
             self._late.append((query, values, True))
             return
         self._deferred.extend(((_SAVEPOINT, None), (query, values), (_RELEASE, None)))
 
-    def defer_write(self, sql: str, args: Sequence[Any]) -> bool:
+    def defer_write(
+        self, sql: str, args: Sequence[Any], *, duplicate: TaskError | None = None
+    ) -> bool:
         """Send a write that cannot miss with the next statement (or the ``COMMIT``).
 
         For an ``UPDATE`` of a row this transaction holds locked since it read it (the
-        caller knows it matches one row): it goes in the same simple query as the next
+        caller knows it matches one row), or a one-row ``INSERT`` whose result nobody reads
+        (``duplicate``: the refusal a duplicate key of its table is reported as, as the
+        insert alone would have been): it goes in the same simple query as the next
         read, or as the ``COMMIT`` (its values bound by psycopg), in order, with no
         savepoint; it fails the transaction as it would have alone. ``False`` (nothing
         deferred: run it now) unless :attr:`row_locks`.
         """
         if not self.row_locks or "\x00" in sql:
             return False
+        self._memo = None
+        if duplicate is not None:
+            table = _INSERT_INTO.match(sql)
+            if table is None:
+                return False
+            self._refusals[table.group(1)] = duplicate
         self._late.append((translate(sql), _clean(args), False))
         return True
+
+    def read_ahead(self, sql: str, args: Sequence[Any]) -> None:
+        """Send the read ``sql`` with the transaction's first statement (one round trip).
+
+        For a call that knows, before it runs, the read its handler makes right after the
+        token re-check (``checkpoint``'s task, read ``FOR UPDATE``). Only a row-locking
+        shared writer whose ``BEGIN`` has not been sent takes it: the read is then sent
+        after the first statement, in its simple query (its own snapshot, taken after the
+        first statement's), and its rows answer :meth:`execute` only if the very next
+        statement the transaction runs is this one, with these values, so it reads what
+        it would have read alone (nothing of the transaction ran in between). Otherwise
+        they are dropped and the statement runs as usual.
+        """
+        if self.row_locks and self._begin and "\x00" not in sql:
+            self._ahead = (translate(sql), _clean(args))
+
+    def _failed(self, exc: psycopg.Error) -> BaseException:
+        """``exc`` as the stores expect it; a deferred insert's duplicate as its refusal."""
+        refusals, self._refusals = self._refusals, {}
+        if isinstance(exc, pg_errors.UniqueViolation):
+            refusal = refusals.get(exc.diag.table_name or "")
+            if refusal is not None:
+                return refusal
+        return pg_error(exc)
 
     def _run_late(self) -> None:
         """Run deferred writes now (a statement came after them), in order.
@@ -391,10 +431,11 @@ class PgConnection:
             if plain:
                 self._simple(plain)
         except psycopg.Error as exc:
-            mapped = pg_error(exc)
+            mapped = self._failed(exc)
             if mapped is exc:
                 raise
             raise mapped from exc
+        self._refusals = {}
 
     def _simple(self, statements: list[str]) -> psycopg.Cursor[Any]:
         """Run bound ``statements`` as one simple query; the cursor is at the last result."""
@@ -412,19 +453,32 @@ class PgConnection:
         late, self._late = self._late, []
         bound = [_bind(self.raw, q, v) for q, v, _ in late]
         bound.append(query if args is None else _bind(self.raw, query, args))
-        return self._simple_read(bound)
+        read = self._simple_read(bound)
+        self._refusals = {}
+        return read
 
-    def _simple_read(self, statements: list[str]) -> PgCursor:
-        """Run ``statements`` as one simple query; the rows of the last one (errors typed)."""
+    def _simple_read(
+        self, statements: list[str], ahead: tuple[str, list[Any] | None] | None = None
+    ) -> PgCursor:
+        """Run ``statements`` as one simple query; the rows of the last one (errors typed).
+
+        With ``ahead`` (:meth:`read_ahead`) the last statement is that read: its rows are
+        kept for :meth:`execute`, and the rows returned are the statement's before it.
+        """
         try:
-            cur = self._simple(statements)
+            cur = self._cursor().execute("; ".join(statements), prepare=False)
+            for _ in range(len(statements) - (2 if ahead else 1)):
+                cur.nextset()  # on to the statement's result
+            rows, count = _rows(cur), max(cur.rowcount, 0)
+            if ahead is not None and cur.nextset():
+                self._memo = (*ahead, _rows(cur), max(cur.rowcount, 0))
         except psycopg.Error as exc:
-            mapped = pg_error(exc)
+            mapped = self._failed(exc)
             if mapped is exc:
                 raise
             raise mapped from exc
-        self._changes = max(cur.rowcount, 0)
-        return PgCursor(_rows(cur))
+        self._changes = count
+        return PgCursor(rows)
 
     def commit(self, tail: tuple[str, ...]) -> None:
         """End the transaction with ``tail`` (``COMMIT``, maybe a ``NOTIFY`` first).
@@ -441,7 +495,13 @@ class PgConnection:
                 f"{_SAVEPOINT}; {bind(q, v)}; {_RELEASE}" if savepoint else bind(q, v)
                 for q, v, savepoint in late
             ]
-            self._cursor().execute("; ".join((*writes, *tail)), prepare=False)
+            try:
+                self._cursor().execute("; ".join((*writes, *tail)), prepare=False)
+            except psycopg.Error as exc:
+                refusal = self._failed(exc)
+                if isinstance(refusal, TaskError):
+                    raise refusal from None  # a deferred insert's duplicate (defer_write)
+                raise
             return
         prefix = self._prefix()
         if not prefix:
@@ -460,6 +520,11 @@ class PgConnection:
         args = _clean(args)
         query = translate(sql)
         self._rowid = None
+        if self._memo is not None:
+            memo, self._memo = self._memo, None
+            if memo[0] == query and memo[1] == args:  # read with the first statement
+                self._changes = memo[3]
+                return PgCursor(memo[2])
         if not self._pipelined:
             if self._begin and _is_select(sql):
                 return self._begin_with(query, args)
@@ -511,8 +576,11 @@ class PgConnection:
         before the writer lock was granted, as when they went in two round trips.
         """
         begin, self._begin = self._begin, ()
+        ahead, self._ahead = self._ahead, None
         bound = query if args is None else _bind(self.raw, query, args)
-        return self._simple_read([*begin, bound])
+        if ahead is None or ahead == (query, args):
+            return self._simple_read([*begin, bound])
+        return self._simple_read([*begin, bound, _bind(self.raw, *ahead)], ahead)
 
     def _with_prefix(self, query: str, args: Sequence[Any] | None) -> psycopg.Cursor[Any]:
         """A statement sent with the ``BEGIN`` and deferred writes before it, in one round trip.
