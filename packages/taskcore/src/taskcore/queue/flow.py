@@ -126,7 +126,9 @@ def _holds(task: TaskRecord, unique_for_ms: int, now_ms: int) -> bool:
 
 def has_flow(request: CreateIn) -> bool:
     """Whether a created task has a flow row (a unique or concurrency key, or parents)."""
-    return not (request.unique_key is None and request.concurrency_key is None and not request.after)
+    return not (
+        request.unique_key is None and request.concurrency_key is None and not request.after
+    )
 
 
 def record_flow(call: QueueCall, request: CreateIn, task: TaskRecord) -> bool:
