@@ -23,12 +23,16 @@ error into a refusal (a ``TaskError``), so the transaction ends there, as it mus
 The call path, in round trips (issue 30). A row-safe queue call is three or four: ``BEGIN``
 + writer lock + token re-check (one simple query), the verb's own statements, then audit
 event + ``NOTIFY`` + ``COMMIT`` (one simple query); the queue cycle (create + claimNext +
-checkpoint DONE) is 10 (it was 25, then 13):
+checkpoint DONE) is 8 (it was 25, then 13, then 10):
 
 * **A write that cannot miss goes with the next statement.** A shared writer's
   compare-and-set ``UPDATE`` of a row it holds locked (claimNext's ``SKIP LOCKED`` row, a
-  task read ``for_update``) is sent in one simple query with the next read or with the
-  ``COMMIT`` (:meth:`PgConnection.defer_write`).
+  task read ``for_update``), or a single create's task ``INSERT`` (nothing read back), is
+  sent in one simple query with the next read or with the ``COMMIT``
+  (:meth:`PgConnection.defer_write`).
+* **A read known before the call goes with its first statement.** ``checkpoint`` and
+  ``release`` read their task ``FOR UPDATE`` right after the token re-check: that read is
+  sent in the re-check's simple query (:meth:`PgConnection.read_ahead`).
 * **Literals written here.** A simple query's strings, integers, booleans and ``NULL`` are
   bound by :func:`literal` (as psycopg writes them); other values by psycopg's ``mogrify``.
 
