@@ -78,6 +78,7 @@ checkpoint DONE) is 8 (it was 25, then 13, then 10):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from collections.abc import Iterator, Sequence
@@ -404,7 +405,8 @@ class PgConnection:
         they are dropped and the statement runs as usual.
         """
         if self.row_locks and self._begin and "\x00" not in sql:
-            self._ahead = (translate(sql), _clean(args))
+            with contextlib.suppress(TaskError):  # a NUL: refused when the handler reads
+                self._ahead = (translate(sql), _clean(args))
 
     def _failed(self, exc: psycopg.Error) -> BaseException:
         """``exc`` as the stores expect it; a deferred insert's duplicate as its refusal."""
