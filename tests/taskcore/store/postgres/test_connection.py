@@ -161,8 +161,9 @@ _HOSTILE = (
     ),
     blob=st.binary(max_size=64),
     number=st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    real=st.floats(),
 )
-def test_values_bound_client_side_round_trip_exactly(postgres_url, text, blob, number):
+def test_values_bound_client_side_round_trip_exactly(postgres_url, text, blob, number, real):
     """The token re-check sent with its ``BEGIN`` and the audit insert sent with its ``COMMIT``
     are simple queries whose values psycopg binds as literals: any text, bytes or integer
     comes back exactly as it went, and nothing in it runs as SQL."""
@@ -183,12 +184,17 @@ def test_values_bound_client_side_round_trip_exactly(postgres_url, text, blob, n
         conn.defer("INSERT INTO pg_bound (t, b, n) VALUES (?, ?, ?)", (text, blob, number))
         conn.commit(("COMMIT",))
         assert raw.execute("SELECT t, b, n FROM pg_bound").fetchall() == [(text, blob, number)]
-        # Strings, integers, booleans and NULL are written by our own literal (the rest by
-        # psycopg): the same values come back.
+        # Strings, integers, floats, booleans and NULL are written by our own literal (the
+        # rest by psycopg): the same text as psycopg's, and the same values come back.
         other = 0 if number == -(2**63) else -number
-        query = "SELECT %s::text, %s::bigint, %s::bigint, %s, %s"
-        bound = _bind(raw, query, [text, number, other, None, True])
-        assert raw.execute(bound).fetchone() == (text, number, other, None, True)
+        query = "SELECT %s::text, %s::bigint, %s::bigint, %s, %s, %s::float8"
+        values = [text, number, other, None, True, real]
+        bound = _bind(raw, query, values)
+        if number != -(2**63):  # psycopg writes that one as -(N), which overflows
+            assert bound == psycopg.ClientCursor(raw).mogrify(query, values)
+        back = raw.execute(bound).fetchone()
+        assert back[:5] == (text, number, other, None, True)
+        assert back[5] == real or (real != real and back[5] != back[5])  # NaN is NaN
 
 
 def test_a_write_that_cannot_miss_goes_with_the_next_read_or_the_commit(postgres_url):

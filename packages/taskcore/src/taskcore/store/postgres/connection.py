@@ -678,7 +678,7 @@ _INT8_MIN = -(2**63)
 def _bind(raw: psycopg.Connection[Any], query: str, args: Sequence[Any] | None) -> str:
     """``query`` with ``args`` bound as SQL literals (a statement of a simple query).
 
-    Strings, integers, booleans and ``None`` are written here as psycopg writes them
+    Strings, integers, floats, booleans and ``None`` are written here as psycopg writes them
     (:func:`literal`); a statement with any other value is bound by psycopg itself
     (``ClientCursor.mogrify``, its own escaping by the connection's settings).
     """
@@ -737,8 +737,8 @@ def literal(value: Any) -> str | None:
 
     >>> literal("it's"), literal("a\\b"), literal(-5), literal(None), literal(True)
     ("'it''s'", " E'a\\\\b'", ' -5', 'NULL', 'true')
-    >>> literal(-(2**63)), literal(1.5)
-    ("'-9223372036854775808'", None)
+    >>> literal(-(2**63)), literal(-1.5), literal(float("inf")), literal(b"")
+    ("'-9223372036854775808'", ' -1.5', "'Infinity'::float8", None)
     """
     kind = type(value)
     if kind is str:
@@ -754,7 +754,20 @@ def literal(value: Any) -> str | None:
         return "NULL"
     if kind is bool:
         return "true" if value else "false"
+    if kind is float:  # a task's backoff multiplier
+        text = repr(value)
+        special = _FLOAT_SPECIAL.get(text)
+        if special is not None:
+            return special
+        return f" {text}" if text[0] == "-" else text
     return None
+
+
+_FLOAT_SPECIAL = {
+    "inf": "'Infinity'::float8",
+    "-inf": "'-Infinity'::float8",
+    "nan": "'NaN'::float8",
+}
 
 
 def _clean(args: Sequence[Any] | None) -> list[Any] | None:
