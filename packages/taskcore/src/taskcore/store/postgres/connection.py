@@ -33,8 +33,10 @@ checkpoint DONE) is 8 (it was 25, then 13, then 10):
 * **A read known before the call goes with its first statement.** ``checkpoint`` and
   ``release`` read their task ``FOR UPDATE`` right after the token re-check: that read is
   sent in the re-check's simple query (:meth:`PgConnection.read_ahead`).
-* **Literals written here.** A simple query's strings, integers, booleans and ``NULL`` are
-  bound by :func:`literal` (as psycopg writes them); other values by psycopg's ``mogrify``.
+* **Literals, and reads prepared once.** A simple query's strings, integers, floats,
+  booleans and ``NULL`` are bound as psycopg writes them; other values by psycopg's
+  ``mogrify``. The reads sent with a ``BEGIN`` run as ``EXECUTE`` of statements prepared
+  once per connection (:mod:`taskcore.store.postgres.literals`).
 
 * **The transaction's first statement carries its ``BEGIN``.** A transaction opened with
   ``begin`` statements sends them with its first statement: the writer lock and the call's
@@ -90,6 +92,8 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.store.postgres.literals import bind as _bind
+from taskcore.store.postgres.literals import executable, forget_prepared
 
 __all__ = [
     "InsertFacts",
@@ -583,10 +587,23 @@ class PgConnection:
         """
         begin, self._begin = self._begin, ()
         ahead, self._ahead = self._ahead, None
-        bound = query if args is None else _bind(self.raw, query, args)
-        if ahead is None or ahead == (query, args):
-            return self._simple_read([*begin, bound])
-        return self._simple_read([*begin, bound, _bind(self.raw, *ahead)], ahead)
+        if ahead == (query, args):
+            ahead = None
+        for retry in (False, True):
+            # Read before BEGIN, its reads run as EXECUTE of statements prepared once on
+            # the connection (literals.executable): not parsed and planned again per call.
+            reads = [(query, args)] if ahead is None else [(query, args), ahead]
+            bound = [executable(self.raw, q, a) or _bind(self.raw, q, a) for q, a in reads]
+            try:
+                return self._simple_read([*begin, *bound], ahead)
+            except pg_errors.InvalidSqlStatementName:
+                # psycopg deallocates every statement after it sees a ROLLBACK: prepare
+                # again (nothing of this transaction ran but its BEGIN and lock).
+                if retry:
+                    raise
+                self.raw.pgconn.exec_(b"ROLLBACK")
+                forget_prepared(self.raw)
+        raise AssertionError("unreachable")
 
     def _with_prefix(self, query: str, args: Sequence[Any] | None) -> psycopg.Cursor[Any]:
         """A statement sent with the ``BEGIN`` and deferred writes before it, in one round trip.
@@ -670,104 +687,6 @@ def _rows(cur: psycopg.Cursor[Any]) -> list[tuple[Any, ...]]:
     if res is None or not (res.nfields or res.status == _TUPLES_OK):
         return []
     return cur.fetchall()
-
-
-_INT8_MIN = -(2**63)
-
-
-def _bind(raw: psycopg.Connection[Any], query: str, args: Sequence[Any] | None) -> str:
-    """``query`` with ``args`` bound as SQL literals (a statement of a simple query).
-
-    Strings, integers, floats, booleans and ``None`` are written here as psycopg writes them
-    (:func:`literal`); a statement with any other value is bound by psycopg itself
-    (``ClientCursor.mogrify``, its own escaping by the connection's settings).
-    """
-    if args is None:
-        return query
-    chunks = _chunks(query)
-    if chunks is not None and len(chunks) == len(args) + 1:
-        out = [chunks[0]]
-        for value, chunk in zip(args, chunks[1:], strict=True):
-            text = literal(value)
-            if text is None:
-                break
-            out.append(text)
-            out.append(chunk)
-        else:
-            return "".join(out)
-    args = [str(a) if type(a) is int and a == _INT8_MIN else a for a in args]
-    return psycopg.ClientCursor(raw).mogrify(query, args)
-
-
-_PLACEHOLDER = re.compile(r"(%%|%s)")
-
-
-@functools.lru_cache(maxsize=1024)
-def _chunks(query: str) -> tuple[str, ...] | None:
-    """``query`` (psycopg text) cut at its ``%s`` placeholders, ``%%`` as ``%``.
-
-    ``None`` when it holds another ``%`` form (psycopg's to bind). psycopg reads ``%s`` and
-    ``%%`` the same way, string literals or not.
-
-    >>> _chunks("SELECT %s, '%%', %s")
-    ('SELECT ', ", '%', ", '')
-    >>> _chunks("SELECT %(a)s") is None
-    True
-    """
-    out = [""]
-    for part in _PLACEHOLDER.split(query):
-        if part == "%%":
-            out[-1] += "%"
-        elif part == "%s":
-            out.append("")
-        elif "%" in part:
-            return None
-        else:
-            out[-1] += part
-    return tuple(out)
-
-
-def literal(value: Any) -> str | None:
-    r"""``value`` as a PostgreSQL literal, as psycopg writes it; ``None`` for another type.
-
-    A string is quoted (an ``E''`` literal, its backslashes doubled, when it holds one: the
-    same text whatever ``standard_conforming_strings`` says); a negative integer has a space
-    before its sign (never ``--``); the smallest bigint is quoted (psycopg writes `` -N``,
-    which PostgreSQL reads as ``-(N)``, and ``N`` overflows), PostgreSQL casting it where used.
-
-    >>> literal("it's"), literal("a\\b"), literal(-5), literal(None), literal(True)
-    ("'it''s'", " E'a\\\\b'", ' -5', 'NULL', 'true')
-    >>> literal(-(2**63)), literal(-1.5), literal(float("inf")), literal(b"")
-    ("'-9223372036854775808'", ' -1.5', "'Infinity'::float8", None)
-    """
-    kind = type(value)
-    if kind is str:
-        text: str = value
-        if "\\" in text:
-            return " E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
-        return "'" + text.replace("'", "''") + "'"
-    if kind is int:
-        if value >= 0:
-            return str(value)
-        return f"'{value}'" if value == _INT8_MIN else f" {value}"
-    if value is None:
-        return "NULL"
-    if kind is bool:
-        return "true" if value else "false"
-    if kind is float:  # a task's backoff multiplier
-        text = repr(value)
-        special = _FLOAT_SPECIAL.get(text)
-        if special is not None:
-            return special
-        return f" {text}" if text[0] == "-" else text
-    return None
-
-
-_FLOAT_SPECIAL = {
-    "inf": "'Infinity'::float8",
-    "-inf": "'-Infinity'::float8",
-    "nan": "'NaN'::float8",
-}
 
 
 def _clean(args: Sequence[Any] | None) -> list[Any] | None:
