@@ -75,6 +75,27 @@ def test_create_refuses_a_depth_over_the_limit_before_any_write(door):
     assert _count(door) == before
 
 
+def test_a_task_id_drawn_twice_is_already_exists_and_writes_nothing(door, monkeypatch):
+    """A single create's row goes with its COMMIT on PostgreSQL (nothing is read back): a
+    duplicate id still refuses the call as ALREADY_EXISTS, audited, with nothing written;
+    createMany's refusal still names its entry."""
+    from taskcore.queue import tasks
+
+    monkeypatch.setattr(tasks, "new_id", lambda prefix: MISSING)
+    door.create()
+    before = _count(door)
+    err = door.refused(MEMBER, "agenttask.create", {"verb": "agent.run"})
+    assert err.code is ErrorCode.ALREADY_EXISTS
+    assert err.message == "a task with this id exists"
+    err = door.refused(MEMBER, "agenttask.createMany", {"tasks": [{"verb": "agent.run"}]})
+    assert err.code is ErrorCode.ALREADY_EXISTS
+    assert err.path == "$.tasks[0]"
+    assert _count(door) == before
+    with door.service.storage.read() as tx:
+        outcomes = [e.outcome for e in tx.audit.recent(workspace="w", limit=10)]
+    assert outcomes.count("ALREADY_EXISTS") == 2  # each refusal audited
+
+
 def test_create_refuses_an_unregistered_verb(door):
     err = door.refused(MEMBER, "agenttask.create", {"verb": "repo.review"})
     assert err.code is ErrorCode.INVALID_VALUE

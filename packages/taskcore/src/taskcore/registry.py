@@ -412,6 +412,11 @@ class Operation(Generic[I, O]):
     ``waits`` declares that the handler may answer :class:`Wait` (a call that has nothing to
     answer yet and asked to wait: a ``claimNext`` with ``waitMs``). Doors run such calls
     through :mod:`taskcore.waiting`; the front door does for in-process callers.
+
+    ``read_ahead`` (a ``TxMode.WRITE`` operation) is called with the call's transaction,
+    actor and (prepared) input before the token re-check: it tells the stores what the
+    handler reads first (``QueueStore.read_ahead``), which a storage may send with the
+    re-check in one round trip. A hint only: the handler reads as it always does.
     """
 
     name: str
@@ -434,6 +439,7 @@ class Operation(Generic[I, O]):
     row_safe: bool = False
     offered_to: Callable[[FrontDoor, Actor, Door], bool] | None = None
     waits: bool = False
+    read_ahead: Callable[[Transaction, Actor, I], None] | None = None
 
     @property
     def min_autonomy(self) -> int:

@@ -748,11 +748,11 @@ class Service:
                     prepared = request if op.prepare is None else op.prepare(outside, request)
                     held = _NO_HOLD if op.hold is None else op.hold(outside)
                 with held, self.write(shared=op.row_safe) as tx:
+                    if op.read_ahead is not None:  # the handler's first read, sent with:
+                        op.read_ahead(tx, actor, prepared)
                     # The live authorization guard: the token must still be valid inside the
-                    # transaction that acts on it (revocation serializes with this commit:
-                    # it is an exclusive writer, and a shared writer reads the token after
-                    # taking its shared writer lock).
-                    # In-process actors built by trusted code have no token record.
+                    # transaction that acts on it (a revocation, an exclusive writer,
+                    # serializes with this commit). Trusted in-process actors have no token.
                     if bearer is not None:
                         authenticate_in_call(tx, bearer, actor)
                     else:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import apsw
 import psycopg
 import pytest
@@ -159,8 +161,9 @@ _HOSTILE = (
     ),
     blob=st.binary(max_size=64),
     number=st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    real=st.floats(),
 )
-def test_values_bound_client_side_round_trip_exactly(postgres_url, text, blob, number):
+def test_values_bound_client_side_round_trip_exactly(postgres_url, text, blob, number, real):
     """The token re-check sent with its ``BEGIN`` and the audit insert sent with its ``COMMIT``
     are simple queries whose values psycopg binds as literals: any text, bytes or integer
     comes back exactly as it went, and nothing in it runs as SQL."""
@@ -181,12 +184,17 @@ def test_values_bound_client_side_round_trip_exactly(postgres_url, text, blob, n
         conn.defer("INSERT INTO pg_bound (t, b, n) VALUES (?, ?, ?)", (text, blob, number))
         conn.commit(("COMMIT",))
         assert raw.execute("SELECT t, b, n FROM pg_bound").fetchall() == [(text, blob, number)]
-        # Strings, integers, booleans and NULL are written by our own literal (the rest by
-        # psycopg): the same values come back.
+        # Strings, integers, floats, booleans and NULL are written by our own literal (the
+        # rest by psycopg): the same text as psycopg's, and the same values come back.
         other = 0 if number == -(2**63) else -number
-        query = "SELECT %s::text, %s::bigint, %s::bigint, %s, %s"
-        bound = _bind(raw, query, [text, number, other, None, True])
-        assert raw.execute(bound).fetchone() == (text, number, other, None, True)
+        query = "SELECT %s::text, %s::bigint, %s::bigint, %s, %s, %s::float8"
+        values = [text, number, other, None, True, real]
+        bound = _bind(raw, query, values)
+        if number != -(2**63):  # psycopg writes that one as -(N), which overflows
+            assert bound == psycopg.ClientCursor(raw).mogrify(query, values)
+        back = raw.execute(bound).fetchone()
+        assert back[:5] == (text, number, other, None, True)
+        assert back[5] == real or (real != real and back[5] != back[5])  # NaN is NaN
 
 
 def test_a_write_that_cannot_miss_goes_with_the_next_read_or_the_commit(postgres_url):
@@ -239,4 +247,141 @@ def test_a_write_that_cannot_miss_goes_with_the_next_read_or_the_commit(postgres
         assert raw.execute("SELECT n FROM pg_plain WHERE key = 'b'").fetchone() == (1,)
     finally:
         raw.execute("DROP TABLE IF EXISTS pg_plain")
+        raw.close()
+
+
+def test_a_deferred_insert_reports_a_duplicate_as_its_refusal(postgres_url):
+    """``defer_write(..., duplicate=...)``: a one-row insert nobody reads goes with the next
+    read or the ``COMMIT``; a duplicate key of its table fails that round trip as the refusal
+    given (what the insert alone reported), anything else as before."""
+    raw = psycopg.connect(postgres_url, autocommit=True)
+    try:
+        raw.execute("DROP TABLE IF EXISTS pg_plain")
+        raw.execute("CREATE TABLE pg_plain (key TEXT PRIMARY KEY, n BIGINT CHECK (n >= 0))")
+        raw.execute("INSERT INTO pg_plain VALUES ('a', 1)")
+        insert = "INSERT INTO pg_plain (key, n) VALUES (?, ?)"
+
+        def refusal() -> TaskError:
+            return TaskError(ErrorCode.ALREADY_EXISTS, "a row with this key exists")
+
+        conn = PgConnection(raw, begin=("BEGIN",), pipelined=False, row_locks=True)
+        conn.execute("SELECT 1")
+        assert conn.defer_write(insert, ("b", 2), duplicate=refusal())
+        assert conn.execute("SELECT n FROM pg_plain WHERE key = ?", ("b",)).fetchone() == (2,)
+        assert conn.defer_write(insert, ("c", 3), duplicate=refusal())
+        conn.commit(("COMMIT",))
+        assert raw.execute("SELECT count(*) FROM pg_plain").fetchone() == (3,)
+        for then_read in (True, False):  # the duplicate found by the next read, or the COMMIT
+            conn = PgConnection(raw, begin=("BEGIN",), pipelined=False, row_locks=True)
+            conn.execute("SELECT 1")
+            assert conn.defer_write(insert, ("a", 9), duplicate=refusal())
+            step = (
+                functools.partial(conn.execute, "SELECT n FROM pg_plain WHERE key = ?", ("a",))
+                if then_read
+                else functools.partial(conn.commit, ("COMMIT",))
+            )
+            with pytest.raises(TaskError) as info:
+                step()
+            assert info.value.code is ErrorCode.ALREADY_EXISTS
+            raw.execute("ROLLBACK")
+        conn = PgConnection(raw, begin=("BEGIN",), pipelined=False, row_locks=True)
+        conn.execute("SELECT 1")
+        assert conn.defer_write(insert, ("d", -1), duplicate=refusal())
+        with pytest.raises(apsw.ConstraintError, match="CHECK"):
+            conn.execute("SELECT 1")
+        raw.execute("ROLLBACK")
+        assert raw.execute("SELECT key FROM pg_plain ORDER BY key").fetchall() == [
+            ("a",),
+            ("b",),
+            ("c",),
+        ]
+    finally:
+        raw.execute("DROP TABLE IF EXISTS pg_plain")
+        raw.close()
+
+
+def test_a_read_ahead_goes_with_the_first_statement_and_answers_only_the_next(postgres_url):
+    """``read_ahead``: the read is sent after the transaction's first statement in its round
+    trip; its rows answer the very next statement only if it is that read, same values."""
+    raw = psycopg.connect(postgres_url, autocommit=True)
+    seen: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(self, query, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    try:
+        raw.execute("DROP TABLE IF EXISTS pg_plain")
+        raw.execute("CREATE TABLE pg_plain (key TEXT PRIMARY KEY, n BIGINT)")
+        raw.execute("INSERT INTO pg_plain VALUES ('a', 1), ('b', 2)")
+        read = "SELECT n FROM pg_plain WHERE key = ? FOR UPDATE"
+        psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+        conn = PgConnection(raw, begin=("BEGIN",), pipelined=False, row_locks=True)
+        conn.read_ahead(read, ("a",))
+        assert conn.execute("SELECT ?::text", ("first",)).fetchone() == ("first",)
+        assert len(seen) == 1
+        assert len(seen[0].split("; ")) == 3  # BEGIN, the statement, the read ahead
+        assert conn.execute(read, ("a",)).fetchone() == (1,)
+        assert len(seen) == 1  # answered from the first round trip
+        assert conn.execute(read, ("a",)).fetchone() == (1,)
+        assert len(seen) == 2  # once only
+        conn.commit(("COMMIT",))
+        seen.clear()
+        conn = PgConnection(raw, begin=("BEGIN",), pipelined=False, row_locks=True)
+        conn.read_ahead(read, ("a",))
+        conn.execute("SELECT 1")
+        conn.execute("UPDATE pg_plain SET n = 5 WHERE key = ?", ("a",))
+        assert conn.execute(read, ("a",)).fetchone() == (5,)  # not the rows read ahead
+        conn.commit(("COMMIT",))
+        seen.clear()
+        conn = PgConnection(raw, begin=("BEGIN",), pipelined=False, row_locks=True)
+        conn.read_ahead(read, ("a",))
+        conn.execute("SELECT 1")
+        assert conn.execute(read, ("b",)).fetchone() == (2,)  # other values: read again
+        conn.commit(("COMMIT",))
+        seen.clear()
+        for begin, row_locks in ((("BEGIN",), False), ((), True)):
+            # Not a shared writer, or a transaction already begun: nothing goes ahead.
+            if not begin:
+                raw.execute("BEGIN")
+            seen.clear()
+            conn = PgConnection(raw, begin=begin, pipelined=False, row_locks=row_locks)
+            conn.read_ahead(read, ("a",))
+            conn.execute("SELECT 1")
+            assert len(seen) == 1
+            assert len(seen[0].split("; ")) < 3
+            raw.execute("ROLLBACK")
+    finally:
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
+        raw.execute("DROP TABLE IF EXISTS pg_plain")
+        raw.close()
+
+
+def test_reads_sent_with_begin_run_prepared_and_survive_a_deallocate(postgres_url):
+    """The first statement's reads run as ``EXECUTE`` of statements prepared once per
+    connection; psycopg deallocates every statement after it sees a ``ROLLBACK``: the next
+    transaction prepares them again and answers the same."""
+    raw = psycopg.connect(postgres_url, autocommit=True)
+    seen: list[str] = []
+    execute = psycopg.Cursor.execute
+
+    def counted(self, query, *args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(str(query))
+        return execute(self, query, *args, **kwargs)
+
+    read = "SELECT ?::text, ?::bigint, ?::float8, ?"
+    try:
+        psycopg.Cursor.execute = counted  # type: ignore[method-assign]
+        for round_ in range(3):
+            conn = PgConnection(raw, begin=("BEGIN",), pipelined=False, row_locks=True)
+            values = ("it's", -(2**63) + round_, 2.5, None)
+            assert conn.execute(read, values).fetchone() == values
+            assert "EXECUTE agent_task_" in seen[-1]
+            conn.commit(("COMMIT",))
+            raw.execute("DEALLOCATE ALL")
+        names = raw.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
+        assert names == (0,)
+    finally:
+        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
         raw.close()

@@ -238,13 +238,14 @@ def _fail_child(
     raise TaskError(ErrorCode.CONFLICT, "the task changed while this call ran; read it and retry")
 
 
-def insert_task(call: QueueCall, record: TaskRecord) -> TaskRecord:
-    """Insert a new task row; return it as stored (its ``seq`` assigned).
+def insert_task(call: QueueCall, record: TaskRecord, *, with_seq: bool = True) -> TaskRecord:
+    """Insert a new task row; return it as stored (its ``seq`` assigned, if ``with_seq``).
 
     Every queue task is created here, so its creation is noted for the call's audit event
     (no status before, its first status after), as :func:`write_task` notes every move.
+    ``with_seq=False``: the caller reads nothing of the row back (``QueueStore.insert_task``).
     """
-    stored = call.tx.queue.insert_task(record)
+    stored = call.tx.queue.insert_task(record, with_seq=with_seq)
     note_status(stored.task_id, None, stored.status)
     return stored
 

@@ -41,6 +41,7 @@ __all__ = [
     "check_requeue",
     "deduplicate",
     "failed_parent",
+    "has_flow",
     "list_limits",
     "orphaned_by",
     "record_flow",
@@ -123,10 +124,17 @@ def _holds(task: TaskRecord, unique_for_ms: int, now_ms: int) -> bool:
     return now_ms < task.finished_at_ms + unique_for_ms
 
 
+def has_flow(request: CreateIn) -> bool:
+    """Whether a created task has a flow row (a unique or concurrency key, or parents)."""
+    return not (
+        request.unique_key is None and request.concurrency_key is None and not request.after
+    )
+
+
 def record_flow(call: QueueCall, request: CreateIn, task: TaskRecord) -> bool:
     """Write the new task's flow row and dependencies; whether it has any."""
     after = request.after or ()
-    if request.unique_key is None and request.concurrency_key is None and not after:
+    if not has_flow(request):
         return False
     call.tx.queueflow.insert_flow(
         FlowRecord(

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from taskcore.actors import RiskClass, Tier
+from taskcore.actors import Actor, RiskClass, Tier
 from taskcore.admission import check_escalation_target
 from taskcore.limits import CHECKPOINT_WRITE_BODY_MAX_BYTES, LEASE_DEFAULT_MS, LEASE_MAX_MS
 from taskcore.queue import approval, checkpoints, ext, leases, matters, tasks, verb_registry
@@ -253,8 +253,17 @@ def _spec(
         description=description,
         row_safe=name in ROW_SAFE_VERBS,
         waits=waits,
+        read_ahead=_task_ahead if name in _READ_TASK_FIRST else None,
         **extra,
     )
+
+
+_READ_TASK_FIRST = frozenset({"agenttask.checkpoint", "agenttask.release"})
+"""Verbs whose handler's first read is their task, ``for_update`` (``Operation.read_ahead``)."""
+
+
+def _task_ahead(tx: Transaction, actor: Actor, request: CheckpointIn | ReleaseIn) -> None:
+    tx.queue.read_ahead(actor.workspace, request.task_id)
 
 
 def _queue_operations() -> tuple[Operation[Any, Any], ...]:

@@ -69,13 +69,17 @@ def may_read(call: QueueCall, task: TaskRecord, *, lease_holder: bool = True) ->
     return lease_holder and lease_is_live(task, call.now_ms) and task.lease_owner == actor.token_id
 
 
-def create(call: QueueCall, request: CreateIn) -> TaskView:
-    """Queue a task of a registered carrier verb.
+def create(call: QueueCall, request: CreateIn, *, alone: bool = True) -> TaskView:
+    """Queue a task of a registered carrier verb (``alone``: the call's one task, see below).
 
     ``depth`` is the parent's depth plus one (a root is 0); deeper than
     :data:`~taskcore.limits.MAX_AGENT_TASK_DEPTH` is ``DEPTH_EXCEEDED`` before any write. The
     autonomy ceiling is the creator's autonomy, lowered to the parent's ceiling: a task can
     never be run with more autonomy than whoever queued it (or its parent) had.
+
+    The call's one task with no flow row is not read back (nor its ``seq``): its row may go
+    with the ``COMMIT`` (``QueueStore.insert_task``); ``createMany``'s tasks are each
+    followed by their own audit insert, so theirs go at once (a refusal names its entry).
     """
     require_registered(call, request.verb)
     payload_json = None
@@ -121,7 +125,7 @@ def create(call: QueueCall, request: CreateIn) -> TaskView:
         updated_at_ms=call.now_ms,
         **schedule_of(request, call.now_ms),
     )
-    stored = insert_task(call, record)
+    stored = insert_task(call, record, with_seq=not alone or flow.has_flow(request))
     if not flow.record_flow(call, request, stored):
         return task_view(stored, call.now_ms)  # no flow row, no parents: nothing to read
     orphaned = flow.failed_parent(parents, request.after or ())
@@ -143,7 +147,7 @@ def create_many(call: QueueCall, request: CreateManyIn) -> CreateManyResult:
     out: list[TaskView] = []
     for index, entry in enumerate(request.tasks):
         try:
-            shown = create(call, entry)
+            shown = create(call, entry, alone=False)
         except TaskError as exc:
             raise exc.at(f"$.tasks[{index}]") from None
         out.append(shown)

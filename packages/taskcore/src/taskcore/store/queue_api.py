@@ -232,8 +232,21 @@ class QueueStore(Protocol):
     """Persistence of queue tasks, carrier verbs, matters, approval gates, phases, ext rows."""
 
     # -- tasks ------------------------------------------------------------------------------
-    def insert_task(self, task: TaskRecord) -> TaskRecord:
-        """Insert a new task; return it with its assigned ``seq``."""
+    def insert_task(self, task: TaskRecord, *, with_seq: bool = True) -> TaskRecord:
+        """Insert a new task; return it with its assigned ``seq``.
+
+        ``with_seq=False``: the caller reads no ``seq`` back (it may be 0), so a
+        store may send the insert with the transaction's next statement or its ``COMMIT``
+        (PostgreSQL's shared writer); a duplicate id is still ``ALREADY_EXISTS``.
+        """
+        ...
+
+    def read_ahead(self, workspace: str, task_id: str) -> None:
+        """The call's next read after its token re-check is ``get_task(..., for_update=True)``.
+
+        A hint given before the call's first statement: a store may send that read with it
+        (PostgreSQL's shared writer, one round trip fewer); SQLite does nothing.
+        """
         ...
 
     def get_task(

@@ -193,18 +193,21 @@ class SqliteQueueStore(PausedVerbs):
     """The queue tables on one apsw connection (inside the caller's transaction)."""
 
     # -- tasks ------------------------------------------------------------------------------
-    def insert_task(self, task: TaskRecord) -> TaskRecord:
-        """Insert a new task; return it with its assigned ``seq``."""
+    def insert_task(self, task: TaskRecord, *, with_seq: bool = True) -> TaskRecord:
+        """Insert a new task; return it with its assigned ``seq`` (``with_seq``: see the API)."""
         try:
             self._conn.execute(*TASKS.insert(task))
         except apsw.ConstraintError as exc:
             if not is_unique(exc):
                 raise  # a CHECK backstop tripped: a bug, never an input error
             raise TaskError(ErrorCode.ALREADY_EXISTS, "a task with this id exists") from None
-        seq = int(self._conn.last_insert_rowid())
+        seq = int(self._conn.last_insert_rowid())  # a function call here: always read
         if task.status == _QUEUED:
             self._signal(queue_topic(task.workspace))
         return attrs.evolve(task, seq=seq)
+
+    def read_ahead(self, workspace: str, task_id: str) -> None:
+        """Nothing to send ahead: a read here is a function call (see the API)."""
 
     def get_task(
         self, workspace: str, task_id: str, *, for_update: bool = False

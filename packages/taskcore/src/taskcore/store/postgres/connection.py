@@ -23,14 +23,20 @@ error into a refusal (a ``TaskError``), so the transaction ends there, as it mus
 The call path, in round trips (issue 30). A row-safe queue call is three or four: ``BEGIN``
 + writer lock + token re-check (one simple query), the verb's own statements, then audit
 event + ``NOTIFY`` + ``COMMIT`` (one simple query); the queue cycle (create + claimNext +
-checkpoint DONE) is 10 (it was 25, then 13):
+checkpoint DONE) is 8 (it was 25, then 13, then 10):
 
 * **A write that cannot miss goes with the next statement.** A shared writer's
   compare-and-set ``UPDATE`` of a row it holds locked (claimNext's ``SKIP LOCKED`` row, a
-  task read ``for_update``) is sent in one simple query with the next read or with the
-  ``COMMIT`` (:meth:`PgConnection.defer_write`).
-* **Literals written here.** A simple query's strings, integers, booleans and ``NULL`` are
-  bound by :func:`literal` (as psycopg writes them); other values by psycopg's ``mogrify``.
+  task read ``for_update``), or a single create's task ``INSERT`` (nothing read back), is
+  sent in one simple query with the next read or with the ``COMMIT``
+  (:meth:`PgConnection.defer_write`).
+* **A read known before the call goes with its first statement.** ``checkpoint`` and
+  ``release`` read their task ``FOR UPDATE`` right after the token re-check: that read is
+  sent in the re-check's simple query (:meth:`PgConnection.read_ahead`).
+* **Literals, and reads prepared once.** A simple query's strings, integers, floats,
+  booleans and ``NULL`` are bound as psycopg writes them; other values by psycopg's
+  ``mogrify``. The reads sent with a ``BEGIN`` run as ``EXECUTE`` of statements prepared
+  once per connection (:mod:`taskcore.store.postgres.literals`).
 
 * **The transaction's first statement carries its ``BEGIN``.** A transaction opened with
   ``begin`` statements sends them with its first statement: the writer lock and the call's
@@ -74,6 +80,7 @@ checkpoint DONE) is 10 (it was 25, then 13):
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from collections.abc import Iterator, Sequence
@@ -85,6 +92,8 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from taskcore.errors import ErrorCode, TaskError
+from taskcore.store.postgres.literals import bind as _bind
+from taskcore.store.postgres.literals import executable, forget_prepared
 
 __all__ = [
     "InsertFacts",
@@ -313,6 +322,10 @@ class PgConnection:
         self._late: list[tuple[str, list[Any] | None, bool]] = []
         self._rowid: int | None = None
         self._cur: psycopg.Cursor[Any] | None = None
+        self._refusals: dict[str, TaskError] = {}
+        """A deferred insert's refusal for a duplicate key, by table (:meth:`defer_write`)."""
+        self._ahead: tuple[str, list[Any] | None] | None = None
+        self._memo: tuple[str, list[Any] | None, list[tuple[Any, ...]], int] | None = None
 
     @property
     def started(self) -> bool:
@@ -329,6 +342,7 @@ class PgConnection:
 
     def start(self) -> None:
         """Send the ``BEGIN`` statements (and deferred writes) now, if nothing carried them."""
+        self._ahead = None
         if not self._pipelined:
             begin, self._begin = self._begin, ()
             if begin:  # one simple query: no parameters, several statements, one round trip
@@ -352,24 +366,60 @@ class PgConnection:
         if "\x00" in sql:
             raise TaskError(ErrorCode.BAD_INPUT, "a statement holds a NUL character")
         query, values = translate(sql), _clean(args)
+        self._memo = None
         if not self._pipelined:
             self._late.append((query, values, True))
             return
         self._deferred.extend(((_SAVEPOINT, None), (query, values), (_RELEASE, None)))
 
-    def defer_write(self, sql: str, args: Sequence[Any]) -> bool:
+    def defer_write(
+        self, sql: str, args: Sequence[Any], *, duplicate: TaskError | None = None
+    ) -> bool:
         """Send a write that cannot miss with the next statement (or the ``COMMIT``).
 
         For an ``UPDATE`` of a row this transaction holds locked since it read it (the
-        caller knows it matches one row): it goes in the same simple query as the next
+        caller knows it matches one row), or a one-row ``INSERT`` whose result nobody reads
+        (``duplicate``: the refusal a duplicate key of its table is reported as, as the
+        insert alone would have been): it goes in the same simple query as the next
         read, or as the ``COMMIT`` (its values bound by psycopg), in order, with no
         savepoint; it fails the transaction as it would have alone. ``False`` (nothing
         deferred: run it now) unless :attr:`row_locks`.
         """
         if not self.row_locks or "\x00" in sql:
             return False
+        self._memo = None
+        if duplicate is not None:
+            table = _INSERT_INTO.match(sql)
+            if table is None:
+                return False
+            self._refusals[table.group(1)] = duplicate
         self._late.append((translate(sql), _clean(args), False))
         return True
+
+    def read_ahead(self, sql: str, args: Sequence[Any]) -> None:
+        """Send the read ``sql`` with the transaction's first statement (one round trip).
+
+        For a call that knows, before it runs, the read its handler makes right after the
+        token re-check (``checkpoint``'s task, read ``FOR UPDATE``). Only a row-locking
+        shared writer whose ``BEGIN`` has not been sent takes it: the read is then sent
+        after the first statement, in its simple query (its own snapshot, taken after the
+        first statement's), and its rows answer :meth:`execute` only if the very next
+        statement the transaction runs is this one, with these values, so it reads what
+        it would have read alone (nothing of the transaction ran in between). Otherwise
+        they are dropped and the statement runs as usual.
+        """
+        if self.row_locks and self._begin and "\x00" not in sql:
+            with contextlib.suppress(TaskError):  # a NUL: refused when the handler reads
+                self._ahead = (translate(sql), _clean(args))
+
+    def _failed(self, exc: psycopg.Error) -> BaseException:
+        """``exc`` as the stores expect it; a deferred insert's duplicate as its refusal."""
+        refusals, self._refusals = self._refusals, {}
+        if isinstance(exc, pg_errors.UniqueViolation):
+            refusal = refusals.get(exc.diag.table_name or "")
+            if refusal is not None:
+                return refusal
+        return pg_error(exc)
 
     def _run_late(self) -> None:
         """Run deferred writes now (a statement came after them), in order.
@@ -391,10 +441,11 @@ class PgConnection:
             if plain:
                 self._simple(plain)
         except psycopg.Error as exc:
-            mapped = pg_error(exc)
+            mapped = self._failed(exc)
             if mapped is exc:
                 raise
             raise mapped from exc
+        self._refusals = {}
 
     def _simple(self, statements: list[str]) -> psycopg.Cursor[Any]:
         """Run bound ``statements`` as one simple query; the cursor is at the last result."""
@@ -412,19 +463,32 @@ class PgConnection:
         late, self._late = self._late, []
         bound = [_bind(self.raw, q, v) for q, v, _ in late]
         bound.append(query if args is None else _bind(self.raw, query, args))
-        return self._simple_read(bound)
+        read = self._simple_read(bound)
+        self._refusals = {}
+        return read
 
-    def _simple_read(self, statements: list[str]) -> PgCursor:
-        """Run ``statements`` as one simple query; the rows of the last one (errors typed)."""
+    def _simple_read(
+        self, statements: list[str], ahead: tuple[str, list[Any] | None] | None = None
+    ) -> PgCursor:
+        """Run ``statements`` as one simple query; the rows of the last one (errors typed).
+
+        With ``ahead`` (:meth:`read_ahead`) the last statement is that read: its rows are
+        kept for :meth:`execute`, and the rows returned are the statement's before it.
+        """
         try:
-            cur = self._simple(statements)
+            cur = self._cursor().execute("; ".join(statements), prepare=False)
+            for _ in range(len(statements) - (2 if ahead else 1)):
+                cur.nextset()  # on to the statement's result
+            rows, count = _rows(cur), max(cur.rowcount, 0)
+            if ahead is not None and cur.nextset():
+                self._memo = (*ahead, _rows(cur), max(cur.rowcount, 0))
         except psycopg.Error as exc:
-            mapped = pg_error(exc)
+            mapped = self._failed(exc)
             if mapped is exc:
                 raise
             raise mapped from exc
-        self._changes = max(cur.rowcount, 0)
-        return PgCursor(_rows(cur))
+        self._changes = count
+        return PgCursor(rows)
 
     def commit(self, tail: tuple[str, ...]) -> None:
         """End the transaction with ``tail`` (``COMMIT``, maybe a ``NOTIFY`` first).
@@ -441,7 +505,13 @@ class PgConnection:
                 f"{_SAVEPOINT}; {bind(q, v)}; {_RELEASE}" if savepoint else bind(q, v)
                 for q, v, savepoint in late
             ]
-            self._cursor().execute("; ".join((*writes, *tail)), prepare=False)
+            try:
+                self._cursor().execute("; ".join((*writes, *tail)), prepare=False)
+            except psycopg.Error as exc:
+                refusal = self._failed(exc)
+                if isinstance(refusal, TaskError):
+                    raise refusal from None  # a deferred insert's duplicate (defer_write)
+                raise
             return
         prefix = self._prefix()
         if not prefix:
@@ -460,6 +530,11 @@ class PgConnection:
         args = _clean(args)
         query = translate(sql)
         self._rowid = None
+        if self._memo is not None:
+            memo, self._memo = self._memo, None
+            if memo[0] == query and memo[1] == args:  # read with the first statement
+                self._changes = memo[3]
+                return PgCursor(memo[2])
         if not self._pipelined:
             if self._begin and _is_select(sql):
                 return self._begin_with(query, args)
@@ -511,8 +586,24 @@ class PgConnection:
         before the writer lock was granted, as when they went in two round trips.
         """
         begin, self._begin = self._begin, ()
-        bound = query if args is None else _bind(self.raw, query, args)
-        return self._simple_read([*begin, bound])
+        ahead, self._ahead = self._ahead, None
+        if ahead == (query, args):
+            ahead = None
+        for retry in (False, True):
+            # Read before BEGIN, its reads run as EXECUTE of statements prepared once on
+            # the connection (literals.executable): not parsed and planned again per call.
+            reads = [(query, args)] if ahead is None else [(query, args), ahead]
+            bound = [executable(self.raw, q, a) or _bind(self.raw, q, a) for q, a in reads]
+            try:
+                return self._simple_read([*begin, *bound], ahead)
+            except pg_errors.InvalidSqlStatementName:
+                # psycopg deallocates every statement after it sees a ROLLBACK: prepare
+                # again (nothing of this transaction ran but its BEGIN and lock).
+                if retry:
+                    raise
+                self.raw.pgconn.exec_(b"ROLLBACK")
+                forget_prepared(self.raw)
+        raise AssertionError("unreachable")
 
     def _with_prefix(self, query: str, args: Sequence[Any] | None) -> psycopg.Cursor[Any]:
         """A statement sent with the ``BEGIN`` and deferred writes before it, in one round trip.
@@ -596,91 +687,6 @@ def _rows(cur: psycopg.Cursor[Any]) -> list[tuple[Any, ...]]:
     if res is None or not (res.nfields or res.status == _TUPLES_OK):
         return []
     return cur.fetchall()
-
-
-_INT8_MIN = -(2**63)
-
-
-def _bind(raw: psycopg.Connection[Any], query: str, args: Sequence[Any] | None) -> str:
-    """``query`` with ``args`` bound as SQL literals (a statement of a simple query).
-
-    Strings, integers, booleans and ``None`` are written here as psycopg writes them
-    (:func:`literal`); a statement with any other value is bound by psycopg itself
-    (``ClientCursor.mogrify``, its own escaping by the connection's settings).
-    """
-    if args is None:
-        return query
-    chunks = _chunks(query)
-    if chunks is not None and len(chunks) == len(args) + 1:
-        out = [chunks[0]]
-        for value, chunk in zip(args, chunks[1:], strict=True):
-            text = literal(value)
-            if text is None:
-                break
-            out.append(text)
-            out.append(chunk)
-        else:
-            return "".join(out)
-    args = [str(a) if type(a) is int and a == _INT8_MIN else a for a in args]
-    return psycopg.ClientCursor(raw).mogrify(query, args)
-
-
-_PLACEHOLDER = re.compile(r"(%%|%s)")
-
-
-@functools.lru_cache(maxsize=1024)
-def _chunks(query: str) -> tuple[str, ...] | None:
-    """``query`` (psycopg text) cut at its ``%s`` placeholders, ``%%`` as ``%``.
-
-    ``None`` when it holds another ``%`` form (psycopg's to bind). psycopg reads ``%s`` and
-    ``%%`` the same way, string literals or not.
-
-    >>> _chunks("SELECT %s, '%%', %s")
-    ('SELECT ', ", '%', ", '')
-    >>> _chunks("SELECT %(a)s") is None
-    True
-    """
-    out = [""]
-    for part in _PLACEHOLDER.split(query):
-        if part == "%%":
-            out[-1] += "%"
-        elif part == "%s":
-            out.append("")
-        elif "%" in part:
-            return None
-        else:
-            out[-1] += part
-    return tuple(out)
-
-
-def literal(value: Any) -> str | None:
-    r"""``value`` as a PostgreSQL literal, as psycopg writes it; ``None`` for another type.
-
-    A string is quoted (an ``E''`` literal, its backslashes doubled, when it holds one: the
-    same text whatever ``standard_conforming_strings`` says); a negative integer has a space
-    before its sign (never ``--``); the smallest bigint is quoted (psycopg writes `` -N``,
-    which PostgreSQL reads as ``-(N)``, and ``N`` overflows), PostgreSQL casting it where used.
-
-    >>> literal("it's"), literal("a\\b"), literal(-5), literal(None), literal(True)
-    ("'it''s'", " E'a\\\\b'", ' -5', 'NULL', 'true')
-    >>> literal(-(2**63)), literal(1.5)
-    ("'-9223372036854775808'", None)
-    """
-    kind = type(value)
-    if kind is str:
-        text: str = value
-        if "\\" in text:
-            return " E'" + text.replace("\\", "\\\\").replace("'", "''") + "'"
-        return "'" + text.replace("'", "''") + "'"
-    if kind is int:
-        if value >= 0:
-            return str(value)
-        return f"'{value}'" if value == _INT8_MIN else f" {value}"
-    if value is None:
-        return "NULL"
-    if kind is bool:
-        return "true" if value else "false"
-    return None
 
 
 def _clean(args: Sequence[Any] | None) -> list[Any] | None:

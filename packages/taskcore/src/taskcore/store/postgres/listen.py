@@ -28,7 +28,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from taskcore.store.postgres.connection import literal
+from taskcore.store.postgres.literals import literal
 from taskcore.store.wakeup import Wakeup
 
 __all__ = ["CHANNEL", "PAYLOAD_MAX_BYTES", "PgListen", "new_origin", "notify_sql", "parse"]

@@ -393,6 +393,9 @@ class PostgresStorage:
                     if conn.started:  # else a read that read nothing: nothing was opened
                         tail = (notify_sql(raw, self.origin, topics),) if topics else ()
                         conn.commit((*tail, "COMMIT"))
+                except TaskError:  # a deferred insert's refusal (PgConnection.defer_write)
+                    _rollback(raw)
+                    raise
                 except psycopg.Error as exc:
                     _rollback(raw)
                     mapped = pg_error(exc)

@@ -211,6 +211,27 @@ class PgQueueStore(SqliteQueueStore):
             self._locked[(task.workspace, task.task_id)] = task.version
         return task
 
+    def insert_task(self, task: TaskRecord, *, with_seq: bool = True) -> TaskRecord:
+        """Insert a new task; without ``with_seq``, in a shared writer, with the next statement.
+
+        Nobody reads the row back (its ``seq`` is left 0), so the plain ``INSERT`` goes with
+        the transaction's next statement or its ``COMMIT`` (:meth:`PgConnection.defer_write`);
+        a duplicate id still fails the call as ``ALREADY_EXISTS``.
+        """
+        if with_seq:
+            return super().insert_task(task)
+        conn = cast("PgConnection", self._conn)
+        duplicate = TaskError(ErrorCode.ALREADY_EXISTS, "a task with this id exists")
+        if not conn.defer_write(*TASKS.insert(task), duplicate=duplicate):
+            return super().insert_task(task)
+        if task.status == "QUEUED":
+            self._signal(queue_topic(task.workspace))
+        return task
+
+    def read_ahead(self, workspace: str, task_id: str) -> None:
+        """Send ``get_task(..., for_update=True)``'s read with the first statement (a hint)."""
+        cast("PgConnection", self._conn).read_ahead(_GET_LOCKED, (workspace, task_id))
+
     def get_task(
         self, workspace: str, task_id: str, *, for_update: bool = False
     ) -> TaskRecord | None:
