@@ -356,32 +356,3 @@ def test_a_read_ahead_goes_with_the_first_statement_and_answers_only_the_next(po
         psycopg.Cursor.execute = execute  # type: ignore[method-assign]
         raw.execute("DROP TABLE IF EXISTS pg_plain")
         raw.close()
-
-
-def test_reads_sent_with_begin_run_prepared_and_survive_a_deallocate(postgres_url):
-    """The first statement's reads run as ``EXECUTE`` of statements prepared once per
-    connection; psycopg deallocates every statement after it sees a ``ROLLBACK``: the next
-    transaction prepares them again and answers the same."""
-    raw = psycopg.connect(postgres_url, autocommit=True)
-    seen: list[str] = []
-    execute = psycopg.Cursor.execute
-
-    def counted(self, query, *args, **kwargs):  # type: ignore[no-untyped-def]
-        seen.append(str(query))
-        return execute(self, query, *args, **kwargs)
-
-    read = "SELECT ?::text, ?::bigint, ?::float8, ?"
-    try:
-        psycopg.Cursor.execute = counted  # type: ignore[method-assign]
-        for round_ in range(3):
-            conn = PgConnection(raw, begin=("BEGIN",), pipelined=False, row_locks=True)
-            values = ("it's", -(2**63) + round_, 2.5, None)
-            assert conn.execute(read, values).fetchone() == values
-            assert "EXECUTE agent_task_" in seen[-1]
-            conn.commit(("COMMIT",))
-            raw.execute("DEALLOCATE ALL")
-        names = raw.execute("SELECT count(*) FROM pg_prepared_statements").fetchone()
-        assert names == (0,)
-    finally:
-        psycopg.Cursor.execute = execute  # type: ignore[method-assign]
-        raw.close()

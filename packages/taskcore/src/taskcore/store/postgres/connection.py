@@ -33,10 +33,11 @@ checkpoint DONE) is 8 (it was 25, then 13, then 10):
 * **A read known before the call goes with its first statement.** ``checkpoint`` and
   ``release`` read their task ``FOR UPDATE`` right after the token re-check: that read is
   sent in the re-check's simple query (:meth:`PgConnection.read_ahead`).
-* **Literals, and reads prepared once.** A simple query's strings, integers, floats,
-  booleans and ``NULL`` are bound as psycopg writes them; other values by psycopg's
-  ``mogrify``. The reads sent with a ``BEGIN`` run as ``EXECUTE`` of statements prepared
-  once per connection (:mod:`taskcore.store.postgres.literals`).
+* **Literals written here.** A simple query's strings, integers, floats, booleans and
+  ``NULL`` are bound by :func:`~taskcore.store.postgres.literals.literal` (as psycopg
+  writes them); other values by psycopg's ``mogrify``. They are not SQL-level prepared
+  statements (``PREPARE``/``EXECUTE``): PgBouncer in transaction mode (docs/deploy.md) does
+  not carry those from one server connection to the next.
 
 * **The transaction's first statement carries its ``BEGIN``.** A transaction opened with
   ``begin`` statements sends them with its first statement: the writer lock and the call's
@@ -93,7 +94,6 @@ from psycopg import errors as pg_errors
 
 from taskcore.errors import ErrorCode, TaskError
 from taskcore.store.postgres.literals import bind as _bind
-from taskcore.store.postgres.literals import executable, forget_prepared
 
 __all__ = [
     "InsertFacts",
@@ -589,21 +589,9 @@ class PgConnection:
         ahead, self._ahead = self._ahead, None
         if ahead == (query, args):
             ahead = None
-        for retry in (False, True):
-            # Read before BEGIN, its reads run as EXECUTE of statements prepared once on
-            # the connection (literals.executable): not parsed and planned again per call.
-            reads = [(query, args)] if ahead is None else [(query, args), ahead]
-            bound = [executable(self.raw, q, a) or _bind(self.raw, q, a) for q, a in reads]
-            try:
-                return self._simple_read([*begin, *bound], ahead)
-            except pg_errors.InvalidSqlStatementName:
-                # psycopg deallocates every statement after it sees a ROLLBACK: prepare
-                # again (nothing of this transaction ran but its BEGIN and lock).
-                if retry:
-                    raise
-                self.raw.pgconn.exec_(b"ROLLBACK")
-                forget_prepared(self.raw)
-        raise AssertionError("unreachable")
+        reads = [(query, args)] if ahead is None else [(query, args), ahead]
+        bound = [_bind(self.raw, q, a) for q, a in reads]
+        return self._simple_read([*begin, *bound], ahead)
 
     def _with_prefix(self, query: str, args: Sequence[Any] | None) -> psycopg.Cursor[Any]:
         """A statement sent with the ``BEGIN`` and deferred writes before it, in one round trip.

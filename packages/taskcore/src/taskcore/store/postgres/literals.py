@@ -1,30 +1,22 @@
-"""Values as SQL literals, and statements prepared once per connection (store/postgres).
+"""Values as SQL literals (store/postgres).
 
 A statement sent in a simple query (:mod:`taskcore.store.postgres.connection`: the token
 re-check with its ``BEGIN``, deferred writes with the next read or the ``COMMIT``) carries
 its values as literals: :func:`bind` writes strings, integers, floats, booleans and ``NULL``
 as psycopg writes them (:func:`literal`) and leaves any other value to psycopg's own
 ``ClientCursor.mogrify``; no value of ours is formatted into SQL text otherwise.
-
-A read sent with the transaction's ``BEGIN`` runs as ``EXECUTE`` of a statement prepared
-once on the connection (:func:`executable`; the server then neither parses nor plans it
-again per call: for the 30-column task read that is about 0.1 ms of the server's CPU). The
-names live on the psycopg connection; psycopg deallocates every prepared statement after it
-sees a ``ROLLBACK``, so the caller prepares again when the server says a name is unknown
-(:func:`forget_prepared`).
 """
 
 from __future__ import annotations
 
 import functools
 import re
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 import psycopg
 
-__all__ = ["bind", "executable", "forget_prepared", "literal"]
+__all__ = ["bind", "literal"]
 
 _PLACEHOLDER = re.compile(r"(%%|%s)")
 _INT8_MIN = -(2**63)
@@ -52,22 +44,6 @@ def bind(raw: psycopg.Connection[Any], query: str, args: Sequence[Any] | None) -
             return "".join(out)
     args = [str(a) if type(a) is int and a == _INT8_MIN else a for a in args]
     return psycopg.ClientCursor(raw).mogrify(query, args)
-
-
-@functools.lru_cache(maxsize=256)
-def _numbered(query: str) -> str | None:
-    """``query`` (psycopg text) with ``$1``, ``$2``... for its ``%s`` (``None``: other forms).
-
-    >>> _numbered("SELECT a FROM t WHERE b = %s AND c LIKE '%%x' AND d = %s")
-    "SELECT a FROM t WHERE b = $1 AND c LIKE '%x' AND d = $2"
-    """
-    chunks = _chunks(query)
-    if chunks is None:
-        return None
-    out = [chunks[0]]
-    for i, chunk in enumerate(chunks[1:], start=1):
-        out.append(f"${i}{chunk}")
-    return "".join(out)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -136,49 +112,3 @@ _FLOAT_SPECIAL = {
     "-inf": "'-Infinity'::float8",
     "nan": "'NaN'::float8",
 }
-
-
-_PREPARED_ATTR = "_agent_task_prepared"
-_PREPARED_MAX = 64
-"""Statements prepared per connection at most (a bounded set: the stores' fixed reads)."""
-_NAMES: dict[str, str] = {}
-_NAMES_LOCK = threading.Lock()
-
-
-def executable(raw: psycopg.Connection[Any], query: str, args: Sequence[Any] | None) -> str | None:
-    """``EXECUTE`` of ``query`` (a read) prepared on ``raw``, its values as literals; or ``None``.
-
-    Only outside a transaction (a failed ``Parse`` then aborts nothing), for a ``SELECT``
-    with values :func:`literal` writes; the statement is prepared here on first use (one
-    round trip, once per connection). ``None``: bind it as literals instead (:func:`bind`).
-    """
-    if not args or query.lstrip()[:6].upper() != "SELECT":
-        return None
-    values = [literal(v) for v in args]
-    if None in values:
-        return None
-    name = _NAMES.get(query)
-    if name is None:
-        with _NAMES_LOCK:
-            name = _NAMES.setdefault(query, f"agent_task_{len(_NAMES)}")
-    names: dict[str, bool] | None = getattr(raw, _PREPARED_ATTR, None)
-    if names is None:
-        names = {}
-        setattr(raw, _PREPARED_ATTR, names)
-    ready = names.get(name)
-    if ready is None:
-        text = _numbered(query)
-        if text is None or len(names) >= _PREPARED_MAX:
-            return None
-        if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-            return None
-        result = raw.pgconn.prepare(name.encode(), text.encode())
-        names[name] = ready = result.status == psycopg.pq.ExecStatus.COMMAND_OK
-    if not ready:
-        return None
-    return f"EXECUTE {name}({', '.join(v for v in values if v is not None)})"
-
-
-def forget_prepared(raw: psycopg.Connection[Any]) -> None:
-    """Forget what :func:`executable` prepared on ``raw`` (the server no longer has it)."""
-    setattr(raw, _PREPARED_ATTR, {})
