@@ -33,8 +33,14 @@ def roots(tmp_path: Path) -> GateConfig:
 
 @pytest.fixture(autouse=True)
 def _isolated_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Never read the real ~/.claude, ~/.codex or the user's gate index."""
+    """Never read the real ~/.claude, ~/.codex or the user's gate index.
+
+    In process, a Codex rollout is not waited for (its payloads' messages are often not in
+    the fixture on purpose: the transcript lags); the hooks run as commands (test_hook's
+    ``env_for``) wait as installed, and test_light tests the wait itself.
+    """
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AGENT_TASK_GATE_ROLLOUT_WAIT_MS", "0")
     for name in (
         "AGENT_TASK_GATE_INDEX",
         "AGENT_TASK_CLAUDE_PROJECTS_DIR",

@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -330,3 +332,37 @@ def test_claude_code_naming_no_known_session_still_says_why(
     code, out, _err = stop(roots, tmp_path, payload, "--harness", "claude-code")
     assert code == 0
     assert "the stop was allowed" in json.loads(out)["systemMessage"]
+
+
+def test_a_codex_rollout_written_behind_the_turn_is_waited_for(roots, tmp_path):
+    """Codex writes its rollout on a background task: at Stop, the command's output and the
+    turn's end may not be in the file yet. The hook waits (bounded) for the payload's last
+    message to appear, then judges the whole turn: a passing test run, not a running one."""
+    path = next(roots.codex_root.rglob("*0003*.jsonl"))
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert b"function_call_output" in lines[-2]
+    path.write_bytes(b"".join(lines[:-2]))  # the output and task_complete: still unwritten
+    payload = {
+        "session_id": "019a1c2e-0003-7d3a-9b1e-4f2a6c8e0a03",
+        "turn_id": "turn-1",
+        "transcript_path": str(path),
+        "cwd": "/home/dev/src/acme-web",
+        "hook_event_name": "Stop",
+        "model": "gpt-5.1-codex",
+        "permission_mode": "default",
+        "stop_hook_active": False,
+        "last_assistant_message": "Updated; all 42 tests pass.",
+    }
+
+    def written_late() -> None:
+        time.sleep(0.5)
+        with open(path, "ab") as f:
+            f.write(b"".join(lines[-2:]))
+
+    late = threading.Thread(target=written_late)
+    late.start()
+    code, out, _err = stop(roots, tmp_path, payload, "--harness", "codex")
+    late.join()
+    assert code == 0
+    assert "has not reported an exit code" not in out
+    assert out == ""  # a verified change, committed or not, of a session that passed its tests

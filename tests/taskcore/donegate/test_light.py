@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -66,3 +69,62 @@ def test_the_repository_is_the_nearest_ancestor_with_git(tmp_path):
     (tmp_path / "repo" / "a" / "b").mkdir(parents=True)
     assert light.repository_of(str(tmp_path / "repo" / "a" / "b")) == str(tmp_path / "repo")
     assert light.repository_of("") == ""
+
+
+# -- a Codex rollout written behind the turn -------------------------------------------------
+
+
+def _late(path: Path, text: bytes, after_s: float) -> threading.Thread:
+    def append() -> None:
+        time.sleep(after_s)
+        with open(path, "ab") as f:
+            f.write(text)
+
+    thread = threading.Thread(target=append)
+    thread.start()
+    return thread
+
+
+def test_wait_for_rollout_returns_once_the_last_message_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(light.ROLLOUT_WAIT_ENV)  # the conftest's "0": the bound as installed
+    rollout = tmp_path / "rollout-2026-12-02T10-00-00-x.jsonl"
+    rollout.write_bytes(b'{"type":"session_meta"}\n')
+    message = 'Done: "add" is in calc.py\n\u00e9t\u00e9 \u2713'
+    line = json.dumps({"last_agent_message": message}, ensure_ascii=False).encode() + b"\n"
+    thread = _late(rollout, line, 0.3)
+    started = time.monotonic()
+    assert light.wait_for_rollout(str(rollout), message, 5_000) is True
+    waited = time.monotonic() - started
+    thread.join()
+    assert 0.25 <= waited < 4
+
+
+def test_wait_for_rollout_does_not_wait_for_what_is_there_or_for_nothing(tmp_path: Path) -> None:
+    rollout = tmp_path / "rollout-2026-12-02T10-00-00-x.jsonl"
+    rollout.write_text(json.dumps({"text": "x" * 500 + "all 42 tests pass."}) + "\n")
+    started = time.monotonic()
+    assert light.wait_for_rollout(str(rollout), "x" * 500 + "all 42 tests pass.", 5_000)
+    assert light.wait_for_rollout(str(rollout), None, 5_000)
+    assert light.wait_for_rollout(str(rollout), "   ", 5_000)
+    assert light.wait_for_rollout(str(tmp_path / "rollout-gone.jsonl"), "anything", 5_000)
+    other = tmp_path / "session.jsonl"  # not a Codex rollout (a dsh session): no wait
+    other.write_text("{}\n")
+    assert light.wait_for_rollout(str(other), "never written", 5_000)
+    assert time.monotonic() - started < 1
+
+
+def test_wait_for_rollout_gives_up_after_its_bound(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rollout = tmp_path / "rollout-2026-12-02T10-00-00-x.jsonl"
+    rollout.write_bytes(b'{"type":"session_meta"}\n')
+    monkeypatch.delenv(light.ROLLOUT_WAIT_ENV)
+    started = time.monotonic()
+    assert light.wait_for_rollout(str(rollout), "never written", 200) is False
+    assert 0.2 <= time.monotonic() - started < 2
+    monkeypatch.setenv(light.ROLLOUT_WAIT_ENV, "0")  # the operator's bound: look once
+    started = time.monotonic()
+    assert light.wait_for_rollout(str(rollout), "never written", 60_000) is False
+    assert time.monotonic() - started < 1

@@ -79,6 +79,7 @@ __all__ = [
     "FORGE_REQUEST_TIMEOUT_SECONDS",
     "FORGE_TARGET_URL_MAX_CHARS",
     "GATE_CHECKS_KEPT",
+    "GATE_CODEX_ROLLOUT_WAIT_MS",
     "GATE_DSH_FRAME_MAX_BYTES",
     "GATE_FILES_KEPT",
     "GATE_HOOK_DEADLINE_MS",
@@ -428,6 +429,9 @@ GATE_DSH_FRAME_MAX_BYTES: Final = 256 * 1024 * 1024
 decoded and the read stops there (ours)."""
 GATE_HOOK_DEADLINE_MS: Final = 8_000
 """The Stop hook's own deadline; past it the stop is allowed with one line (ours)."""
+GATE_CODEX_ROLLOUT_WAIT_MS: Final = 2_000
+"""Longest wait of a Codex Stop hook for the rollout to hold the turn's last message (ours:
+Codex writes its rollout on a background task; :func:`taskcore.donegate.light.wait_for_rollout`)."""
 GATE_HOOK_TIMEOUT_SECONDS: Final = 30
 """The timeout the installer writes for the harness, well above the deadline (ours)."""
 GATE_INDEX_BUSY_MS: Final = 1_500

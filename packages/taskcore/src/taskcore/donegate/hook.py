@@ -31,10 +31,14 @@ from typing import Any, BinaryIO
 
 from taskcore.donegate.config import CODEX, GateConfig
 from taskcore.donegate.index import GateIndex
-from taskcore.donegate.light import fail_line, hook_output
+from taskcore.donegate.light import fail_line, hook_output, wait_for_rollout
 from taskcore.donegate.session_gate import SessionGateIn, answer, refresh_session, session_gate
 from taskcore.errors import ErrorCode, TaskError
-from taskcore.limits import GATE_INDEX_BUSY_MS, GATE_STDIN_MAX_BYTES
+from taskcore.limits import (
+    GATE_CODEX_ROLLOUT_WAIT_MS,
+    GATE_INDEX_BUSY_MS,
+    GATE_STDIN_MAX_BYTES,
+)
 
 __all__ = ["fail_line", "hook_output", "respond", "run"]
 
@@ -100,6 +104,8 @@ def run(
             path = Path(os.path.expanduser(transcript))
             if not path.is_file():
                 raise _FailOpenError("the transcript file does not exist")
+            if harness == CODEX:  # its rollout is written behind the turn: let it catch up
+                wait_for_rollout(str(path), last_message, GATE_CODEX_ROLLOUT_WAIT_MS)
             read = refresh_session(index, path)
             ans = answer(index, read, last_message=last_message)
         elif by_agent:

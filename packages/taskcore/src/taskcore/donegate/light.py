@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import time
 
 from taskcore import paths
 
@@ -36,6 +37,7 @@ __all__ = [
     "hook_output",
     "leave_now",
     "repository_of",
+    "wait_for_rollout",
     "within",
 ]
 
@@ -158,3 +160,46 @@ def leave_now() -> None:
     or hold the index, and the stop must not wait for it (``os._exit``, not ``sys.exit``).
     """
     os._exit(0)
+
+
+ROLLOUT_WAIT_ENV = "AGENT_TASK_GATE_ROLLOUT_WAIT_MS"
+"""Replaces the bound of :func:`wait_for_rollout` (milliseconds; ``0``: look once)."""
+ROLLOUT_TAIL_BYTES = 256 * 1024
+"""How much of a rollout's end :func:`wait_for_rollout` reads for the last message."""
+
+
+def wait_for_rollout(path: str, last_message: str | None, wait_ms: int) -> bool:
+    """Wait (at most ``wait_ms``) until a Codex rollout holds the turn's last message.
+
+    Codex writes its rollout on a background task, so a Stop hook can read a rollout that
+    lags the turn it judges: a command's output missing makes it look still running. The
+    Stop payload's ``last_assistant_message`` is the turn's last item, so once the file's
+    end holds it (JSON-escaped as Codex writes it; its last 160 characters), what came
+    before it is there too. ``True`` when it is there (or there is no message to look for),
+    ``False`` when the wait ran out (the gate then reads what is there, as before). Only
+    Codex's own rollouts (``rollout-*.jsonl``) are waited for: another file read with
+    ``--harness codex`` (a dsh session) is written before its hook runs. The environment
+    variable ``AGENT_TASK_GATE_ROLLOUT_WAIT_MS`` (digits) replaces ``wait_ms``.
+    """
+    if last_message is None or not last_message.strip():
+        return True
+    name = os.path.basename(path)
+    if not (name.startswith("rollout-") and name.endswith(".jsonl")):
+        return True
+    override = os.environ.get(ROLLOUT_WAIT_ENV, "")
+    if override.isdigit() and len(override) <= 6:
+        wait_ms = int(override)
+    needle = json.dumps(last_message[-160:], ensure_ascii=False)[1:-1].encode("utf-8")
+    give_up = time.monotonic() + wait_ms / 1000
+    while True:
+        try:
+            with open(path, "rb") as f:
+                size = f.seek(0, os.SEEK_END)
+                f.seek(max(0, size - ROLLOUT_TAIL_BYTES))
+                if needle in f.read(ROLLOUT_TAIL_BYTES):
+                    return True
+        except OSError:
+            return True  # the readers say what is wrong with the file
+        if time.monotonic() >= give_up:
+            return False
+        time.sleep(0.02)

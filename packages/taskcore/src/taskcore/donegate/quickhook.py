@@ -51,9 +51,14 @@ from taskcore.donegate.light import (
     head_digest,
     hook_output,
     repository_of,
+    wait_for_rollout,
 )
 from taskcore.donegate.receipt import RepoHistory, render
-from taskcore.limits import GATE_INDEX_BUSY_MS, GATE_STDIN_MAX_BYTES
+from taskcore.limits import (
+    GATE_CODEX_ROLLOUT_WAIT_MS,
+    GATE_INDEX_BUSY_MS,
+    GATE_STDIN_MAX_BYTES,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -138,6 +143,10 @@ def answer(
         index, claude_root, codex_root, dsh_root = env_locations(index_path)
         if not os.path.isfile(path) or os.path.islink(index) or not os.path.isfile(index):
             return None
+        if harness == CODEX:  # its rollout is written behind the turn: let it catch up
+            wait_for_rollout(
+                path, _text(data, "last_assistant_message"), GATE_CODEX_ROLLOUT_WAIT_MS
+            )
         roots = [(CLAUDE_CODE, claude_root), (CODEX, codex_root)]
         if dsh_root is not None:
             roots.append((DSH, dsh_root))
