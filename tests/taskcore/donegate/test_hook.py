@@ -53,6 +53,21 @@ def stop(
     return proc.returncode, proc.stdout.decode(), proc.stderr.decode()
 
 
+def codex_payload(path: Path, n: str, last_message: str) -> dict[str, Any]:
+    """A Codex Stop payload for the fixture rollout ``path`` (session ``019a1c2e-<n>-...``)."""
+    return {
+        "session_id": f"019a1c2e-{n}-7d3a-9b1e-4f2a6c8e0a{n[-2:]}",
+        "turn_id": "turn-1",
+        "transcript_path": str(path),
+        "cwd": "/home/dev/src/acme-web",
+        "hook_event_name": "Stop",
+        "model": "gpt-5.1-codex",
+        "permission_mode": "default",
+        "stop_hook_active": False,
+        "last_assistant_message": last_message,
+    }
+
+
 def claude_payload(roots: GateConfig, session: str, **extra: Any) -> dict[str, Any]:
     path = roots.claude_root / "-home-dev-src-acme-api" / f"{session}.jsonl"
     return {
@@ -95,17 +110,7 @@ def test_codex_answers_with_decision_block_and_nothing_else(
     roots: GateConfig, tmp_path: Path
 ) -> None:
     path = next(roots.codex_root.rglob("*0002*.jsonl"))
-    payload = {
-        "session_id": "019a1c2e-0002-7d3a-9b1e-4f2a6c8e0a02",
-        "turn_id": "turn-1",
-        "transcript_path": str(path),
-        "cwd": "/home/dev/src/acme-web",
-        "hook_event_name": "Stop",
-        "model": "gpt-5.1-codex",
-        "permission_mode": "default",
-        "stop_hook_active": False,
-        "last_assistant_message": "I've updated the retry constant to 2.",
-    }
+    payload = codex_payload(path, "0002", "I've updated the retry constant to 2.")
     code, out, _err = stop(roots, tmp_path, payload, "--harness", "codex")
     body = json.loads(out)
     assert code == 0
@@ -342,17 +347,7 @@ def test_a_codex_rollout_written_behind_the_turn_is_waited_for(roots, tmp_path):
     lines = path.read_bytes().splitlines(keepends=True)
     assert b"function_call_output" in lines[-2]
     path.write_bytes(b"".join(lines[:-2]))  # the output and task_complete: still unwritten
-    payload = {
-        "session_id": "019a1c2e-0003-7d3a-9b1e-4f2a6c8e0a03",
-        "turn_id": "turn-1",
-        "transcript_path": str(path),
-        "cwd": "/home/dev/src/acme-web",
-        "hook_event_name": "Stop",
-        "model": "gpt-5.1-codex",
-        "permission_mode": "default",
-        "stop_hook_active": False,
-        "last_assistant_message": "Updated; all 42 tests pass.",
-    }
+    payload = codex_payload(path, "0003", "Updated; all 42 tests pass.")
 
     def written_late() -> None:
         time.sleep(0.5)
